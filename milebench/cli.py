@@ -1,0 +1,100 @@
+"""The ``milebench`` command: one subcommand per stage, so each Snakemake rule is one command.
+
+Handlers are imported only when their subcommand runs, so ``milebench score`` never pays for torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from milebench.spec.base import SpecError
+from milebench.spec.registry import DEFAULT_SPECS
+from milebench.spec.run import Mode
+
+log = logging.getLogger("milebench")
+
+
+def _run_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--run", default="smoke", help="Run spec name (specs/runs/<name>.yaml).")
+
+
+def _job_args(p: argparse.ArgumentParser, model: bool) -> None:
+    _run_args(p)
+    if model:
+        p.add_argument("--model", required=True)
+    p.add_argument("--task", required=True)
+    p.add_argument("--mode", required=True, type=Mode, choices=list(Mode))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="milebench", description=__doc__.splitlines()[0])
+    parser.add_argument("--specs", type=Path, default=DEFAULT_SPECS, help="Specs folder.")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def add(name: str, target: str, help: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help)
+        p.set_defaults(target=target)
+        return p
+
+    add("check-specs", "milebench.spec.commands:check", "Validate every spec and their cross references.")
+    p = add("export-schemas", "milebench.spec.commands:export", "Write JSON Schemas of the spec models.")
+    p.add_argument("--out", type=Path, default=DEFAULT_SPECS / "schemas")
+
+    p = add("fixture", "milebench.fixture.commands:fixture", "Generate the mini-MileBench archives + lock.")
+    p.add_argument("--out", type=Path, required=True, help="Mirror folder to write archives and lock into.")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--samples-per-task", type=int, default=3)
+
+    p = add("fetch", "milebench.data.commands:fetch", "Download, verify and extract a run's data.")
+    _run_args(p)
+
+    p = add("lock-data", "milebench.data.commands:lock", "Resolve the hub revision and archive checksums.")
+    p.add_argument("--repo-id", default="FreedomIntelligence/MileBench")
+    p.add_argument("--revision", default="main")
+    p.add_argument("--out", type=Path, default=DEFAULT_SPECS / "locks" / "milebench-hub.lock.yaml")
+
+    p = add("validate-data", "milebench.data.validate:command", "Check a data tree against the task specs.")
+    p.add_argument("data_root", type=Path, help="The extracted MileBench/ folder.")
+    p.add_argument("--samples-per-task", type=int, default=None, help="Expected count (fixtures).")
+
+    p = add("tiny-model", "milebench.infer.commands:tiny_model", "Build a tiny random-weight model offline.")
+    _run_args(p)
+    p.add_argument("--model", required=True)
+
+    p = add("preprocess", "milebench.preprocess.commands:preprocess", "Build prompts for one task and mode.")
+    _job_args(p, model=False)
+
+    p = add("infer", "milebench.infer.commands:infer", "Run one model over one prepared task.")
+    _job_args(p, model=True)
+
+    p = add("score", "milebench.score.commands:score", "Score one model's predictions for one task.")
+    _job_args(p, model=True)
+
+    p = add("report", "milebench.report.commands:report", "Render the HTML and LaTeX report of a run.")
+    _run_args(p)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    module_name, func_name = args.target.split(":")
+    handler = getattr(importlib.import_module(module_name), func_name)
+    try:
+        return int(handler(args) or 0)
+    except SpecError as err:
+        log.error("invalid spec\n%s", err)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

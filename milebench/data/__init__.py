@@ -1,0 +1,1 @@
+"""MileBench data: upstream schema, verified fetch, safe extraction and validation."""

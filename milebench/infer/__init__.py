@@ -1,0 +1,1 @@
+"""Inference stage: run a model spec over prepared samples, resumably."""

@@ -1,0 +1,1 @@
+"""Preprocess stage: turn upstream samples into model-neutral prompts."""

@@ -1,0 +1,1 @@
+"""Report stage: render the paper's tables from scores, in HTML and LaTeX."""

@@ -1,0 +1,1 @@
+"""Declarative specs (tasks, models, runs, paper numbers) validated by pydantic."""

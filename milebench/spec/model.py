@@ -1,0 +1,126 @@
+"""ModelSpec: one model of the paper's table (or a baseline) and everything needed to run it."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from milebench.spec.base import Spec
+
+
+class Section(StrEnum):
+    """The row blocks of the paper's main table."""
+
+    BASELINE = "baseline"
+    CLOSED = "closed"
+    OPEN_IMAGE = "open-image"
+    OPEN_VIDEO = "open-video"
+
+
+class AdapterKind(StrEnum):
+    """Model families the engine knows; ``unported`` models need their original code base."""
+
+    RANDOM = "random"
+    ORACLE = "oracle"
+    HF_IMAGE_TEXT_TO_TEXT = "hf-image-text-to-text"
+    HF_LLAVA = "hf-llava"
+    HF_LLAVA_NEXT = "hf-llava-next"
+    HF_QWEN_VL_CHAT = "hf-qwen-vl-chat"
+    HF_QWEN2_VL = "hf-qwen2-vl"
+    HF_IDEFICS2 = "hf-idefics2"
+    OPENAI_CHAT = "openai-chat"
+    ANTHROPIC = "anthropic"
+    GEMINI = "gemini"
+    UNPORTED = "unported"
+
+
+class ImageInput(StrEnum):
+    """How a sample's images reach the model: interleaved in the prompt or tiled into one picture."""
+
+    INTERLEAVED = "interleaved"
+    COMBINED = "combined"
+
+
+class HubWeights(Spec):
+    """Weights on the Hugging Face hub; ``revision: null`` defers to ``specs/locks/weights.lock.yaml``."""
+
+    kind: Literal["hf"]
+    repo_id: str
+    revision: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}$")
+    trust_remote_code: bool = False
+
+
+class ApiModel(Spec):
+    kind: Literal["api"]
+    provider: Literal["openai", "anthropic", "google"]
+    model_id: str
+    base_url: str | None = None
+
+
+class BuiltinModel(Spec):
+    """A baseline implemented by the kit itself (Random, oracle)."""
+
+    kind: Literal["builtin"]
+
+
+class TinyWeights(Spec):
+    """A tiny random-weight checkpoint the kit builds offline from a config (smoke runs, tests)."""
+
+    kind: Literal["tiny"]
+    family: Literal["llava", "qwen2-vl"]
+    seed: int = 0
+
+
+Weights = Annotated[HubWeights | ApiModel | BuiltinModel | TinyWeights, Field(discriminator="kind")]
+
+
+class Generation(Spec):
+    """Decoding settings; the paper decodes greedily with 1..512 new tokens."""
+
+    do_sample: Literal[False] = False
+    max_new_tokens: int = Field(default=512, ge=1, le=512)
+    min_new_tokens: int = Field(default=1, ge=0)
+    seed: int = 0
+
+
+class BatchRule(Spec):
+    """Official batching: ``max(batch_image // n_images, 1)`` samples per batch, 1 for some tasks."""
+
+    batch_image: int = Field(default=24, ge=1)
+    single_sample_tasks: tuple[str, ...] = ("MMCoQA", "GPR1200")
+
+
+class ModelSpec(Spec):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
+    display_name: str
+    paper_name: str | None = Field(default=None, description="The row label in the paper's table.")
+    section: Section
+    size: str | None = Field(default=None, description='Parameter count as printed ("7B").')
+    adapter: AdapterKind
+    weights: Weights
+    image_input: ImageInput = ImageInput.INTERLEAVED
+    max_context_len: int | None = Field(default=None, gt=0)
+    n_tokens_per_image: int | None = Field(default=None, ge=0)
+    max_images: int | None = Field(default=None, gt=0)
+    tokenizer: str | None = Field(
+        default=None, description="Hub id of the tokenizer used to count tokens when the model is absent."
+    )
+    generation: Generation = Generation()
+    batch: BatchRule = BatchRule()
+    container: str | None = Field(default=None, description="Folder under containers/ holding its image.")
+    notes: str | None = None
+
+    @model_validator(mode="after")
+    def _unknowns_explained(self) -> ModelSpec:
+        unknown = [
+            name
+            for name in ("max_context_len", "n_tokens_per_image")
+            if getattr(self, name) is None and self.adapter not in (AdapterKind.RANDOM, AdapterKind.ORACLE)
+        ]
+        if self.adapter is AdapterKind.UNPORTED:
+            unknown.append("adapter")
+        if unknown and not self.notes:
+            raise ValueError(f"notes must explain the unknown or unported fields: {', '.join(unknown)}")
+        return self

@@ -1,0 +1,91 @@
+"""Load every spec under ``specs/`` once and check the references between them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from milebench.spec.base import S, Spec, SpecError, load_spec
+from milebench.spec.model import ModelSpec
+from milebench.spec.paper import PaperSpec
+from milebench.spec.run import RunSpec
+from milebench.spec.task import TaskSpec
+
+DEFAULT_SPECS = Path(__file__).resolve().parents[2] / "specs"
+
+
+@dataclass(frozen=True)
+class Specs:
+    """All specs of a kit checkout, keyed by name; ``root`` resolves relative paths inside them."""
+
+    root: Path
+    tasks: dict[str, TaskSpec]
+    models: dict[str, ModelSpec]
+    runs: dict[str, RunSpec]
+    paper: PaperSpec
+
+    def run(self, name: str) -> RunSpec:
+        if name not in self.runs:
+            raise SpecError(self.root / "runs", [("name", f"no run spec {name!r}; known: {sorted(self.runs)}")])
+        return self.runs[name]
+
+    def run_tasks(self, run: RunSpec) -> list[TaskSpec]:
+        names = list(self.tasks) if run.tasks == "all" else list(run.tasks)
+        return [self.tasks[n] for n in names]
+
+    def run_models(self, run: RunSpec) -> list[ModelSpec]:
+        return [self.models[n] for n in run.models]
+
+
+def spec_hash(spec: Spec) -> str:
+    """Content hash of a validated spec: a formatting-only edit of its YAML leaves it unchanged."""
+    payload = json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _load_folder(folder: Path, model: type[S]) -> dict[str, tuple[Path, S]]:
+    loaded: dict[str, tuple[Path, S]] = {}
+    for path in sorted(folder.glob("*.yaml")):
+        spec = load_spec(path, model)
+        name = spec.name  # type: ignore[attr-defined]
+        if name != path.stem:
+            raise SpecError(path, [("name", f"{name!r} must equal the file name {path.stem!r}")])
+        loaded[name] = (path, spec)
+    return loaded
+
+
+def load_specs(root: Path = DEFAULT_SPECS) -> Specs:
+    """Load and cross-check tasks, models, runs and the paper spec under ``root``."""
+    root = Path(root)
+    tasks = _load_folder(root / "tasks", TaskSpec)
+    models = _load_folder(root / "models", ModelSpec)
+    runs = _load_folder(root / "runs", RunSpec)
+    paper_path = root / "paper.yaml"
+    paper = load_spec(paper_path, PaperSpec)
+
+    for path, run in runs.values():
+        problems = [
+            (f"models.{i}", f"unknown model {m!r}") for i, m in enumerate(run.models) if m not in models
+        ]
+        if run.tasks != "all":
+            problems += [
+                (f"tasks.{i}", f"unknown task {t!r}") for i, t in enumerate(run.tasks) if t not in tasks
+            ]
+        if problems:
+            raise SpecError(path, problems)
+    bad_rows = [
+        (f"main_table.rows.{i}.model", f"unknown model {row.model!r}")
+        for i, row in enumerate(paper.main_table.rows)
+        if row.model not in models
+    ]
+    if bad_rows:
+        raise SpecError(paper_path, bad_rows)
+    return Specs(
+        root=root,
+        tasks={k: v for k, (_, v) in tasks.items()},
+        models={k: v for k, (_, v) in models.items()},
+        runs={k: v for k, (_, v) in runs.items()},
+        paper=paper,
+    )

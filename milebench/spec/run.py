@@ -1,0 +1,71 @@
+"""RunSpec: which models x tasks x modes to run, on which data, and where outputs land."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from milebench.spec.base import Spec
+
+
+class Mode(StrEnum):
+    """The three ways the paper runs a model over a task."""
+
+    MULTI_IMAGE = "multi-image"
+    COMBINED_IMAGE = "combined-image"
+    ADVERSARIAL = "adversarial"
+
+
+class HubSource(Spec):
+    """The dataset repo on the Hugging Face hub; repo, revision and checksums come from the lock."""
+
+    kind: Literal["hub"]
+    lock: str = Field(description="Lock file, relative to the specs folder.")
+
+
+class MirrorSource(Spec):
+    """A copy of the archives at an http(s) URL or a local folder, verified against a lock."""
+
+    kind: Literal["mirror"]
+    url: str
+    lock: str = Field(description="Lock file, relative to the specs folder.")
+
+
+class LocalSource(Spec):
+    """An already extracted ``MileBench/`` tree; nothing is downloaded, the tree is validated."""
+
+    kind: Literal["local"]
+    path: str
+
+
+class FixtureSource(Spec):
+    """The generated mini-MileBench, packed as archives and fetched like a mirror."""
+
+    kind: Literal["fixture"]
+    seed: int = 0
+    samples_per_task: int = Field(default=3, ge=1)
+
+
+DataSource = Annotated[
+    HubSource | MirrorSource | LocalSource | FixtureSource, Field(discriminator="kind")
+]
+
+
+class RunSpec(Spec):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    description: str
+    models: tuple[str, ...] = Field(min_length=1)
+    tasks: Literal["all"] | tuple[str, ...] = "all"
+    modes: tuple[Mode, ...] = (Mode.MULTI_IMAGE,)
+    data: DataSource
+    output_dir: str | None = Field(default=None, description="Defaults to results/<name>.")
+    allow_incomplete: bool = Field(
+        default=False, description="Build final tables from incomplete predictions, with coverage shown."
+    )
+    tolerance: float = Field(default=1.0, ge=0, description="Verdict tolerance in table points (x100).")
+
+    @property
+    def out(self) -> str:
+        return self.output_dir or f"results/{self.name}"
