@@ -9,6 +9,8 @@ from pydantic import Field
 
 from milebench.spec.base import Spec, SpecError, load_spec
 
+UNRESOLVED = "not resolved; run `milebench lock-data` where the hub is reachable"
+
 
 class ArchiveEntry(Spec):
     name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
@@ -27,13 +29,13 @@ class DataLock(Spec):
     def unresolved(self) -> list[tuple[str, str]]:
         """Fields still null, as (field path, message) pairs for a SpecError."""
         problems = [
-            (f"archives.{i}.{key}", "not resolved; run `milebench lock-data` where the hub is reachable")
+            (f"archives.{i}.{key}", UNRESOLVED)
             for i, entry in enumerate(self.archives)
             for key in ("size", "sha256")
             if getattr(entry, key) is None
         ]
         if self.repo_id is not None and self.revision is None:
-            problems.append(("revision", "not resolved; run `milebench lock-data` where the hub is reachable"))
+            problems.append(("revision", UNRESOLVED))
         return problems
 
 

@@ -28,7 +28,8 @@ class Specs:
 
     def run(self, name: str) -> RunSpec:
         if name not in self.runs:
-            raise SpecError(self.root / "runs", [("name", f"no run spec {name!r}; known: {sorted(self.runs)}")])
+            known = ", ".join(sorted(self.runs))
+            raise SpecError(self.root / "runs", [("name", f"no run spec {name!r}; known: {known}")])
         return self.runs[name]
 
     def run_tasks(self, run: RunSpec) -> list[TaskSpec]:

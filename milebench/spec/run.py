@@ -48,9 +48,7 @@ class FixtureSource(Spec):
     samples_per_task: int = Field(default=3, ge=1)
 
 
-DataSource = Annotated[
-    HubSource | MirrorSource | LocalSource | FixtureSource, Field(discriminator="kind")
-]
+DataSource = Annotated[HubSource | MirrorSource | LocalSource | FixtureSource, Field(discriminator="kind")]
 
 
 class RunSpec(Spec):
