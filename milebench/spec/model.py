@@ -17,6 +17,8 @@ class Section(StrEnum):
     CLOSED = "closed"
     OPEN_IMAGE = "open-image"
     OPEN_VIDEO = "open-video"
+    KIT = "kit"
+    """Models the kit builds for smoke runs and tests; never part of the paper's table."""
 
 
 class AdapterKind(StrEnum):
