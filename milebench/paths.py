@@ -10,7 +10,10 @@ from milebench.spec.run import Mode, RunSpec
 
 @dataclass(frozen=True)
 class RunPaths:
-    """Output layout of a run; the Snakefile and the CLI both derive paths from here."""
+    """Output layout of a run; the Snakefile and the CLI both derive paths from here.
+
+    Path methods take plain strings too, so the Snakefile can pass wildcard patterns like ``"{task}"``.
+    """
 
     out: Path
     reports: Path
@@ -42,17 +45,17 @@ class RunPaths:
         """Locally built checkpoints (tiny models)."""
         return self.out / "models" / model
 
-    def prepared(self, task: str, mode: Mode) -> Path:
-        return self.out / "prepared" / mode.value / f"{task}.jsonl"
+    def prepared(self, task: str, mode: Mode | str) -> Path:
+        return self.out / "prepared" / str(mode) / f"{task}.jsonl"
 
-    def predictions(self, model: str, task: str, mode: Mode) -> Path:
-        return self.out / "predictions" / model / mode.value / f"{task}.jsonl"
+    def predictions(self, model: str, task: str, mode: Mode | str) -> Path:
+        return self.out / "predictions" / model / str(mode) / f"{task}.jsonl"
 
-    def judgments(self, model: str, task: str, mode: Mode) -> Path:
-        return self.out / "scores" / model / mode.value / f"{task}.jsonl"
+    def judgments(self, model: str, task: str, mode: Mode | str) -> Path:
+        return self.out / "scores" / model / str(mode) / f"{task}.jsonl"
 
-    def task_score(self, model: str, task: str, mode: Mode) -> Path:
-        return self.out / "scores" / model / mode.value / f"{task}.json"
+    def task_score(self, model: str, task: str, mode: Mode | str) -> Path:
+        return self.out / "scores" / model / str(mode) / f"{task}.json"
 
     def logs(self, rule: str, name: str) -> Path:
         return self.out / "logs" / rule / f"{name}.log"

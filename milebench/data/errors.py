@@ -1,0 +1,7 @@
+"""The one error family of the data fetch, so the CLI can report every refusal the same way."""
+
+from __future__ import annotations
+
+
+class FetchError(RuntimeError):
+    """Data could not be fetched, verified or extracted; the message names the archive and the cause."""
