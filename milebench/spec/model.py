@@ -75,7 +75,16 @@ class TinyWeights(Spec):
     seed: int = 0
 
 
-Weights = Annotated[HubWeights | ApiModel | BuiltinModel | TinyWeights, Field(discriminator="kind")]
+class ExternalWeights(Spec):
+    """Weights published outside the hub (or not yet identified there); ``notes`` says where to look."""
+
+    kind: Literal["external"]
+    url: str | None = Field(default=None, description="Where the original code base or checkpoint lives.")
+
+
+Weights = Annotated[
+    HubWeights | ApiModel | BuiltinModel | TinyWeights | ExternalWeights, Field(discriminator="kind")
+]
 
 
 class Generation(Spec):

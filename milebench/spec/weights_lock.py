@@ -1,0 +1,38 @@
+"""The weights lock: hub commits for model specs that leave ``revision: null``, resolved later."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, StringConstraints
+
+from milebench.spec.base import Spec, SpecError, load_spec
+from milebench.spec.model import HubWeights, ModelSpec
+
+Commit = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
+
+
+class WeightsLock(Spec):
+    """Pins hub weights by commit, so a model spec stays readable while its run stays reproducible."""
+
+    note: str | None = None
+    revisions: dict[str, Commit] = Field(
+        default_factory=dict, description="Model spec name -> 40-hex commit of its hub repo."
+    )
+
+
+def load_weights_lock(path: Path) -> WeightsLock:
+    return load_spec(Path(path), WeightsLock)
+
+
+def check_weights_lock(lock: WeightsLock, models: Mapping[str, ModelSpec], path: Path) -> None:
+    """Every locked name must be a model whose weights live on the hub; anything else is a stale entry."""
+    problems = [
+        (f"revisions.{name}", "no model spec with hub weights has this name")
+        for name in lock.revisions
+        if name not in models or not isinstance(models[name].weights, HubWeights)
+    ]
+    if problems:
+        raise SpecError(path, problems)

@@ -1,0 +1,287 @@
+"""The real specs folder: contents match the paper and the upstream data, schemas are fresh."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import logging
+from pathlib import Path
+from statistics import mean
+
+import pytest
+
+from milebench.cli import main
+from milebench.data.lock import load_lock
+from milebench.spec.base import SpecError
+from milebench.spec.commands import SCHEMA_MODELS, WEIGHTS_LOCK, export
+from milebench.spec.model import AdapterKind, ApiModel, HubWeights, Section
+from milebench.spec.registry import DEFAULT_SPECS, Specs, load_specs
+from milebench.spec.run import FixtureSource, HubSource, Mode
+from milebench.spec.task import Group, QuestionType
+from milebench.spec.weights_lock import WeightsLock, check_weights_lock, load_weights_lock
+
+REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
+
+# The dataset loop of the official eval.sh: the exact upstream folder names.
+UPSTREAM_TASKS = [
+    "ALFRED",
+    "ActionLocalization",
+    "ActionPrediction",
+    "ActionSequence",
+    "CLEVR-Change",
+    "CharacterOrder",
+    "CounterfactualInference",
+    "DocVQA",
+    "EgocentricNavigation",
+    "GPR1200",
+    "IEdit",
+    "ImageNeedleInAHaystack",
+    "MMCoQA",
+    "MovingAttribute",
+    "MovingDirection",
+    "MultiModalQA",
+    "OCR-VQA",
+    "ObjectExistence",
+    "ObjectInteraction",
+    "ObjectShuffle",
+    "SceneTransition",
+    "SlideVQA",
+    "Spot-the-Diff",
+    "StateChange",
+    "TQA",
+    "TextNeedleInAHaystack",
+    "WebQA",
+    "WikiVQA",
+    "nuscenes",
+]
+OPEN_ENDED = {
+    "Spot-the-Diff",
+    "CLEVR-Change",
+    "IEdit",
+    "MMCoQA",
+    "ALFRED",
+    "TextNeedleInAHaystack",
+    "ImageNeedleInAHaystack",
+}
+DIAGNOSTIC = {"TextNeedleInAHaystack", "ImageNeedleInAHaystack", "GPR1200"}
+REAL_GROUPS = [Group.T1, Group.T2, Group.T3, Group.T4, Group.S1, Group.S2, Group.S3, Group.S4, Group.S5]
+DIAG_GROUPS = [Group.N1, Group.N2, Group.I1]
+OVERALL = {"overall_real": REAL_GROUPS, "overall_diag": DIAG_GROUPS}
+TOLERANCE = 0.05
+
+
+@pytest.fixture(scope="module")
+def specs() -> Specs:
+    return load_specs(DEFAULT_SPECS)
+
+
+def _reference_csv(name: str) -> list[dict[str, str]]:
+    path = REFERENCE / name
+    if not path.is_file():
+        pytest.skip(f"reference CSV {path} is not present in this checkout")
+    with path.open(newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_tasks_are_the_29_upstream_folders(specs: Specs) -> None:
+    assert sorted(specs.tasks) == sorted(UPSTREAM_TASKS)
+    assert sum(t.n_samples for t in specs.tasks.values()) == 6440
+    for name, task in specs.tasks.items():
+        expected_n = 320 if "NeedleInAHaystack" in name else 600 if name == "GPR1200" else 200
+        assert task.n_samples == expected_n, name
+        assert (task.question_type is QuestionType.OPEN_ENDED) == (name in OPEN_ENDED), name
+        assert task.has_adversarial == (name not in DIAGNOSTIC), name
+        assert task.labelled_choices == (name != "GPR1200"), name
+        assert task.source_dataset.strip(), name
+
+
+def test_every_group_has_its_tasks(specs: Specs) -> None:
+    by_group: dict[Group, set[str]] = {}
+    for task in specs.tasks.values():
+        by_group.setdefault(task.group, set()).add(task.name)
+    assert by_group[Group.T1] == {"ActionLocalization", "ActionPrediction", "ActionSequence"}
+    assert by_group[Group.S4] == {"MMCoQA", "ALFRED"}
+    assert by_group[Group.I1] == {"GPR1200"}
+    assert set(by_group) == set(Group)
+    names = {t.group: t.group_name for t in specs.tasks.values()}
+    assert names[Group.T1] == "Action Understanding and Prediction"
+    assert names[Group.S3] == "Visual Relation Inference"
+
+
+def test_models_cover_the_paper_table(specs: Specs) -> None:
+    with_paper_name = {m.paper_name: m for m in specs.models.values() if m.paper_name is not None}
+    assert len(with_paper_name) == 23
+    assert set(with_paper_name) == {row.paper_name for row in specs.paper.main_table.rows}
+    for row in specs.paper.main_table.rows:
+        model = specs.models[row.model]
+        assert (model.paper_name, model.section, model.size) == (row.paper_name, row.section, row.size)
+    kit = {n for n, m in specs.models.items() if m.section is Section.KIT}
+    assert kit == {"oracle", "tiny-llava"}
+    assert len(specs.models) == 25
+
+
+def test_model_paper_names_match_csv(specs: Specs) -> None:
+    rows = _reference_csv("paper_main_table.csv")
+    assert sorted(m.paper_name for m in specs.models.values() if m.paper_name) == sorted(
+        r["model"] for r in rows
+    )
+
+
+def test_model_settings_follow_the_reference(specs: Specs) -> None:
+    m = specs.models
+    assert (m["llava-1.5-7b"].max_context_len, m["llava-1.5-7b"].n_tokens_per_image) == (4096, 576)
+    assert (m["yi-vl"].max_context_len, m["yi-vl"].n_tokens_per_image) == (4096, 576)
+    assert (m["qwen-vl-chat"].max_context_len, m["qwen-vl-chat"].max_images) == (8192, 32)
+    api_ids = {n: s.weights.model_id for n, s in m.items() if isinstance(s.weights, ApiModel)}
+    assert api_ids == {
+        "gpt-4v": "gpt-4-turbo",
+        "gpt-4o": "gpt-4o",
+        "gemini-1.0": "gemini-1.0-pro-vision-001",
+        "gemini-1.5": "gemini-1.5-pro-latest",
+        "claude-3-opus": "claude-3-opus-20240229",
+    }
+    for name, spec in m.items():
+        assert spec.generation.do_sample is False, name
+        if isinstance(spec.weights, ApiModel):
+            assert spec.container == "api", name
+        if spec.adapter is AdapterKind.UNPORTED:
+            assert spec.container is None, name
+        if isinstance(spec.weights, HubWeights):
+            assert spec.weights.revision is None, name
+    assert m["llava-1.5-7b"].container == m["llava-1.5-13b"].container == "llava15"
+    tiny = m["tiny-llava"]
+    assert (tiny.max_context_len, tiny.n_tokens_per_image, tiny.generation.max_new_tokens) == (2048, 16, 8)
+
+
+def test_runs(specs: Specs) -> None:
+    assert set(specs.runs) == {"smoke", "paper"}
+    smoke, paper = specs.runs["smoke"], specs.runs["paper"]
+    assert smoke.models == ("random", "tiny-llava")
+    assert smoke.modes == (Mode.MULTI_IMAGE,)
+    assert isinstance(smoke.data, FixtureSource) and smoke.data.samples_per_task == 3
+    paper_models = {row.model for row in specs.paper.main_table.rows}
+    assert set(paper.models) == paper_models and len(paper.models) == 23
+    assert set(paper.modes) == set(Mode)
+    assert isinstance(paper.data, HubSource)
+    assert len(specs.run_tasks(paper)) == 29
+
+
+def test_data_lock_names_the_six_archives(specs: Specs) -> None:
+    lock_ref = specs.runs["paper"].data.lock  # type: ignore[union-attr]
+    lock = load_lock(specs.root / lock_ref, require_complete=False)
+    assert lock.repo_id == "FreedomIntelligence/MileBench"
+    assert [a.name for a in lock.archives] == [f"MileBench_part{i}.tar.gz" for i in range(6)]
+
+
+def test_weights_lock_names_only_hub_models(specs: Specs) -> None:
+    path = specs.root / WEIGHTS_LOCK
+    lock = load_weights_lock(path)
+    hub_models = {n for n, m in specs.models.items() if isinstance(m.weights, HubWeights)}
+    assert set(lock.revisions) <= hub_models
+    check_weights_lock(lock, specs.models, path)
+
+
+@pytest.mark.parametrize("name", ["gpt-4v", "no-such-model", "tiny-llava"])
+def test_weights_lock_rejects_models_without_hub_weights(specs: Specs, name: str) -> None:
+    lock = WeightsLock(revisions={name: "0" * 40})
+    with pytest.raises(SpecError) as err:
+        check_weights_lock(lock, specs.models, Path("weights.lock.yaml"))
+    assert f"revisions.{name}" in str(err.value)
+
+
+def test_weights_lock_rejects_short_commits(tmp_path: Path) -> None:
+    path = tmp_path / "weights.lock.yaml"
+    path.write_text("revisions:\n  llava-1.5-7b: abc123\n", encoding="utf-8")
+    with pytest.raises(SpecError) as err:
+        load_weights_lock(path)
+    assert str(path) in str(err.value) and "revisions.llava-1.5-7b" in str(err.value)
+
+
+def test_paper_rows_equal_the_csv(specs: Specs) -> None:
+    rows = _reference_csv("paper_main_table.csv")
+    assert len(rows) == len(specs.paper.main_table.rows)
+    for csv_row, row in zip(rows, specs.paper.main_table.rows, strict=True):
+        assert row.paper_name == csv_row["model"]
+        assert row.section == csv_row["section"]
+        assert row.size == (None if csv_row["size"] == "-" else csv_row["size"])
+        assert {g.value: v for g, v in row.groups.items()} == {g.value: float(csv_row[g]) for g in Group}
+        assert row.overall_real == float(csv_row["overall_real"])
+        assert row.overall_diag == float(csv_row["overall_diag"])
+
+
+def test_side_tables_equal_the_csv(specs: Specs) -> None:
+    by_paper_name = {m.paper_name: n for n, m in specs.models.items() if m.paper_name}
+    contamination = _reference_csv("paper_contamination.csv")
+    assert [(r.model, r.regular, r.adv, r.delta) for r in specs.paper.contamination.rows] == [
+        (by_paper_name[r["model"]], float(r["regular"]), float(r["adv"]), float(r["delta"]))
+        for r in contamination
+    ]
+    quantity = _reference_csv("paper_image_quantity.csv")
+    assert [(r.model, r.few, r.medium, r.many) for r in specs.paper.image_quantity.rows] == [
+        (by_paper_name[r["model"]], float(r["few"]), float(r["medium"]), float(r["many"])) for r in quantity
+    ]
+
+
+def test_side_tables_and_footnotes_name_models(specs: Specs) -> None:
+    paper = specs.paper
+    named = [r.model for r in paper.contamination.rows] + [r.model for r in paper.image_quantity.rows]
+    named += list(paper.main_table.footnotes) + [i.model for i in paper.main_table.inconsistencies]
+    assert set(named) <= set(specs.models)
+    assert "lwm" in paper.main_table.footnotes
+    for r in paper.contamination.rows:
+        assert r.delta == pytest.approx(r.regular - r.adv, abs=1e-9), r.model
+
+
+def test_group_means_reproduce_overall_except_listed_inconsistencies(specs: Specs) -> None:
+    listed = {(i.model, i.column): i for i in specs.paper.main_table.inconsistencies}
+    seen = set()
+    for row in specs.paper.main_table.rows:
+        for column, groups in OVERALL.items():
+            computed = mean(row.groups[g] for g in groups)
+            printed = getattr(row, column)
+            entry = listed.get((row.model, column))
+            if entry is None:
+                assert abs(computed - printed) <= TOLERANCE, (row.model, column, computed, printed)
+                continue
+            seen.add((row.model, column))
+            assert abs(computed - printed) > TOLERANCE, (row.model, column)
+            assert (entry.printed, entry.computed) == (printed, round(computed, 2))
+    overall_listed = {key for key in listed if key[1] in OVERALL}
+    assert seen == overall_listed
+    assert {("gpt-4v", "overall_diag"), ("gpt-4o", "overall_diag"), ("random", "overall_real")} <= seen
+
+
+def test_gpt4_diag_is_the_mean_of_the_needles_only(specs: Specs) -> None:
+    rows = {r.model: r for r in specs.paper.main_table.rows}
+    for name in ("gpt-4v", "gpt-4o"):
+        row = rows[name]
+        assert round(mean([row.groups[Group.N1], row.groups[Group.N2]]), 1) == row.overall_diag
+
+
+def test_copied_llava_groups_really_coincide(specs: Specs) -> None:
+    entries = [i for i in specs.paper.main_table.inconsistencies if i.column == "T-1..T-4"]
+    assert {i.model for i in entries} == {"llava-1.6-7b", "llava-1.5-13b"}
+    rows = {r.model: r for r in specs.paper.main_table.rows}
+    first = [Group.T1, Group.T2, Group.T3, Group.T4]
+    assert [rows["llava-1.6-7b"].groups[g] for g in first] == [rows["llava-1.5-13b"].groups[g] for g in first]
+    assert rows["llava-1.6-7b"].groups[Group.S1] != rows["llava-1.5-13b"].groups[Group.S1]
+    for entry in entries:
+        assert entry.printed == entry.computed == rows[entry.model].groups[Group.T1]
+
+
+def test_schemas_are_fresh(tmp_path: Path) -> None:
+    export(argparse.Namespace(out=tmp_path))
+    committed = DEFAULT_SPECS / "schemas"
+    expected = sorted(f"{name}.schema.json" for name in SCHEMA_MODELS)
+    assert sorted(p.name for p in tmp_path.iterdir()) == expected
+    assert sorted(p.name for p in committed.glob("*.json")) == expected
+    for name in expected:
+        fresh = (tmp_path / name).read_bytes()
+        assert fresh.endswith(b"}\n")
+        assert (committed / name).read_bytes() == fresh, f"{name} is stale: run `milebench export-schemas`"
+
+
+def test_check_specs_cli_accepts_the_real_specs(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO):
+        assert main(["--specs", str(DEFAULT_SPECS), "check-specs"]) == 0
+    assert "29 tasks, 25 models, 2 runs, 23 paper rows" in caplog.text
