@@ -59,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--revision", default="main")
     p.add_argument("--out", type=Path, default=DEFAULT_SPECS / "locks" / "milebench-hub.lock.yaml")
 
+    p = add("lock-weights", "milebench.spec.lock_weights:lock_weights", "Pin hub model revisions to commits.")
+    p.add_argument("--ref", default="main", help="Branch or tag to resolve.")
+
     p = add("validate-data", "milebench.data.validate:command", "Check a data tree against the task specs.")
     p.add_argument("data_root", type=Path, help="The extracted MileBench/ folder.")
     p.add_argument("--samples-per-task", type=int, default=None, help="Expected count (fixtures).")

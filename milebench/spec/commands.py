@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from milebench.data.lock import DataLock, load_lock
 from milebench.io import atomic_write_text
 from milebench.spec.base import SpecError
+from milebench.spec.lock_weights import WEIGHTS_LOCK
 from milebench.spec.model import ModelSpec
 from milebench.spec.paper import PaperSpec
 from milebench.spec.registry import Specs, load_specs
@@ -20,9 +21,6 @@ from milebench.spec.task import TaskSpec
 from milebench.spec.weights_lock import WeightsLock, check_weights_lock, load_weights_lock
 
 log = logging.getLogger(__name__)
-
-WEIGHTS_LOCK = Path("locks") / "weights.lock.yaml"
-"""Where the weights lock lives, relative to the specs folder."""
 
 SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "task": TaskSpec,

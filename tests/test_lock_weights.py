@@ -1,0 +1,44 @@
+"""lock-weights pins every open hub revision and nothing else; the result passes the lock's own checks."""
+
+from dataclasses import dataclass
+
+import pytest
+
+from milebench.spec.lock_weights import resolve_revisions
+from milebench.spec.model import HubWeights
+from milebench.spec.registry import load_specs
+from milebench.spec.weights_lock import check_weights_lock
+
+
+@dataclass
+class Info:
+    sha: str | None
+
+
+class FakeHub:
+    def __init__(self, sha: str | None = "a" * 40) -> None:
+        self.calls: list[tuple[str, str | None]] = []
+        self.sha = sha
+
+    def model_info(self, repo_id: str, revision: str | None = None) -> Info:
+        self.calls.append((repo_id, revision))
+        return Info(self.sha)
+
+
+def test_resolves_exactly_the_open_hub_revisions(tmp_path) -> None:
+    specs = load_specs()
+    hub = FakeHub()
+    lock = resolve_revisions(specs.models, hub, ref="v1")
+    open_hub = {
+        name
+        for name, m in specs.models.items()
+        if isinstance(m.weights, HubWeights) and m.weights.revision is None
+    }
+    assert open_hub and set(lock.revisions) == open_hub
+    assert all(ref == "v1" for _, ref in hub.calls)
+    check_weights_lock(lock, specs.models, tmp_path / "weights.lock.yaml")
+
+
+def test_missing_commit_is_an_error() -> None:
+    with pytest.raises(RuntimeError, match="no commit"):
+        resolve_revisions(load_specs().models, FakeHub(sha=None))
