@@ -1,0 +1,34 @@
+"""CLI handlers of ``milebench fetch`` and ``milebench lock-data``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from milebench.data.errors import FetchError
+from milebench.data.fetch import fetch_run
+from milebench.data.hub_lock import write_hub_lock
+from milebench.paths import RunPaths
+from milebench.spec.registry import load_specs
+
+log = logging.getLogger(__name__)
+
+
+def fetch(args: argparse.Namespace) -> int:
+    specs = load_specs(args.specs)
+    run = specs.run(args.run)
+    try:
+        fetch_run(specs, run, RunPaths.for_run(run))
+    except FetchError as err:
+        log.error("%s", err)
+        return 1
+    return 0
+
+
+def lock(args: argparse.Namespace) -> int:
+    try:
+        write_hub_lock(args.repo_id, args.revision, args.out)
+    except FetchError as err:
+        log.error("%s", err)
+        return 1
+    return 0

@@ -1,0 +1,303 @@
+"""fetch_run end to end: verified, fail-closed, idempotent; lock-data with a stand-in hub API."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from fetch_helpers import RangeServer, tar_gz, write_lock
+
+from milebench.data import commands, hub_lock
+from milebench.data.errors import FetchError
+from milebench.data.extract import marker_path
+from milebench.data.fetch import fetch_run
+from milebench.data.hub_lock import write_hub_lock
+from milebench.data.lock import load_lock
+from milebench.data.verify import VerificationError
+from milebench.paths import RunPaths
+from milebench.spec.base import SpecError
+from milebench.spec.registry import Specs
+from milebench.spec.run import FixtureSource, HubSource, LocalSource, MirrorSource, RunSpec
+
+ARCHIVES = {
+    "MileBench_part0.tar.gz": tar_gz(
+        {"MileBench/TaskA/TaskA.json": b"{}", "MileBench/TaskA/images/1.jpg": b"a"}
+    ),
+    "MileBench_part1.tar.gz": tar_gz(
+        {"MileBench/TaskB/TaskB.json": b"{}", "MileBench/TaskB/images/1.jpg": b"b"}
+    ),
+}
+LOCK = "locks/test.lock.yaml"
+
+
+@pytest.fixture(autouse=True)
+def _offline_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in (
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+        "HF_TOKEN",
+    ):
+        monkeypatch.delenv(var, raising=False)
+
+
+def setup(tmp_path: Path, data: object) -> tuple[Specs, RunSpec, RunPaths]:
+    run = RunSpec(name="t", description="test", models=("m",), data=data, output_dir=str(tmp_path / "out"))
+    specs = Specs(root=tmp_path / "specs", tasks={}, models={}, runs={"t": run}, paper=None)  # type: ignore[arg-type]
+    return specs, run, RunPaths.for_run(run)
+
+
+def mirror_run(tmp_path: Path, server: RangeServer) -> tuple[Specs, RunSpec, RunPaths]:
+    write_lock(tmp_path / "specs" / LOCK, ARCHIVES)
+    return setup(tmp_path, MirrorSource(kind="mirror", url=server.url(), lock=LOCK))
+
+
+def tree_files(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+
+
+def test_mirror_fetch_extracts_and_writes_manifest(tmp_path: Path) -> None:
+    with RangeServer(ARCHIVES) as server:
+        specs, run, paths = mirror_run(tmp_path, server)
+        manifest = fetch_run(specs, run, paths)
+    assert tree_files(paths.data_root) == [
+        "TaskA/TaskA.json",
+        "TaskA/images/1.jpg",
+        "TaskB/TaskB.json",
+        "TaskB/images/1.jpg",
+    ]
+    assert json.loads(paths.fetch_manifest.read_text()) == manifest
+    assert manifest["source"]["kind"] == "mirror" and manifest["source"]["url"] == server.url()
+    assert [(a["name"], a["size"], a["sha256"]) for a in manifest["archives"]] == [
+        (name, len(data), hashlib.sha256(data).hexdigest()) for name, data in ARCHIVES.items()
+    ]
+    assert manifest["started"] <= manifest["finished"]
+
+
+def test_rerun_is_a_no_op(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with RangeServer(ARCHIVES) as server:
+        specs, run, paths = mirror_run(tmp_path, server)
+        fetch_run(specs, run, paths)
+        markers = sorted((paths.out / "data" / ".extracted").iterdir())
+        before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in [*markers, paths.fetch_manifest]}
+        server.requests.clear()
+        caplog.set_level(logging.INFO)
+        fetch_run(specs, run, paths)
+    assert server.requests == []
+    assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in before} == before
+    assert sorted((paths.out / "data" / ".extracted").iterdir()) == markers
+    assert "nothing to do" in caplog.text
+
+
+def test_missing_tree_is_refetched_from_verified_downloads(tmp_path: Path) -> None:
+    with RangeServer(ARCHIVES) as server:
+        specs, run, paths = mirror_run(tmp_path, server)
+        fetch_run(specs, run, paths)
+        shutil.rmtree(paths.data_root)
+        server.requests.clear()
+        fetch_run(specs, run, paths)
+    assert server.requests == []
+    assert (paths.data_root / "TaskA" / "TaskA.json").is_file()
+
+
+def test_corrupt_archive_is_quarantined_and_nothing_extracted(tmp_path: Path) -> None:
+    name = "MileBench_part1.tar.gz"
+    good = ARCHIVES[name]
+    corrupt = good[:-10] + bytes(b ^ 0xFF for b in good[-10:])
+    with RangeServer({**ARCHIVES, name: corrupt}) as server:
+        specs, run, paths = mirror_run(tmp_path, server)
+        with pytest.raises(VerificationError) as err:
+            fetch_run(specs, run, paths)
+    message = str(err.value)
+    quarantined = list((paths.downloads / "quarantine").iterdir())
+    assert len(quarantined) == 1 and quarantined[0].name.startswith(f"{name}.")
+    assert quarantined[0].read_bytes() == corrupt
+    assert name in message and str(quarantined[0]) in message
+    assert hashlib.sha256(good).hexdigest() in message and hashlib.sha256(corrupt).hexdigest() in message
+    assert not (paths.downloads / name).exists()
+    assert not paths.data_root.exists()
+    assert not paths.fetch_manifest.exists()
+
+
+def test_stale_download_from_an_older_lock_is_quarantined_and_replaced(tmp_path: Path) -> None:
+    with RangeServer(ARCHIVES) as server:
+        specs, run, paths = mirror_run(tmp_path, server)
+        paths.downloads.mkdir(parents=True)
+        (paths.downloads / "MileBench_part0.tar.gz").write_bytes(b"an older archive")
+        fetch_run(specs, run, paths)
+    assert [r["path"] for r in server.requests] == ["/MileBench_part0.tar.gz", "/MileBench_part1.tar.gz"]
+    assert [p.read_bytes() for p in (paths.downloads / "quarantine").iterdir()] == [b"an older archive"]
+    assert (paths.downloads / "MileBench_part0.tar.gz").read_bytes() == ARCHIVES["MileBench_part0.tar.gz"]
+    assert paths.fetch_manifest.is_file()
+
+
+def test_null_sha256_in_lock_is_refused_before_any_download(tmp_path: Path) -> None:
+    lock_path = tmp_path / "specs" / LOCK
+    lock_path.parent.mkdir(parents=True)
+    lock_path.write_text("archives:\n  - name: MileBench_part0.tar.gz\n    size: 10\n    sha256: null\n")
+    with RangeServer(ARCHIVES) as server:
+        specs, run, paths = setup(tmp_path, MirrorSource(kind="mirror", url=server.url(), lock=LOCK))
+        with pytest.raises(SpecError) as err:
+            fetch_run(specs, run, paths)
+    assert err.value.path == lock_path
+    assert "archives.0.sha256" in str(err.value) and str(lock_path) in str(err.value)
+    assert server.requests == []
+    assert not paths.out.exists()
+
+
+def test_hub_source_uses_resolve_urls_and_token(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    revision = "a" * 40
+    files = {f"datasets/org/MileBench/resolve/{revision}/{n}": d for n, d in ARCHIVES.items()}
+    monkeypatch.setenv("HF_TOKEN", "hf_test")
+    with RangeServer(files) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url())
+        write_lock(tmp_path / "specs" / LOCK, ARCHIVES, repo_id="org/MileBench", revision=revision)
+        specs, run, paths = setup(tmp_path, HubSource(kind="hub", lock=LOCK))
+        manifest = fetch_run(specs, run, paths)
+    assert [r["path"] for r in server.requests] == [f"/{p}" for p in files]
+    assert all(r["Authorization"] == "Bearer hf_test" for r in server.requests)
+    assert manifest["source"]["repo_id"] == "org/MileBench" and manifest["source"]["revision"] == revision
+    assert "hf_test" not in paths.fetch_manifest.read_text()
+    assert (paths.data_root / "TaskB" / "TaskB.json").is_file()
+
+
+def test_fixture_source_reads_the_run_mirror(tmp_path: Path) -> None:
+    specs, run, paths = setup(tmp_path, FixtureSource(kind="fixture"))
+    with pytest.raises(FetchError, match="milebench fixture --out"):
+        fetch_run(specs, run, paths)
+    paths.mirror.mkdir(parents=True)
+    for name, data in ARCHIVES.items():
+        (paths.mirror / name).write_bytes(data)
+    write_lock(paths.mirror / "milebench.lock.yaml", ARCHIVES)
+    manifest = fetch_run(specs, run, paths)
+    assert manifest["source"]["kind"] == "fixture"
+    assert (paths.data_root / "TaskA" / "images" / "1.jpg").read_bytes() == b"a"
+
+
+def test_local_source_links_the_tree(tmp_path: Path) -> None:
+    tree = tmp_path / "elsewhere" / "MileBench"
+    (tree / "TaskA").mkdir(parents=True)
+    specs, run, paths = setup(tmp_path, LocalSource(kind="local", path=str(tree)))
+    manifest = fetch_run(specs, run, paths)
+    assert paths.data_root.is_symlink() and paths.data_root.resolve() == tree.resolve()
+    assert manifest["source"] == {"kind": "local", "path": str(tree.resolve())}
+    assert manifest["archives"] == []
+
+
+def test_local_source_missing_names_the_field(tmp_path: Path) -> None:
+    specs, run, paths = setup(tmp_path, LocalSource(kind="local", path=str(tmp_path / "nope")))
+    with pytest.raises(SpecError) as err:
+        fetch_run(specs, run, paths)
+    assert err.value.path == tmp_path / "specs" / "runs" / "t.yaml"
+    assert err.value.problems[0][0] == "data.path"
+
+
+def test_switching_from_local_to_archives_never_writes_into_the_linked_tree(tmp_path: Path) -> None:
+    tree = tmp_path / "elsewhere" / "MileBench"
+    (tree / "Keep").mkdir(parents=True)
+    (tree / "Keep" / "k.json").write_text("{}")
+    specs, run, paths = setup(tmp_path, LocalSource(kind="local", path=str(tree)))
+    fetch_run(specs, run, paths)
+    with RangeServer(ARCHIVES) as server:
+        specs, run, paths = mirror_run(tmp_path, server)
+        manifest = fetch_run(specs, run, paths)
+    assert tree_files(tree) == ["Keep/k.json"]
+    assert not paths.data_root.is_symlink()
+    assert tree_files(paths.data_root)[0] == "TaskA/TaskA.json"
+    assert manifest["source"]["kind"] == "mirror"
+
+
+def test_new_lock_replaces_the_old_tree(tmp_path: Path) -> None:
+    with RangeServer(ARCHIVES) as server:
+        specs, run, paths = mirror_run(tmp_path, server)
+        fetch_run(specs, run, paths)
+    other = {"Other_part0.tar.gz": tar_gz({"MileBench/TaskC/TaskC.json": b"{}"})}
+    with RangeServer(other) as server:
+        write_lock(tmp_path / "specs" / LOCK, other)
+        specs, run, paths = setup(tmp_path, MirrorSource(kind="mirror", url=server.url(), lock=LOCK))
+        fetch_run(specs, run, paths)
+    assert tree_files(paths.data_root) == ["TaskC/TaskC.json"]
+    sha = hashlib.sha256(other["Other_part0.tar.gz"]).hexdigest()
+    assert [p.name for p in (paths.out / "data" / ".extracted").iterdir()] == [
+        marker_path(paths.out / "data", "Other_part0.tar.gz", sha).name
+    ]
+
+
+@dataclass
+class FakeLfs:
+    size: int
+    sha256: str
+
+
+@dataclass
+class FakeSibling:
+    rfilename: str
+    size: int | None
+    lfs: FakeLfs | None
+
+
+@dataclass
+class FakeInfo:
+    sha: str
+    siblings: list[FakeSibling]
+
+
+class FakeApi:
+    def __init__(self, siblings: list[FakeSibling]):
+        self.siblings = siblings
+        self.calls: list[tuple[str, str | None, bool]] = []
+
+    def dataset_info(
+        self, repo_id: str, *, revision: str | None = None, files_metadata: bool = False
+    ) -> FakeInfo:
+        self.calls.append((repo_id, revision, files_metadata))
+        return FakeInfo(sha="c" * 40, siblings=self.siblings)
+
+
+def _sibling(name: str, n: int) -> FakeSibling:
+    return FakeSibling(name, n, FakeLfs(n, hashlib.sha256(name.encode()).hexdigest()))
+
+
+def test_hub_lock_writes_a_complete_lock(tmp_path: Path) -> None:
+    siblings = [
+        FakeSibling("README.md", 10, None),
+        _sibling("MileBench_part10.tar.gz", 30),
+        _sibling("MileBench_part2.tar.gz", 20),
+        FakeSibling(".gitattributes", 5, None),
+    ]
+    api = FakeApi(siblings)
+    out = tmp_path / "locks" / "hub.lock.yaml"
+    write_hub_lock("FreedomIntelligence/MileBench", "main", out, api=api)
+    lock = load_lock(out)
+    assert api.calls == [("FreedomIntelligence/MileBench", "main", True)]
+    assert lock.repo_id == "FreedomIntelligence/MileBench" and lock.revision == "c" * 40
+    assert [(a.name, a.size, a.sha256) for a in lock.archives] == [
+        ("MileBench_part2.tar.gz", 20, hashlib.sha256(b"MileBench_part2.tar.gz").hexdigest()),
+        ("MileBench_part10.tar.gz", 30, hashlib.sha256(b"MileBench_part10.tar.gz").hexdigest()),
+    ]
+
+
+def test_hub_lock_refuses_archives_without_lfs_metadata(tmp_path: Path) -> None:
+    api = FakeApi([FakeSibling("MileBench_part0.tar.gz", 10, None)])
+    out = tmp_path / "hub.lock.yaml"
+    with pytest.raises(FetchError, match=r"MileBench_part0\.tar\.gz has no LFS metadata"):
+        write_hub_lock("o/d", "main", out, api=api)
+    assert not out.exists()
+
+
+def test_lock_command_uses_the_hub_api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hub_lock, "HfApi", lambda: FakeApi([_sibling("MileBench_part0.tar.gz", 7)]))
+    out = tmp_path / "hub.lock.yaml"
+    assert commands.lock(argparse.Namespace(repo_id="o/d", revision="v1", out=out)) == 0
+    assert load_lock(out).archives[0].size == 7
+    monkeypatch.setattr(hub_lock, "HfApi", lambda: FakeApi([]))
+    assert commands.lock(argparse.Namespace(repo_id="o/d", revision="v1", out=tmp_path / "none.yaml")) == 1
