@@ -1,0 +1,64 @@
+"""Render a report with the Jinja templates under ``reports/templates`` (HTML autoescaped, LaTeX escaped)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import jinja2
+
+import milebench
+from milebench.report.tables import Report
+
+TEMPLATES = Path(milebench.__file__).resolve().parents[1] / "reports" / "templates"
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+}
+_LATEX_PATTERN = re.compile("|".join(re.escape(c) for c in _LATEX_SPECIAL))
+
+
+def latex_escape(value: object) -> str:
+    """Escape a data string for LaTeX text mode, in one pass so inserted backslashes stay intact."""
+    return _LATEX_PATTERN.sub(lambda m: _LATEX_SPECIAL[m.group(0)], str(value))
+
+
+def number(value: float | None, missing: str = "\u2013") -> str:
+    """A table number as the paper prints it: one decimal."""
+    return missing if value is None else f"{value:.1f}"
+
+
+def _environment(autoescape: bool, **delimiters: str) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=autoescape,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        **delimiters,
+    )
+    env.filters["num"] = number
+    env.filters["tex"] = latex_escape
+    return env
+
+
+def render_html(report: Report) -> str:
+    return _environment(autoescape=True).get_template("report.html.j2").render(report=report)
+
+
+def render_tex(report: Report) -> str:
+    # LaTeX's "{#" (as in "\#" after a brace) must not open a Jinja comment.
+    env = _environment(autoescape=False, comment_start_string="<#", comment_end_string="#>")
+    return env.get_template("report.tex.j2").render(report=report)

@@ -1,0 +1,142 @@
+"""Scores as the paper aggregates them: task means, levels, group means and the two overall columns.
+
+Task and level scores are means x100 over scored samples. A group is the plain mean of its tasks'
+scores and the overall columns are plain means of groups (Real.: the nine realistic groups, Diag.:
+N-1, N-2 and I-1), which reproduces the paper's printed overall values except the rows its own spec
+lists as inconsistent. The official score script stops at task scores; the group rules are the paper's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+
+from pydantic import Field
+
+from milebench.data.schema import QuantityLevel
+from milebench.records import Judgment
+from milebench.spec.base import Spec
+from milebench.spec.run import Mode
+from milebench.spec.task import GROUP_CATEGORY, Category, Group, TaskSpec
+
+LEVELS: tuple[QuantityLevel, ...] = ("Few", "Medium", "Many")
+REALISTIC_GROUPS: tuple[Group, ...] = tuple(g for g in Group if GROUP_CATEGORY[g] is not Category.DIAGNOSTIC)
+DIAGNOSTIC_GROUPS: tuple[Group, ...] = tuple(g for g in Group if GROUP_CATEGORY[g] is Category.DIAGNOSTIC)
+
+
+class LevelScore(Spec):
+    score: float | None = Field(description="Mean x100 over the level's scored samples; null if none.")
+    n_scored: int = Field(ge=0)
+
+
+class TaskScore(Spec):
+    """One task score file: the score, how many samples it rests on, and the image-quantity split."""
+
+    task: str
+    model: str
+    mode: Mode
+    scorer: str
+    score: float | None = Field(description="Mean x100 over scored samples; null when none was scored.")
+    n: int = Field(ge=0, description="Prepared samples (the expected count).")
+    n_scored: int = Field(ge=0)
+    n_missing: int = Field(ge=0)
+    n_failed: int = Field(ge=0)
+    levels: dict[QuantityLevel, LevelScore]
+
+
+class Coverage(Spec):
+    """How much of what a model should have answered was scored, and why the rest was not."""
+
+    tasks_expected: int
+    tasks_missing: int = Field(description="Tasks without a score file.")
+    samples_expected: int = Field(description="Prepared samples of the tasks that have a score file.")
+    samples_scored: int
+    samples_missing: int
+    samples_failed: int
+
+    @property
+    def complete(self) -> bool:
+        return self.tasks_missing == 0 and self.samples_scored == self.samples_expected
+
+    @property
+    def fraction(self) -> float | None:
+        return self.samples_scored / self.samples_expected if self.samples_expected else None
+
+
+def mean(values: Sequence[float]) -> float | None:
+    return math.fsum(values) / len(values) if values else None
+
+
+def mean_x100(scores: Sequence[float]) -> float | None:
+    """Mean of per-sample scores in table units (x100)."""
+    value = mean(scores)
+    return None if value is None else 100 * value
+
+
+def summarise(task: str, model: str, mode: Mode, scorer: str, judgments: Sequence[Judgment]) -> TaskScore:
+    """Task score and per-level scores from one task's judgments (levels as the judgments carry them)."""
+    scored = [
+        (j.image_quantity_level, j.score) for j in judgments if j.status == "scored" and j.score is not None
+    ]
+    levels = {
+        level: LevelScore(
+            score=mean_x100([s for lv, s in scored if lv == level]),
+            n_scored=sum(1 for lv, _ in scored if lv == level),
+        )
+        for level in LEVELS
+    }
+    return TaskScore(
+        task=task,
+        model=model,
+        mode=mode,
+        scorer=scorer,
+        score=mean_x100([s for _, s in scored]),
+        n=len(judgments),
+        n_scored=len(scored),
+        n_missing=sum(1 for j in judgments if j.status == "missing"),
+        n_failed=sum(1 for j in judgments if j.status == "failed"),
+        levels=levels,
+    )
+
+
+def complete_mean(values: Sequence[float | None]) -> float | None:
+    """Mean of values that must all be present: one missing value leaves the aggregate undefined."""
+    present = [v for v in values if v is not None]
+    return mean(present) if present and len(present) == len(values) else None
+
+
+def group_scores(
+    task_scores: Mapping[str, float | None], tasks: Iterable[TaskSpec]
+) -> dict[Group, float | None]:
+    """Mean of each group's task scores; a group with any task unscored has no score (null)."""
+    members: dict[Group, list[str]] = {g: [] for g in Group}
+    for task in tasks:
+        members[task.group].append(task.name)
+    return {group: complete_mean([task_scores.get(n) for n in names]) for group, names in members.items()}
+
+
+def overall(groups: Mapping[Group, float | None], columns: Sequence[Group]) -> float | None:
+    """Unweighted mean of the given group columns; null unless all have a score."""
+    return complete_mean([groups.get(g) for g in columns])
+
+
+def overall_real(groups: Mapping[Group, float | None]) -> float | None:
+    return overall(groups, REALISTIC_GROUPS)
+
+
+def overall_diag(groups: Mapping[Group, float | None]) -> float | None:
+    return overall(groups, DIAGNOSTIC_GROUPS)
+
+
+def coverage(scores: Iterable[TaskScore | None]) -> Coverage:
+    """Coverage over a model's expected task cells; ``None`` stands for a cell without a score file."""
+    cells = list(scores)
+    present = [s for s in cells if s is not None]
+    return Coverage(
+        tasks_expected=len(cells),
+        tasks_missing=len(cells) - len(present),
+        samples_expected=sum(s.n for s in present),
+        samples_scored=sum(s.n_scored for s in present),
+        samples_missing=sum(s.n_missing for s in present),
+        samples_failed=sum(s.n_failed for s in present),
+    )

@@ -1,0 +1,68 @@
+"""Multiple-choice extraction as the official ``match_choice`` does it, including its lossy paths.
+
+The official rules are reproduced on purpose, not fixed: a two-letter key found with its option text is
+cut to its first letter, an option whose normalised text keeps a regex metacharacter is found but never
+mapped to its key, and the last resort concatenates every letter of the answer that is a key.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from milebench.score.normalize import normalize
+
+EMPTY_PREDICTION_KEY = "C"
+"""What the evaluator extracts from an empty (normalised) prediction."""
+
+_REGEX_SPECIAL = frozenset("\\.^$*+?{}[]|()")
+"""The characters the evaluator escapes; others (``-``, ``#``, spaces) pass through unescaped."""
+
+
+def option_key(index: int) -> str:
+    """Key of the option at ``index``: A..Z, then AA..AZ, then ``B`` + chr(65 + index - 52).
+
+    Past index 77 the official formula leaves the alphabet (``B[``, ``B\\``, ..., ``Ba``); kept as is.
+    """
+    if index < 26:
+        return chr(65 + index)
+    if index < 52:
+        return "A" + chr(65 + index - 26)
+    return "B" + chr(65 + index - 52)
+
+
+def option_map(choices: Sequence[str]) -> dict[str, str]:
+    """Key -> normalised option text, in list order (the evaluator normalises options once here)."""
+    return {option_key(i): normalize(choice) for i, choice in enumerate(choices)}
+
+
+def escape_option(text: str) -> str:
+    """The evaluator's partial regex escape of a (re-normalised) option text."""
+    return "".join("\\" + c if c in _REGEX_SPECIAL else c for c in text)
+
+
+def _pattern(text: str) -> str:
+    return escape_option(normalize(text))
+
+
+def extract_choice(prediction: str, options: Mapping[str, str]) -> str:
+    """The key the evaluator reads from a normalised prediction, given key -> normalised option text."""
+    if prediction == "":
+        return EMPTY_PREDICTION_KEY
+
+    labelled = "|".join(_pattern(f"{key} {text}") for key, text in options.items())
+    found = re.search(f"({labelled})", prediction, re.S)
+    if found:
+        return found.group(0)[0].upper()
+
+    bare = [_pattern(text).replace(" ", "") for text in options.values()]
+    found = re.search(f"({'|'.join(bare)})", prediction.replace(" ", ""), re.S)
+    if found:
+        matched = found.group(0).strip()
+        for key, escaped in zip(options, bare, strict=True):
+            if matched == escaped:
+                return key.upper()
+
+    if len(prediction) in (1, 2) and prediction.upper() in options:
+        return prediction.upper()
+    return "".join(c.upper() for c in prediction if c.upper() in options)

@@ -1,0 +1,149 @@
+"""Aggregation follows the paper: task means x100, evaluator levels, group means and the two overalls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from milebench.records import Judgment
+from milebench.score.aggregate import (
+    DIAGNOSTIC_GROUPS,
+    REALISTIC_GROUPS,
+    TaskScore,
+    coverage,
+    group_scores,
+    overall_diag,
+    overall_real,
+    summarise,
+)
+from milebench.spec.base import load_spec
+from milebench.spec.paper import PaperSpec
+from milebench.spec.run import Mode
+from milebench.spec.task import GROUP_CATEGORY, Group, Metric, QuestionType, ScorerKind, TaskSpec
+
+PAPER_YAML = Path(__file__).resolve().parents[1] / "specs" / "paper.yaml"
+
+
+def judgment(sample_id: int, status: str, score: float | None, level: str = "Few") -> Judgment:
+    return Judgment(
+        task="ActionSequence",
+        mode=Mode.MULTI_IMAGE,
+        model="m",
+        sample_id=sample_id,
+        scorer="paper",
+        status=status,
+        score=score,
+        image_quantity_level=level,
+    )
+
+
+def task(name: str, group: Group) -> TaskSpec:
+    return TaskSpec(
+        name=name,
+        display_name=name,
+        group=group,
+        group_name="g",
+        category=GROUP_CATEGORY[group],
+        question_type=QuestionType.MULTI_CHOICE,
+        metric=Metric.ACCURACY,
+        scorer=ScorerKind.CHOICE,
+        n_samples=1,
+        has_adversarial=True,
+        source_dataset="s",
+    )
+
+
+def test_task_score_is_the_mean_x100_over_scored_samples_only() -> None:
+    judgments = [
+        judgment(0, "scored", 1.0, "Few"),
+        judgment(1, "scored", 0.0, "Few"),
+        judgment(2, "scored", 0.5, "Many"),
+        judgment(3, "failed", None, "Many"),
+        judgment(4, "missing", None, "Medium"),
+    ]
+    result = summarise("ActionSequence", "m", Mode.MULTI_IMAGE, "paper", judgments)
+    assert result.score == pytest.approx(50.0)
+    assert (result.n, result.n_scored, result.n_missing, result.n_failed) == (5, 3, 1, 1)
+    assert result.levels["Few"].score == pytest.approx(50.0)
+    assert result.levels["Few"].n_scored == 2
+    assert result.levels["Many"].score == pytest.approx(50.0)
+    assert result.levels["Medium"].score is None
+    assert result.levels["Medium"].n_scored == 0
+
+
+def test_task_with_nothing_scored_has_no_score() -> None:
+    result = summarise("ActionSequence", "m", Mode.MULTI_IMAGE, "paper", [judgment(0, "failed", None)])
+    assert result.score is None
+    assert result.n_failed == 1
+
+
+def test_group_is_the_mean_of_its_tasks_and_needs_all_of_them() -> None:
+    tasks = [task("A", Group.T1), task("B", Group.T1), task("C", Group.T2)]
+    groups = group_scores({"A": 40.0, "B": 60.0}, tasks)
+    assert groups[Group.T1] == pytest.approx(50.0)
+    assert groups[Group.T2] is None
+    assert groups[Group.S1] is None
+
+
+def test_overalls_are_plain_means_of_their_groups() -> None:
+    groups = {g: float(i) for i, g in enumerate(Group)}
+    assert REALISTIC_GROUPS == (
+        Group.T1,
+        Group.T2,
+        Group.T3,
+        Group.T4,
+        Group.S1,
+        Group.S2,
+        Group.S3,
+        Group.S4,
+        Group.S5,
+    )
+    assert DIAGNOSTIC_GROUPS == (Group.N1, Group.N2, Group.I1)
+    assert overall_real(groups) == pytest.approx(4.0)
+    assert overall_diag(groups) == pytest.approx(10.0)
+    assert overall_diag({**groups, Group.I1: None}) is None
+
+
+def test_coverage_counts_missing_files_and_samples() -> None:
+    def score(n: int, scored: int, missing: int, failed: int) -> TaskScore:
+        return TaskScore(
+            task="t", model="m", mode=Mode.MULTI_IMAGE, scorer="paper", score=1.0, n=n,
+            n_scored=scored, n_missing=missing, n_failed=failed, levels={},
+        )  # fmt: skip
+
+    cov = coverage([score(10, 7, 2, 1), None, score(5, 5, 0, 0)])
+    assert (cov.tasks_expected, cov.tasks_missing) == (3, 1)
+    assert (cov.samples_expected, cov.samples_scored, cov.samples_missing, cov.samples_failed) == (
+        15,
+        12,
+        2,
+        1,
+    )
+    assert cov.fraction == pytest.approx(0.8)
+    assert not cov.complete
+    assert coverage([score(5, 5, 0, 0)]).complete
+
+
+@pytest.fixture(scope="module")
+def paper() -> PaperSpec:
+    return load_spec(PAPER_YAML, PaperSpec)
+
+
+def test_rules_reproduce_the_printed_overalls_except_listed_inconsistencies(paper: PaperSpec) -> None:
+    listed = {(i.model, i.column): i for i in paper.main_table.inconsistencies}
+    checked = 0
+    for row in paper.main_table.rows:
+        computed = {"overall_real": overall_real(row.groups), "overall_diag": overall_diag(row.groups)}
+        printed = {"overall_real": row.overall_real, "overall_diag": row.overall_diag}
+        for column, value in computed.items():
+            assert value is not None
+            item = listed.get((row.model, column))
+            if item is None:
+                # Printed to one decimal: a consistent value is within half a unit of the last digit.
+                assert abs(value - printed[column]) <= 0.05 + 1e-9, (row.model, column, value)
+                checked += 1
+            else:
+                assert value == pytest.approx(item.computed, abs=0.005), (row.model, column)
+                assert abs(value - printed[column]) > 0.05, (row.model, column)
+    assert checked >= 2 * len(paper.main_table.rows) - 6

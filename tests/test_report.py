@@ -1,0 +1,251 @@
+"""``milebench report`` renders the paper's tables from task scores, escaped for HTML and LaTeX."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from milebench.io import atomic_write_json
+from milebench.paths import RunPaths
+from milebench.report.commands import report
+from milebench.report.render import latex_escape
+from milebench.score.aggregate import LevelScore, TaskScore
+from milebench.spec.base import Spec
+from milebench.spec.model import AdapterKind, BuiltinModel, ModelSpec, Section
+from milebench.spec.run import FixtureSource, Mode, RunSpec
+from milebench.spec.task import GROUP_CATEGORY, Group, Metric, QuestionType, ScorerKind, TaskSpec
+
+EVIL = 'Evil <script>alert("x")</script> & my_model 50% #1'
+# task -> (group, multi-image score of "random", of "evil")
+TASKS: dict[str, tuple[Group, float, float]] = {
+    "ActionSequence": (Group.T1, 40.0, 10.0),
+    "ActionPrediction": (Group.T1, 60.0, 20.0),
+    "ObjectExistence": (Group.T2, 31.25, 30.0),
+    "MovingDirection": (Group.T3, 25.0, 40.0),
+    "StateChange": (Group.T4, 30.0, 50.0),
+    "WebQA": (Group.S1, 26.0, 60.0),
+    "DocVQA": (Group.S2, 24.0, 70.0),
+    "Spot-the-Diff": (Group.S3, 5.0, 80.0),
+    "MMCoQA": (Group.S4, 25.0, 90.0),
+    "nuscenes": (Group.S5, 12.0, 15.0),
+    "TextNeedleInAHaystack": (Group.N1, 0.0, 25.0),
+    "ImageNeedleInAHaystack": (Group.N2, 3.0, 35.0),
+    "GPR1200": (Group.I1, 11.4, 45.0),
+}
+PAPER_RANDOM = {g.value: 10.0 + i for i, g in enumerate(Group)}
+
+
+def dump(path: Path, data: Spec | dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = data.model_dump(mode="json") if isinstance(data, Spec) else data
+    path.write_text(yaml.safe_dump(payload, sort_keys=False, allow_unicode=True), encoding="utf-8")
+
+
+def task_spec(name: str, group: Group) -> TaskSpec:
+    open_ended = name in ("Spot-the-Diff", "MMCoQA") or "Needle" in name
+    qtype = QuestionType.OPEN_ENDED if open_ended else QuestionType.MULTI_CHOICE
+    scorer = {
+        "Spot-the-Diff": ScorerKind.ROUGE_L,
+        "MMCoQA": ScorerKind.SUBSTRING,
+    }.get(name, ScorerKind.NEEDLE if "Needle" in name else ScorerKind.CHOICE)
+    return TaskSpec(
+        name=name, display_name=name, group=group, group_name="g", category=GROUP_CATEGORY[group],
+        question_type=qtype, metric=Metric.ROUGE_L if scorer is ScorerKind.ROUGE_L else Metric.ACCURACY,
+        scorer=scorer, n_samples=3, has_adversarial=GROUP_CATEGORY[group].value != "diagnostic",
+        source_dataset=name,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def specs_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "specs"
+    for name, (group, _, _) in TASKS.items():
+        dump(root / "tasks" / f"{name}.yaml", task_spec(name, group))
+    for name, display, section in (("random", "Random", Section.BASELINE), ("evil", EVIL, Section.KIT)):
+        spec = ModelSpec(
+            name=name, display_name=display, section=section, adapter=AdapterKind.RANDOM,
+            weights=BuiltinModel(kind="builtin"), size="7B" if name == "evil" else None,
+        )  # fmt: skip
+        dump(root / "models" / f"{name}.yaml", spec)
+    run = RunSpec(
+        name="t", description="test run", models=("random", "evil"),
+        modes=(Mode.MULTI_IMAGE, Mode.ADVERSARIAL), data=FixtureSource(kind="fixture"),
+        output_dir=str(tmp_path / "out"),
+    )  # fmt: skip
+    dump(root / "runs" / "t.yaml", run)
+    paper = {
+        "source": "Test source, arXiv:0000.00000",
+        "main_table": {
+            "caption": "Main table caption.",
+            "footnotes": {"random": "A footnote about 100% & more."},
+            "rows": [
+                {
+                    "paper_name": "Random",
+                    "model": "random",
+                    "section": "baseline",
+                    "size": None,
+                    "groups": PAPER_RANDOM,
+                    "overall_real": 22.3,
+                    "overall_diag": 5.5,
+                }
+            ],
+            "inconsistencies": [
+                {"model": "random", "column": "overall_real", "printed": 22.3, "computed": 20.94, "note": "n"}
+            ],
+        },
+        "contamination": {
+            "caption": "c",
+            "rows": [{"model": "random", "regular": 22.3, "adv": 21.0, "delta": 1.3}],
+        },
+        "image_quantity": {"note": "n", "rows": []},
+    }
+    dump(root / "paper.yaml", paper)
+    return root
+
+
+def write_scores(specs_dir: Path, skip: tuple[str, str, Mode] | None = None, failed: int = 0) -> RunPaths:
+    run = RunSpec.model_validate(yaml.safe_load((specs_dir / "runs" / "t.yaml").read_text()))
+    paths = RunPaths.for_run(run)
+    for name, (group, random_score, evil_score) in TASKS.items():
+        for model, value in (("random", random_score), ("evil", evil_score)):
+            for mode in run.modes:
+                if mode is Mode.ADVERSARIAL and GROUP_CATEGORY[group].value == "diagnostic":
+                    continue
+                if (model, name, mode) == skip:
+                    continue
+                n_failed = failed if (model, name) == ("evil", "ActionSequence") else 0
+                adv_shift = 1.0 if mode is Mode.ADVERSARIAL else 0.0
+                score = TaskScore(
+                    task=name, model=model, mode=mode, scorer="paper", score=value - adv_shift, n=3,
+                    n_scored=3 - n_failed, n_missing=0, n_failed=n_failed,
+                    levels={"Few": LevelScore(score=value, n_scored=3 - n_failed)},
+                )  # fmt: skip
+                atomic_write_json(paths.task_score(model, name, mode), score.model_dump(mode="json"))
+    return paths
+
+
+def run_report(specs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> RunPaths:
+    monkeypatch.chdir(tmp_path)
+    assert report(argparse.Namespace(run="t", specs=specs_dir)) == 0
+    run = RunSpec.model_validate(yaml.safe_load((specs_dir / "runs" / "t.yaml").read_text()))
+    return RunPaths.for_run(run)
+
+
+def main_cells(html: str, mode: Mode, model: str) -> dict[str, tuple[str, str | None]]:
+    """column -> (our value, paper value) of one model's row in one mode's main table."""
+    table = re.search(rf'<table class="main" id="main-{mode.value}">(.*?)</table>', html, re.S)
+    assert table
+    row = re.search(rf'<tr data-model="{model}">(.*?)</tr>', table.group(1), re.S)
+    assert row
+    cells = re.findall(
+        r'<td data-column="([^"]+)"><span class="ours">([^<]*)</span>(?:<span class="paper[^"]*">([^<]*))?',
+        row.group(1),
+    )
+    return {column: (ours, paper or None) for column, ours, paper in cells}
+
+
+def expected_groups(index: int) -> dict[str, float]:
+    sums: dict[Group, list[float]] = {}
+    for group, *scores in TASKS.values():
+        sums.setdefault(group, []).append(scores[index])
+    groups = {g.value: sum(v) / len(v) for g, v in sums.items()}
+    real = [groups[g] for g in ("T-1", "T-2", "T-3", "T-4", "S-1", "S-2", "S-3", "S-4", "S-5")]
+    diag = [groups[g] for g in ("N-1", "N-2", "I-1")]
+    return {**groups, "overall_real": sum(real) / 9, "overall_diag": sum(diag) / 3}
+
+
+def test_main_table_cells_equal_the_aggregated_scores(
+    specs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_scores(specs_dir)
+    paths = run_report(specs_dir, tmp_path, monkeypatch)
+    html = paths.report_html.read_text(encoding="utf-8")
+    for index, model in enumerate(("random", "evil")):
+        cells = main_cells(html, Mode.MULTI_IMAGE, model)
+        expected = expected_groups(index)
+        assert list(cells) == [*(g.value for g in Group), "overall_real", "overall_diag"]
+        assert {k: ours for k, (ours, _) in cells.items()} == {k: f"{v:.1f}" for k, v in expected.items()}
+    assert main_cells(html, Mode.MULTI_IMAGE, "random")["T-1"] == ("50.0", "10.0")
+    assert main_cells(html, Mode.MULTI_IMAGE, "random")["overall_real"][1] == "22.3&dagger;"
+    assert main_cells(html, Mode.MULTI_IMAGE, "evil")["T-1"] == ("15.0", None)
+    adversarial = main_cells(html, Mode.ADVERSARIAL, "random")
+    assert adversarial["T-2"] == ("30.2", None)
+    assert adversarial["overall_diag"] == ("\u2013", None)
+    assert "Incomplete" not in html
+
+    tex = paths.report_tex.read_text(encoding="utf-8")
+    random_row = next(line for line in tex.splitlines() if line.startswith("Random & "))
+    expected = expected_groups(0)
+    assert random_row.removesuffix(" \\\\").split(" & ")[2:] == [f"{v:.1f}" for v in expected.values()]
+
+
+def test_html_is_self_contained_and_escapes_display_names(
+    specs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_scores(specs_dir)
+    html = run_report(specs_dir, tmp_path, monkeypatch).report_html.read_text(encoding="utf-8")
+    assert "<script" not in html
+    assert "Evil &lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; my_model 50% #1" in html
+    assert "A footnote about 100% &amp; more." in html
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)
+    assert "<link" not in html and "@import" not in html
+
+
+def test_latex_escapes_data_strings(specs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_scores(specs_dir)
+    tex = run_report(specs_dir, tmp_path, monkeypatch).report_tex.read_text(encoding="utf-8")
+    assert r"my\_model 50\% \#1" in tex
+    assert r"Evil \textless{}script\textgreater{}" in tex
+    assert r"\& my\_model" in tex
+    assert r"A footnote about 100\% \& more." in tex
+    assert "\\begin{tabular}" in tex and "\\toprule" in tex and "\\bottomrule" in tex
+    assert not re.search(r"\\begin\{tabular\}\{[^}]*\|", tex), "no vertical rules"
+    assert "\\hline" not in tex
+
+
+def test_latex_escape_filter() -> None:
+    assert latex_escape("a_b & 5% #1 {x} ~ ^ \\") == (
+        r"a\_b \& 5\% \#1 \{x\} \textasciitilde{} \textasciicircum{} \textbackslash{}"
+    )
+
+
+def test_coverage_shows_missing_task_and_failed_samples(
+    specs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_scores(specs_dir, skip=("random", "WebQA", Mode.MULTI_IMAGE), failed=2)
+    html = run_report(specs_dir, tmp_path, monkeypatch).report_html.read_text(encoding="utf-8")
+    assert "Incomplete" in html
+    cells = main_cells(html, Mode.MULTI_IMAGE, "random")
+    assert cells["S-1"][0] == "\u2013" and cells["overall_real"][0] == "\u2013"
+    assert cells["N-1"][0] == "0.0"
+    coverage = re.search(r'<table class="coverage" id="coverage-multi-image">(.*?)</table>', html, re.S)
+    assert coverage
+    random_row = re.search(r'<tr data-model="random">(.*?)</tr>', coverage.group(1), re.S)
+    evil_row = re.search(r'<tr data-model="evil">(.*?)</tr>', coverage.group(1), re.S)
+    assert random_row and evil_row
+    assert "<td>12/13</td>" in random_row.group(1)
+    assert '<td data-column="failed">2</td>' in evil_row.group(1)
+    assert '<td data-column="missing">0</td>' in evil_row.group(1)
+    tasks = re.search(r'<table class="tasks" id="tasks-multi-image">(.*?)</table>', html, re.S)
+    assert tasks
+    assert re.search(
+        r'<tr data-task="WebQA">.*?<td data-model="random"[^>]*>missing</td>', tasks.group(1), re.S
+    )
+
+
+def test_contamination_table_pairs_regular_and_adversarial(
+    specs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_scores(specs_dir)
+    html = run_report(specs_dir, tmp_path, monkeypatch).report_html.read_text(encoding="utf-8")
+    section = re.search(r'<section id="contamination">(.*?)</section>', html, re.S)
+    assert section
+    row = re.search(r'<tr data-model="random">(.*?)</tr>', section.group(1), re.S)
+    assert row
+    regular = expected_groups(0)["overall_real"]
+    values = re.findall(r"<td>([^<]*)</td>", row.group(1))
+    assert values == [f"{regular:.1f}", f"{regular - 1:.1f}", "1.0", "22.3", "21.0", "1.3"]
