@@ -29,6 +29,9 @@ class PreparedSample(Spec):
     prompt_sha256: str
     question_type: QuestionType
     choices: tuple[str, ...] | None
+    labelled_choices: bool = Field(
+        default=True, description="Whether the prompt lists the choices with letters (false for GPR1200)."
+    )
     response: str = Field(description="The gold answer.")
     image_quantity_level: QuantityLevel
     n_images: int = Field(description="Images of the sample before truncation or combining.")

@@ -1,0 +1,106 @@
+"""``milebench tiny-model`` and ``milebench infer``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import tempfile
+from pathlib import Path
+
+from milebench.infer.adapter import AdapterError
+from milebench.io import read_jsonl
+from milebench.paths import RunPaths
+from milebench.preprocess.commands import task_spec
+from milebench.records import PreparedSample
+from milebench.spec.base import SpecError
+from milebench.spec.model import HubWeights, ModelSpec
+from milebench.spec.registry import Specs, load_specs
+from milebench.spec.run import Mode
+from milebench.spec.weights_lock import load_weights_lock
+
+log = logging.getLogger(__name__)
+
+WEIGHTS_LOCK = Path("locks") / "weights.lock.yaml"
+
+
+def model_spec(specs: Specs, name: str) -> ModelSpec:
+    if name not in specs.models:
+        raise SpecError(specs.root / "models", [("name", f"no model spec {name!r}")])
+    return specs.models[name]
+
+
+def pin_weights(spec: ModelSpec, specs_root: Path) -> ModelSpec:
+    """Fill a hub spec's ``revision: null`` from the weights lock: loading and cache keys use the commit."""
+    weights = spec.weights
+    lock_path = specs_root / WEIGHTS_LOCK
+    if not isinstance(weights, HubWeights) or weights.revision is not None or not lock_path.is_file():
+        return spec
+    commit = load_weights_lock(lock_path).revisions.get(spec.name)
+    if commit is None:
+        log.warning(
+            "%s: no revision for %s in %s; loading the hub's current main",
+            spec.name,
+            weights.repo_id,
+            lock_path,
+        )
+        return spec
+    return spec.model_copy(update={"weights": weights.model_copy(update={"revision": commit})})
+
+
+def read_prepared(path: Path) -> list[PreparedSample]:
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: prepared samples not found; run `milebench preprocess` first")
+    return [PreparedSample.model_validate(row) for row in read_jsonl(path)]
+
+
+def install_dir(build: Path, target: Path) -> None:
+    """Replace ``target`` by ``build`` (same file system): readers never see a half-written model."""
+    if target.exists():
+        old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.old."))
+        target.rename(old / target.name)
+        build.rename(target)
+        shutil.rmtree(old)
+    else:
+        build.rename(target)
+
+
+def tiny_model(args: argparse.Namespace) -> int:
+    from milebench.infer.tiny import build_tiny_llava
+
+    specs = load_specs(args.specs)
+    paths = RunPaths.for_run(specs.run(args.run))
+    spec = model_spec(specs, args.model)
+    target = paths.model_dir(spec.name)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    build = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.build."))
+    build.chmod(0o755)
+    try:
+        build_tiny_llava(spec, build)
+        install_dir(build, target)
+    except AdapterError as err:
+        log.error("%s", err)
+        return 1
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
+    log.info("tiny model %s -> %s", spec.name, target)
+    return 0
+
+
+def infer(args: argparse.Namespace) -> int:
+    from milebench.infer.engine import run_model
+    from milebench.infer.registry import load_adapter
+
+    specs = load_specs(args.specs)
+    paths = RunPaths.for_run(specs.run(args.run))
+    spec = pin_weights(model_spec(specs, args.model), specs.root)
+    task = task_spec(specs, args.task)
+    mode = Mode(args.mode)
+    try:
+        samples = read_prepared(paths.prepared(task.name, mode))
+        adapter = load_adapter(spec, paths, paths.data_root)
+    except (FileNotFoundError, AdapterError) as err:
+        log.error("%s", err)
+        return 1
+    run_model(adapter, spec, samples, paths.predictions(spec.name, task.name, mode))
+    return 0

@@ -1,0 +1,33 @@
+"""Which adapter class runs which AdapterKind; classes are imported only when used (torch is heavy)."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from milebench.infer.adapter import Adapter, AdapterError
+from milebench.paths import RunPaths
+from milebench.spec.model import AdapterKind, ModelSpec
+
+ADAPTERS: dict[AdapterKind, str] = {
+    AdapterKind.RANDOM: "milebench.infer.random:RandomAdapter",
+    AdapterKind.ORACLE: "milebench.infer.oracle:OracleAdapter",
+    AdapterKind.HF_LLAVA: "milebench.infer.hf_llava:HfLlavaAdapter",
+}
+
+
+def adapter_class(spec: ModelSpec) -> type[Adapter]:
+    target = ADAPTERS.get(spec.adapter)
+    if target is None:
+        why = f": {spec.notes}" if spec.adapter is AdapterKind.UNPORTED and spec.notes else ""
+        known = ", ".join(sorted(ADAPTERS))
+        raise AdapterError(
+            f"model spec {spec.name!r}: adapter {spec.adapter.value!r} is not available in this kit"
+            f" (available: {known}){why}"
+        )
+    module_name, class_name = target.split(":")
+    return getattr(importlib.import_module(module_name), class_name)
+
+
+def load_adapter(spec: ModelSpec, paths: RunPaths, data_root: Path) -> Adapter:
+    return adapter_class(spec)(spec, paths, data_root)

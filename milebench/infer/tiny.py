@@ -1,0 +1,142 @@
+"""A tiny random-weight LLaVA built offline, so smoke runs and tests exercise the real HF code path.
+
+Everything is derived from the model spec and code in this file: a byte-level BPE tokenizer trained on a
+fixed corpus, a 32x32 CLIP vision tower with 8x8 patches (16 patches, the CLS feature dropped) and a
+two-layer Llama. The same spec seed gives bit-identical weights.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import (
+    CLIPImageProcessor,
+    CLIPVisionConfig,
+    LlamaConfig,
+    LlavaConfig,
+    LlavaForConditionalGeneration,
+    LlavaProcessor,
+    PreTrainedTokenizerFast,
+)
+
+from milebench.infer.adapter import AdapterError
+from milebench.spec.model import ModelSpec, TinyWeights
+
+IMAGE_TOKEN = "<image>"
+SPECIAL_TOKENS = ("<unk>", "<s>", "</s>", "<pad>", IMAGE_TOKEN)
+VOCAB_SIZE = 400
+IMAGE_SIZE = 32
+HIDDEN = 32
+LAYERS = 2
+HEADS = 2
+FEATURE_STRATEGY = "default"
+"""Drop the CLS feature, so the image token count is exactly the patch count."""
+
+CORPUS = (
+    "USER: Based on the images, answer the question. ASSISTANT: The answer is B.",
+    "Choice list: A. yes B. no C. maybe D. not sure Your answer is: A",
+    "Look at the picture and describe what changed between the two frames.",
+    "What is the person doing in the video? The person is opening a door and walking out.",
+    "Which object did the person take after putting down the cup? The bag, the phone or the book.",
+    "There is a red cube to the left of a small blue sphere on the table.",
+    "Find the image that matches the query image from the list of candidates below.",
+    "The slide shows a table with numbers, dates and names of cities in the world.",
+    "Image 1 Image 2 Image 3 Image 4 the first second third last one of these pictures",
+    "The car turns right at the crossing; the truck goes straight ahead and stops.",
+)
+
+
+def tiny_weights(spec: ModelSpec) -> TinyWeights:
+    weights = spec.weights
+    if not isinstance(weights, TinyWeights) or weights.family != "llava":
+        raise AdapterError(f"model spec {spec.name!r}: weights are not kind tiny, family llava")
+    return weights
+
+
+def build_tokenizer() -> PreTrainedTokenizerFast:
+    """Byte-level BPE: any text encodes without unknown tokens and decodes back unchanged."""
+    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB_SIZE,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(CORPUS, trainer)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        bos_token="<s>",
+        eos_token="</s>",
+        unk_token="<unk>",
+        pad_token="<pad>",
+        padding_side="left",
+        extra_special_tokens={"image_token": IMAGE_TOKEN},
+    )
+
+
+def vision_config(n_tokens_per_image: int) -> CLIPVisionConfig:
+    """A vision tower with ``n_tokens_per_image`` patches (side x side patches of IMAGE_SIZE pixels)."""
+    side = math.isqrt(n_tokens_per_image)
+    if side * side != n_tokens_per_image or IMAGE_SIZE % side:
+        raise AdapterError(
+            f"n_tokens_per_image {n_tokens_per_image} must be a square whose root divides {IMAGE_SIZE}"
+        )
+    return CLIPVisionConfig(
+        hidden_size=HIDDEN,
+        intermediate_size=2 * HIDDEN,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=HEADS,
+        image_size=IMAGE_SIZE,
+        patch_size=IMAGE_SIZE // side,
+        projection_dim=HIDDEN,
+    )
+
+
+def build_tiny_llava(spec: ModelSpec, out_dir: Path) -> None:
+    """Write model and processor of ``spec`` into ``out_dir`` (``from_pretrained`` loads it)."""
+    weights = tiny_weights(spec)
+    if spec.n_tokens_per_image is None or spec.max_context_len is None:
+        raise AdapterError(
+            f"model spec {spec.name!r}: tiny models need max_context_len and n_tokens_per_image"
+        )
+    tokenizer = build_tokenizer()
+    vision = vision_config(spec.n_tokens_per_image)
+    text = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=HIDDEN,
+        intermediate_size=2 * HIDDEN,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=HEADS,
+        num_key_value_heads=HEADS,
+        max_position_embeddings=spec.max_context_len,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    config = LlavaConfig(
+        vision_config=vision,
+        text_config=text,
+        image_token_index=tokenizer.convert_tokens_to_ids(IMAGE_TOKEN),
+        image_seq_length=spec.n_tokens_per_image,
+        vision_feature_select_strategy=FEATURE_STRATEGY,
+        vision_feature_layer=-1,
+    )
+    torch.manual_seed(weights.seed)
+    model = LlavaForConditionalGeneration(config)
+    processor = LlavaProcessor(
+        image_processor=CLIPImageProcessor(
+            size={"shortest_edge": IMAGE_SIZE}, crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}
+        ),
+        tokenizer=tokenizer,
+        patch_size=vision.patch_size,
+        vision_feature_select_strategy=FEATURE_STRATEGY,
+        num_additional_image_tokens=1,
+        image_token=IMAGE_TOKEN,
+    )
+    model.save_pretrained(out_dir)
+    processor.save_pretrained(out_dir)

@@ -1,0 +1,166 @@
+"""Build model-neutral prompts from upstream samples, as the official ``MileBenchDataset`` does.
+
+Steps (reference section 3): pick the instruction, append the choice block to the context, replace the
+``{image#i}`` / ``{table#i}`` references, then pair the images with the placeholders.
+
+Pairing follows the official context walk with an unlimited budget: the context is split at the
+placeholders and walked from the end, each text piece taking the LAST image still unassigned. So the
+kept images are always the last ``min(n_images, n_placeholders + 1)`` images, and when there are more
+images than placeholders one extra placeholder is put at the very start of the context. Per-model
+truncation (a token budget) is the same walk stopping early; it plugs in at :func:`pair_images`.
+
+Combined-image mode: the context references become the text ``<Image k> ``, the only image is the
+sample's tile picture from ``combined_1_images``, and the official text is
+``"<ImageHere>\\n" + instruction + "\\n" + context``. That leading placeholder line is stored as part of
+``PreparedSample.instruction`` so that ``PreparedSample.prompt`` is exactly the official string.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from milebench.data.schema import MetaData, Sample, TaskFile
+from milebench.io import sha256_file, sha256_text
+from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
+from milebench.spec.run import Mode
+from milebench.spec.task import TaskSpec
+
+CHOICE_HEADER = "\nChoice list: \n"
+ANSWER_CUE = "\nYour answer is: "
+IMAGES_DIR = "images"
+COMBINED_DIR = "combined_1_images"
+REFERENCE = re.compile(r"\{(image|table)#(\d+)\}")
+
+
+class PreprocessError(ValueError):
+    """Upstream data that cannot be turned into a prompt; the message names task, sample and file."""
+
+
+@dataclass(frozen=True)
+class Where:
+    """Identifies the sample being built, for error messages."""
+
+    task: str
+    sample_id: int
+    file: Path
+
+    def error(self, message: str) -> PreprocessError:
+        return PreprocessError(f"{self.file}: task {self.task}, sample {self.sample_id}: {message}")
+
+
+def option_label(index: int) -> str:
+    """The letter the official prompt puts before option ``index`` (0-based): ``chr(65 + index)``."""
+    return chr(ord("A") + index)
+
+
+def choice_block(choices: Sequence[str], labelled: bool) -> str:
+    """The text appended to the context of a multiple-choice sample."""
+    lines = [f"{option_label(i)}. {c}" if labelled else c for i, c in enumerate(choices)]
+    return CHOICE_HEADER + "\n".join(lines) + ANSWER_CUE
+
+
+def replace_references(context: str, n_images: int, combined: bool) -> str:
+    """Replace ``{image#i}`` and ``{table#i}`` for i = 1..n_images, as the official loop does."""
+    for i in range(1, n_images + 1):
+        marker = f"<Image {i}> " if combined else IMAGE_PLACEHOLDER
+        context = context.replace(f"{{image#{i}}}", marker).replace(f"{{table#{i}}}", marker)
+    return context
+
+
+def check_references(context: str, n_images: int, where: Where) -> None:
+    """Reject a reference the official code would leave verbatim in the prompt (index outside 1..n)."""
+    for match in REFERENCE.finditer(context):
+        index = int(match.group(2))
+        if not 1 <= index <= n_images:
+            raise where.error(f"context refers to {match.group(0)} but the sample has {n_images} image(s)")
+
+
+def pair_images(context: str, images: Sequence[str]) -> tuple[str, list[str]]:
+    """Assign images to placeholders by the official walk from the end of the context (no budget)."""
+    pieces = context.split(IMAGE_PLACEHOLDER)
+    remaining = list(images)
+    kept: list[str] = []
+    first_piece_has_image = False
+    for _piece in reversed(pieces):
+        first_piece_has_image = bool(remaining)
+        if remaining:
+            kept.insert(0, remaining.pop())
+    prefix = IMAGE_PLACEHOLDER if first_piece_has_image else ""
+    return prefix + context, kept
+
+
+def image_files(sample: Sample, task: str, mode: Mode, where: Where) -> list[str]:
+    """Image paths relative to the data root, as the official loader joins them."""
+    if mode is Mode.COMBINED_IMAGE:
+        files = sample.task_instance.combined_1_images
+        if len(files) != 1:
+            raise where.error(f"combined-image mode needs exactly one {COMBINED_DIR} entry, got {len(files)}")
+        return [f"{task}/{COMBINED_DIR}/{name}" for name in files]
+    return [f"{task}/{IMAGES_DIR}/{name}" for name in sample.task_instance.images_path]
+
+
+def hash_images(data_root: Path, images: Sequence[str], where: Where) -> tuple[str, ...]:
+    digests = []
+    for rel in images:
+        path = data_root / rel
+        if not path.is_file():
+            raise where.error(f"image file not found: {path}")
+        digests.append(sha256_file(path))
+    return tuple(digests)
+
+
+def build_sample(
+    task: TaskSpec, meta: MetaData, sample: Sample, mode: Mode, data_root: Path, source: Path
+) -> PreparedSample:
+    """One PreparedSample; ``source`` is the task JSON the sample came from (named in errors)."""
+    where = Where(task.name, sample.sample_id, source)
+    instance = sample.task_instance
+    if sample.task_instruction_id >= len(meta.task_instruction):
+        raise where.error(
+            f"task_instruction_id {sample.task_instruction_id} is out of range "
+            f"(meta_data.task_instruction has {len(meta.task_instruction)} entries)"
+        )
+    if meta.question_type is not task.question_type:
+        raise where.error(
+            f"question_type {meta.question_type} differs from the task spec ({task.question_type})"
+        )
+    instruction = meta.task_instruction[sample.task_instruction_id]
+    context = instance.context
+    if instance.choice_list is not None:
+        context += choice_block(instance.choice_list, task.labelled_choices)
+    n_images = len(instance.images_path)
+    check_references(context, n_images, where)
+    combined = mode is Mode.COMBINED_IMAGE
+    context = replace_references(context, n_images, combined)
+    images = image_files(sample, task.name, mode, where)
+    if combined:
+        instruction = f"{IMAGE_PLACEHOLDER}\n{instruction}"
+    else:
+        context, images = pair_images(context, images)
+    prepared = PreparedSample(
+        task=task.name,
+        mode=mode,
+        sample_id=sample.sample_id,
+        instruction=instruction,
+        context=context,
+        images=tuple(images),
+        image_sha256=hash_images(data_root, images, where),
+        prompt_sha256="",
+        question_type=meta.question_type,
+        choices=tuple(instance.choice_list) if instance.choice_list is not None else None,
+        labelled_choices=task.labelled_choices,
+        response=sample.response,
+        image_quantity_level=sample.image_quantity_level,
+        n_images=n_images,
+    )
+    return prepared.model_copy(update={"prompt_sha256": sha256_text(prepared.prompt)})
+
+
+def build_samples(
+    task: TaskSpec, task_file: TaskFile, mode: Mode, data_root: Path, source: Path
+) -> list[PreparedSample]:
+    """Every sample of a task file, in file order."""
+    return [build_sample(task, task_file.meta_data, s, mode, data_root, source) for s in task_file.data]

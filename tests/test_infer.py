@@ -1,0 +1,298 @@
+"""Inference engine: cache keys, resume after a kill, failures, official batching, baselines."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from PIL import Image
+
+from milebench.infer import commands
+from milebench.infer.adapter import AdapterError, TokenUsage
+from milebench.infer.engine import cache_key, plan_batches, run_model
+from milebench.infer.oracle import OracleAdapter
+from milebench.infer.random import RandomAdapter
+from milebench.infer.registry import load_adapter
+from milebench.io import read_jsonl
+from milebench.paths import RunPaths
+from milebench.preprocess import commands as preprocess_commands
+from milebench.preprocess.prompt import option_label
+from milebench.records import FailureKind, Prediction, PreparedSample
+from milebench.spec.model import BatchRule, Generation, ModelSpec
+from milebench.spec.paper import ContaminationTable, ImageQuantityTable, MainTable, PaperSpec
+from milebench.spec.registry import Specs
+from milebench.spec.run import FixtureSource, Mode, RunSpec
+from milebench.spec.task import QuestionType, TaskSpec
+
+PATHS = RunPaths(out=Path("unused"), reports=Path("unused"))
+
+
+def model(name: str = "random", adapter: str = "random", **kw: Any) -> ModelSpec:
+    fields: dict[str, Any] = {
+        "name": name,
+        "display_name": name,
+        "section": "baseline",
+        "adapter": adapter,
+        "weights": {"kind": "builtin"},
+    }
+    fields.update(kw)
+    return ModelSpec.model_validate(fields)
+
+
+def prepared(
+    sample_id: int,
+    task: str = "WebQA",
+    choices: tuple[str, ...] | None = ("cat", "dog", "cow", "pig"),
+    labelled: bool = True,
+    n_images: int = 1,
+) -> PreparedSample:
+    return PreparedSample(
+        task=task,
+        mode=Mode.MULTI_IMAGE,
+        sample_id=sample_id,
+        instruction="Answer.",
+        context=f"<ImageHere>question {sample_id}",
+        images=tuple(f"{task}/images/{sample_id}_{i}.png" for i in range(n_images)),
+        image_sha256=tuple(f"{sample_id:064x}" for _ in range(n_images)),
+        prompt_sha256=f"{sample_id:064x}",
+        question_type=QuestionType.MULTI_CHOICE if choices else QuestionType.OPEN_ENDED,
+        choices=choices,
+        labelled_choices=labelled,
+        response=choices[1] if choices else "gold text",
+        image_quantity_level="Few",
+        n_images=n_images,
+    )
+
+
+class CountingAdapter:
+    """Answers ``"answer <id>"``; raises ``interrupt_after`` samples in, like a killed job would stop."""
+
+    version = "test-1"
+
+    def __init__(self, interrupt_after: int | None = None, fail_ids: Sequence[int] = (), oom: bool = False):
+        self.seen: list[int] = []
+        self.interrupt_after = interrupt_after
+        self.fail_ids = set(fail_ids)
+        self.oom = oom
+        self.batch_size = 0
+
+    def generate(self, samples: Sequence[PreparedSample]) -> list[str]:
+        if self.interrupt_after is not None and len(self.seen) >= self.interrupt_after:
+            raise KeyboardInterrupt
+        if self.fail_ids & {s.sample_id for s in samples}:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory") if self.oom else ValueError("bad sample")
+        self.seen += [s.sample_id for s in samples]
+        self.batch_size = len(samples)
+        return [f"answer {s.sample_id}" for s in samples]
+
+    def last_usage(self) -> list[TokenUsage]:
+        return [TokenUsage(10, 2)] * self.batch_size
+
+
+def records(path: Path) -> list[Prediction]:
+    return [Prediction.model_validate(r) for r in read_jsonl(path)]
+
+
+ONE_PER_BATCH = BatchRule(batch_image=1)
+
+
+def test_resume_after_kill_generates_only_the_rest(tmp_path: Path) -> None:
+    spec = model(batch=ONE_PER_BATCH)
+    samples = [prepared(i) for i in range(5)]
+    out = tmp_path / "pred.jsonl"
+
+    first = CountingAdapter(interrupt_after=2)
+    with pytest.raises(KeyboardInterrupt):
+        run_model(first, spec, samples, out)
+    assert first.seen == [0, 1]
+    assert [r.sample_id for r in records(out)] == [0, 1]
+
+    second = CountingAdapter()
+    summary = run_model(second, spec, samples, out)
+    assert second.seen == [2, 3, 4]
+    assert (summary.reused, summary.generated, summary.failed) == (2, 3, 0)
+    saved = records(out)
+    assert [r.sample_id for r in saved] == [0, 1, 2, 3, 4]
+    assert [r.response for r in saved] == [f"answer {i}" for i in range(5)]
+    assert all(r.cache_key == cache_key(spec, s, "test-1") for r, s in zip(saved, samples, strict=True))
+    assert all(r.failure is None for r in saved)
+
+    third = CountingAdapter()
+    run_model(third, spec, samples, out)
+    assert third.seen == []
+
+
+def test_changed_generation_settings_rerun_everything(tmp_path: Path) -> None:
+    samples = [prepared(i) for i in range(5)]
+    out = tmp_path / "pred.jsonl"
+    run_model(CountingAdapter(), model(), samples, out)
+    changed = model(generation=Generation(max_new_tokens=8))
+    assert cache_key(changed, samples[0], "test-1") != cache_key(model(), samples[0], "test-1")
+    again = CountingAdapter()
+    run_model(again, changed, samples, out)
+    assert again.seen == [0, 1, 2, 3, 4]
+    saved = records(out)
+    assert len(saved) == 5
+    assert {r.cache_key for r in saved} == {cache_key(changed, s, "test-1") for s in samples}
+
+
+def test_cache_key_covers_images_prompt_and_adapter_version() -> None:
+    spec = model()
+    base = prepared(1)
+    key = cache_key(spec, base, "v1")
+    assert cache_key(spec, base, "v2") != key
+    assert cache_key(spec, base.model_copy(update={"prompt_sha256": "0" * 64}), "v1") != key
+    assert cache_key(spec, base.model_copy(update={"image_sha256": ("f" * 64,)}), "v1") != key
+    assert cache_key(spec, prepared(1), "v1") == key
+
+
+def test_failed_batch_recorded_and_run_continues(tmp_path: Path) -> None:
+    spec = model(batch=ONE_PER_BATCH)
+    samples = [prepared(i) for i in range(4)]
+    out = tmp_path / "pred.jsonl"
+    summary = run_model(CountingAdapter(fail_ids=[1]), spec, samples, out)
+    assert summary.failed == 1
+    saved = {r.sample_id: r for r in records(out)}
+    assert saved[1].failure is FailureKind.ADAPTER_ERROR
+    assert saved[1].response is None
+    assert "ValueError: bad sample" in (saved[1].failure_detail or "")
+    assert [saved[i].response for i in (0, 2, 3)] == ["answer 0", "answer 2", "answer 3"]
+    assert (saved[0].input_tokens, saved[0].output_tokens) == (10, 2)
+
+    retry = CountingAdapter()
+    run_model(retry, spec, samples, out)
+    assert retry.seen == [1]
+    assert records(out)[1].response == "answer 1"
+
+
+def test_oom_is_its_own_failure_kind(tmp_path: Path) -> None:
+    out = tmp_path / "pred.jsonl"
+    run_model(CountingAdapter(fail_ids=[0], oom=True), model(), [prepared(0), prepared(1)], out)
+    assert [r.failure for r in records(out)] == [FailureKind.OOM, FailureKind.OOM]
+
+
+def test_torn_last_line_is_dropped_and_regenerated(tmp_path: Path) -> None:
+    spec = model(batch=ONE_PER_BATCH)
+    samples = [prepared(i) for i in range(3)]
+    out = tmp_path / "pred.jsonl"
+    run_model(CountingAdapter(), spec, samples, out)
+    lines = out.read_text().splitlines(keepends=True)
+    out.write_text(lines[0] + lines[1][:20])
+    again = CountingAdapter()
+    run_model(again, spec, samples, out)
+    assert again.seen == [1, 2]
+    assert [r.sample_id for r in records(out)] == [0, 1, 2]
+
+
+def test_official_batching() -> None:
+    rule = BatchRule()
+    samples = [prepared(i, n_images=n) for i, n in enumerate([2, 5, 2, 2, 5, 30] + [2] * 12)]
+    sizes = [[s.sample_id for s in b] for b in plan_batches(samples, rule)]
+    twos = [0, 2, 3, *range(6, 18)]
+    assert sizes == [twos[:12], twos[12:], [1, 4], [5]]
+    single = [prepared(i, task="MMCoQA", n_images=2) for i in range(3)]
+    assert [len(b) for b in plan_batches(single, rule)] == [1, 1, 1]
+
+
+def test_random_adapter_is_deterministic_and_valid() -> None:
+    adapter = RandomAdapter(model(), PATHS, Path("."))
+    labelled = [prepared(i) for i in range(40)]
+    answers = adapter.generate(labelled)
+    assert answers == RandomAdapter(model(), PATHS, Path(".")).generate(labelled)
+    assert answers[7:9] == adapter.generate(labelled[7:9])
+    assert set(answers) <= {option_label(i) for i in range(4)}
+    assert len(set(answers)) > 1
+    other_seed = RandomAdapter(model(generation=Generation(seed=1)), PATHS, Path(".")).generate(labelled)
+    assert other_seed != answers
+
+    unlabelled = [prepared(i, task="GPR1200", labelled=False) for i in range(20)]
+    assert set(adapter.generate(unlabelled)) <= {"cat", "dog", "cow", "pig"}
+    assert adapter.generate([prepared(1, task="ALFRED", choices=None)]) == [""]
+
+
+def test_oracle_answers_gold() -> None:
+    samples = [prepared(0), prepared(1, choices=None)]
+    assert OracleAdapter(model("oracle", "oracle"), PATHS, Path(".")).generate(samples) == [
+        "dog",
+        "gold text",
+    ]
+
+
+def test_unported_adapter_names_the_spec() -> None:
+    spec = model("mini-gpt", "unported", notes="needs the original MiniGPT code", section="open-image")
+    with pytest.raises(AdapterError, match=r"model spec 'mini-gpt': adapter 'unported' .*needs the original"):
+        load_adapter(spec, PATHS, Path("."))
+
+
+def test_preprocess_then_infer_handlers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    task = TaskSpec(
+        name="WebQA",
+        display_name="WebQA",
+        group="S-1",
+        group_name="Knowledge Grounded QA",
+        category="realistic-semantic",
+        question_type="multi-choice",
+        metric="accuracy",
+        scorer="choice",
+        n_samples=3,
+        has_adversarial=True,
+        source_dataset="WebQA",
+    )
+    run = RunSpec(
+        name="t",
+        description="t",
+        models=("random",),
+        data=FixtureSource(kind="fixture"),
+        output_dir=str(tmp_path),
+    )
+    paper = PaperSpec(
+        source="t",
+        main_table=MainTable(caption="", rows=()),
+        contamination=ContaminationTable(caption="", rows=()),
+        image_quantity=ImageQuantityTable(note="", rows=()),
+    )
+    specs = Specs(tmp_path, {task.name: task}, {"random": model()}, {"t": run}, paper)
+    monkeypatch.setattr(preprocess_commands, "load_specs", lambda _root: specs)
+    monkeypatch.setattr(commands, "load_specs", lambda _root: specs)
+    paths = RunPaths.for_run(run)
+    folder = paths.data_root / task.name
+    (folder / "images").mkdir(parents=True)
+    Image.new("RGB", (4, 4)).save(folder / "images" / "a.png")
+    instance = {"context": "{image#1}Q?", "images_path": ["a.png"], "choice_list": ["x", "y", "z"]}
+    data = [
+        {
+            "sample_id": i,
+            "task_instruction_id": 0,
+            "task_instance": instance,
+            "response": "y",
+            "image_quantity_level": "Few",
+        }
+        for i in range(3)
+    ]
+    meta = {"task_instruction": ["Answer."], "question_type": "multi-choice"}
+    (folder / "WebQA.json").write_text(json.dumps({"meta_data": meta, "data": data}))
+
+    args = argparse.Namespace(run="t", model="random", task=task.name, mode=Mode.MULTI_IMAGE, specs=tmp_path)
+    assert preprocess_commands.preprocess(args) == 0
+    assert commands.infer(args) == 0
+    saved = records(paths.predictions("random", task.name, Mode.MULTI_IMAGE))
+    assert [r.sample_id for r in saved] == [0, 1, 2]
+    assert all(r.response in {"A", "B", "C"} and r.model == "random" for r in saved)
+
+
+def test_weights_lock_pins_hub_revision(tmp_path: Path) -> None:
+    hub = {"kind": "hf", "repo_id": "llava-hf/llava-1.5-7b-hf"}
+    spec = model("llava-1.5-7b", "hf-llava", weights=hub, max_context_len=4096, n_tokens_per_image=576)
+    assert commands.pin_weights(spec, tmp_path) is spec
+    commit = "a" * 40
+    (tmp_path / "locks").mkdir()
+    (tmp_path / "locks/weights.lock.yaml").write_text(f"revisions: {{llava-1.5-7b: '{commit}'}}\n")
+    pinned = commands.pin_weights(spec, tmp_path)
+    assert pinned.weights.revision == commit  # type: ignore[union-attr]
+    assert cache_key(pinned, prepared(0), "v") != cache_key(spec, prepared(0), "v")
+    assert commands.pin_weights(model("random"), tmp_path) == model("random")

@@ -1,0 +1,190 @@
+"""The tiny random-weight LLaVA: deterministic build, loading through the hf-llava adapter, generation."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from PIL import Image
+from transformers import LlavaForConditionalGeneration
+
+from milebench.data.schema import TaskFile
+from milebench.infer import commands
+from milebench.infer.adapter import AdapterError
+from milebench.infer.hf_llava import HfLlavaAdapter
+from milebench.infer.registry import load_adapter
+from milebench.infer.tiny import build_tiny_llava
+from milebench.paths import RunPaths
+from milebench.preprocess.prompt import build_samples
+from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
+from milebench.spec.model import ModelSpec
+from milebench.spec.paper import ContaminationTable, ImageQuantityTable, MainTable, PaperSpec
+from milebench.spec.registry import Specs
+from milebench.spec.run import FixtureSource, Mode, RunSpec
+from milebench.spec.task import TaskSpec
+
+
+def tiny_spec(seed: int = 0, n_tokens: int = 16) -> ModelSpec:
+    return ModelSpec.model_validate(
+        {
+            "name": "tiny-llava",
+            "display_name": "Tiny LLaVA",
+            "section": "kit",
+            "adapter": "hf-llava",
+            "weights": {"kind": "tiny", "family": "llava", "seed": seed},
+            "max_context_len": 2048,
+            "n_tokens_per_image": n_tokens,
+            "generation": {"max_new_tokens": 8},
+        }
+    )
+
+
+def state_hash(folder: Path) -> str:
+    model = LlavaForConditionalGeneration.from_pretrained(folder)
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.numpy().tobytes())
+    return digest.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory: pytest.TempPathFactory) -> RunPaths:
+    root = tmp_path_factory.mktemp("run")
+    run_paths = RunPaths(out=root, reports=root / "reports")
+    build_tiny_llava(tiny_spec(), run_paths.model_dir("tiny-llava"))
+    return run_paths
+
+
+@pytest.fixture(scope="module")
+def samples(paths: RunPaths) -> list[PreparedSample]:
+    """Two prepared samples of an upstream-format task, with 1 and 3 images."""
+    folder = paths.data_root / "SlideVQA"
+    (folder / "images").mkdir(parents=True)
+    for i, size in enumerate([(40, 30), (32, 32), (20, 50), (64, 64)]):
+        Image.new("RGB", size, (60 * i, 255 - 50 * i, 30)).save(folder / "images" / f"{i}.png")
+
+    def sample(sample_id: int, context: str, images: list[str]) -> dict[str, object]:
+        instance = {"context": context, "images_path": images, "choice_list": ["red", "green"]}
+        return {
+            "sample_id": sample_id,
+            "task_instruction_id": 0,
+            "task_instance": instance,
+            "response": "red",
+            "image_quantity_level": "Few",
+        }
+
+    meta = {"task_instruction": ["Answer the question about the slides."], "question_type": "multi-choice"}
+    data = [
+        sample(0, "{image#1} What colour is the slide?", ["0.png"]),
+        sample(1, "{image#1}{image#2} then {image#3}: which is red?", ["1.png", "2.png", "3.png"]),
+    ]
+    source = folder / "SlideVQA.json"
+    source.write_text(json.dumps({"meta_data": meta, "data": data}))
+    task = TaskSpec(
+        name="SlideVQA",
+        display_name="SlideVQA",
+        group="S-2",
+        group_name="Text-Rich Images QA",
+        category="realistic-semantic",
+        question_type="multi-choice",
+        metric="accuracy",
+        scorer="choice",
+        n_samples=2,
+        has_adversarial=True,
+        source_dataset="SlideVQA",
+    )
+    task_file = TaskFile.model_validate_json(source.read_text())
+    return build_samples(task, task_file, Mode.MULTI_IMAGE, paths.data_root, source)
+
+
+@pytest.fixture(scope="module")
+def adapter(paths: RunPaths) -> HfLlavaAdapter:
+    loaded = load_adapter(tiny_spec(), paths, paths.data_root)
+    assert isinstance(loaded, HfLlavaAdapter)
+    return loaded
+
+
+def test_same_seed_same_weights(paths: RunPaths, tmp_path: Path) -> None:
+    build_tiny_llava(tiny_spec(seed=0), tmp_path / "again")
+    build_tiny_llava(tiny_spec(seed=1), tmp_path / "other")
+    reference = state_hash(paths.model_dir("tiny-llava"))
+    assert state_hash(tmp_path / "again") == reference
+    assert state_hash(tmp_path / "other") != reference
+    assert (tmp_path / "again/tokenizer.json").read_bytes() == (
+        paths.model_dir("tiny-llava") / "tokenizer.json"
+    ).read_bytes()
+
+
+def test_image_tokens_per_image(adapter: HfLlavaAdapter, samples: list[PreparedSample]) -> None:
+    assert [len(s.images) for s in samples] == [1, 3]
+    image_token_id = adapter.processor.image_token_id
+    for sample in samples:
+        inputs = adapter.encode([sample])
+        assert int((inputs["input_ids"] == image_token_id).sum()) == 16 * len(sample.images)
+        assert inputs["pixel_values"].shape == (len(sample.images), 3, 32, 32)
+    batch = adapter.encode(samples)
+    assert (batch["input_ids"] == image_token_id).sum(dim=1).tolist() == [16, 48]
+    assert batch["attention_mask"][0, 0] == 0, "left padding expected for the shorter prompt"
+
+
+def test_prompt_format(adapter: HfLlavaAdapter, samples: list[PreparedSample]) -> None:
+    text = adapter.render(samples[1])
+    assert text.startswith(
+        "USER: Answer the question about the slides.\n<image>\n<image>\n then <image>: which"
+    )
+    assert text.endswith("Your answer is:  ASSISTANT:")
+    assert IMAGE_PLACEHOLDER not in text
+
+
+def test_generate_is_deterministic(adapter: HfLlavaAdapter, samples: list[PreparedSample]) -> None:
+    first = adapter.generate(samples)
+    usage = adapter.last_usage()
+    assert len(first) == 2
+    assert all(isinstance(a, str) and a for a in first)
+    assert adapter.generate(samples) == first
+    assert [u.input_tokens for u in usage][1] > 48
+    assert all(u.output_tokens is not None and 1 <= u.output_tokens <= 8 for u in usage)
+
+
+def test_missing_checkpoint_is_a_clear_error(tmp_path: Path) -> None:
+    empty = RunPaths(out=tmp_path, reports=tmp_path)
+    with pytest.raises(
+        AdapterError, match=r"'tiny-llava': no checkpoint .*milebench tiny-model --model tiny-llava"
+    ):
+        load_adapter(tiny_spec(), empty, tmp_path)
+
+
+def test_token_count_must_fit_the_tiny_tower(tmp_path: Path) -> None:
+    with pytest.raises(AdapterError, match="n_tokens_per_image 15"):
+        build_tiny_llava(tiny_spec(n_tokens=15), tmp_path / "bad")
+
+
+def test_tiny_model_command_installs_and_replaces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run = RunSpec(
+        name="t",
+        description="t",
+        models=("tiny-llava",),
+        data=FixtureSource(kind="fixture"),
+        output_dir=str(tmp_path),
+    )
+    paper = PaperSpec(
+        source="t",
+        main_table=MainTable(caption="", rows=()),
+        contamination=ContaminationTable(caption="", rows=()),
+        image_quantity=ImageQuantityTable(note="", rows=()),
+    )
+    specs = Specs(tmp_path, {}, {"tiny-llava": tiny_spec()}, {"t": run}, paper)
+    monkeypatch.setattr(commands, "load_specs", lambda _root: specs)
+    args = argparse.Namespace(run="t", model="tiny-llava", specs=tmp_path)
+    target = RunPaths.for_run(run).model_dir("tiny-llava")
+    assert commands.tiny_model(args) == 0
+    first = state_hash(target)
+    (target / "stale.txt").write_text("from an older build")
+    assert commands.tiny_model(args) == 0
+    assert not (target / "stale.txt").exists()
+    assert state_hash(target) == first
+    assert sorted(p.name for p in target.parent.iterdir()) == ["tiny-llava"]
