@@ -81,6 +81,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("report", "milebench.report.commands:report", "Render the HTML and LaTeX report of a run.")
     _run_args(p)
+
+    p = add("image", "milebench.containers.commands:image_build", "Container images of the model families.")
+    image = p.add_subparsers(dest="image_command", required=True)
+    p = image.add_parser("build", help="Build containers/<family> and record it in results/images/.")
+    p.set_defaults(target="milebench.containers.commands:image_build")
+    p.add_argument("--family", required=True, help="A folder under containers/ (kit, api, hf-current, ...).")
+    p.add_argument("--base", default=None, help="Base image instead of the Dockerfile's pinned BASE.")
+    p.add_argument("--ca-bundle", type=Path, default=None, help="Extra CA certificates (PEM) to trust.")
+
+    p = add("container-infer", "milebench.containers.commands:container_infer", "Run `infer` in its image.")
+    _job_args(p, model=True)
+    p.add_argument("--runtime", choices=["local", "docker"], default="docker")
+    p.add_argument("--gpus", default=None, help='"all" or comma-separated device ids (default: none).')
+    p.add_argument("--api-network", default="bridge", help="Docker network of API models (others: none).")
     return parser
 
 

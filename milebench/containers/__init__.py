@@ -1,0 +1,1 @@
+"""Per-family container images (``containers/<family>/``) and running kit commands inside them."""
