@@ -9,9 +9,11 @@ import sys
 from pathlib import Path
 
 from milebench.paths import RunPaths
-from milebench.plan import cells
+from milebench.plan import cells, model_regimes, regimes
+from milebench.preprocess.regime import tokenizer_dirs
 from milebench.spec.registry import load_specs, spec_hash
 from milebench.spec.model import TinyWeights
+from milebench.spec.run import Mode
 
 SPECS_DIR = Path(config.get("specs", workflow.basedir + "/specs")).resolve()
 SPECS = load_specs(SPECS_DIR)
@@ -19,6 +21,8 @@ RUN = SPECS.run(config.get("run", "smoke"))
 P = RunPaths.for_run(RUN)
 CELLS = cells(SPECS, RUN)
 TINY = [m.name for m in SPECS.run_models(RUN) if isinstance(m.weights, TinyWeights)]
+REGIMES = regimes(SPECS, RUN)
+MODEL_REGIME = model_regimes(SPECS, RUN)
 MB = f"{sys.executable} -m milebench --specs {SPECS_DIR}"
 
 
@@ -26,6 +30,7 @@ wildcard_constraints:
     model="|".join(RUN.models),
     task="[A-Za-z0-9-]+",
     mode="multi-image|combined-image|adversarial",
+    regime="[A-Za-z0-9.-]+",
 
 
 rule all:
@@ -72,22 +77,32 @@ rule tiny_model:
         "{MB} tiny-model --run {RUN.name} --model {wildcards.model} > {log} 2>&1"
 
 
+def regime_of(w):
+    """The input regime whose prepared file a model reads (models of one regime share the file)."""
+    return MODEL_REGIME[(w.model, Mode(w.mode))]
+
+
 rule preprocess:
     input:
-        P.fetch_manifest,
+        data=P.fetch_manifest,
+        tokenizer=lambda w: tokenizer_dirs(REGIMES[Mode(w.mode)][w.regime][0], P),
     output:
-        P.prepared("{task}", "{mode}"),
+        prepared=P.prepared("{task}", "{mode}", "{regime}"),
+        manifest=P.prepared_manifest("{task}", "{mode}", "{regime}"),
     params:
         spec=lambda w: spec_hash(SPECS.tasks[w.task]),
+        skip_bad=RUN.skip_bad_samples,
+    threads: 2
     log:
-        P.logs("preprocess", "{mode}.{task}"),
+        P.logs("preprocess", "{mode}.{regime}.{task}"),
     shell:
-        "{MB} preprocess --run {RUN.name} --task {wildcards.task} --mode {wildcards.mode} > {log} 2>&1"
+        "{MB} preprocess --run {RUN.name} --task {wildcards.task} --mode {wildcards.mode}"
+        " --regime {wildcards.regime} --workers {threads} > {log} 2>&1"
 
 
 rule infer:
     input:
-        prepared=P.prepared("{task}", "{mode}"),
+        prepared=lambda w: P.prepared(w.task, w.mode, regime_of(w)),
         model=lambda w: [P.model_dir(w.model)] if w.model in TINY else [],
     output:
         P.predictions("{model}", "{task}", "{mode}"),
@@ -102,7 +117,7 @@ rule infer:
 
 rule score:
     input:
-        prepared=P.prepared("{task}", "{mode}"),
+        prepared=lambda w: P.prepared(w.task, w.mode, regime_of(w)),
         predictions=P.predictions("{model}", "{task}", "{mode}"),
     output:
         judgments=P.judgments("{model}", "{task}", "{mode}"),

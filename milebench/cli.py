@@ -72,6 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("preprocess", "milebench.preprocess.commands:preprocess", "Build prompts for one task and mode.")
     _job_args(p, model=False)
+    p.add_argument("--regime", default="full", help="Input regime id (see `milebench.preprocess.regime`).")
+    p.add_argument("--workers", type=int, default=1, help="Threads for combined-image tiling.")
 
     p = add("infer", "milebench.infer.commands:infer", "Run one model over one prepared task.")
     _job_args(p, model=True)
@@ -81,6 +83,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("report", "milebench.report.commands:report", "Render the HTML and LaTeX report of a run.")
     _run_args(p)
+
+    p = add(
+        "aggregate", "milebench.score.run_aggregate:aggregate", "Write a run's aggregate and verdict JSON."
+    )
+    _run_args(p)
+    p.add_argument("--resamples", type=int, default=2000, help="Bootstrap resamples.")
+    p.add_argument("--seed", type=int, default=0)
+
+    p = add("compare", "milebench.score.compare:compare_command", "Paired comparison of two models or runs.")
+    _run_args(p)
+    p.add_argument("--model-a", required=True)
+    p.add_argument("--model-b", default=None, help="Defaults to --model-a (compare two runs).")
+    p.add_argument("--run-b", default=None, help="Run of B; defaults to --run.")
+    p.add_argument("--mode", type=Mode, choices=list(Mode), default=Mode.MULTI_IMAGE)
+    p.add_argument("--scorer", default="paper")
+    p.add_argument("--resamples", type=int, default=5000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, default=None, help="Also write the comparison as JSON here.")
+
+    p = add("import-official", "milebench.score.official:import_official", "Import official pred.json files.")
+    _run_args(p)
+    p.add_argument("--model", required=True, help="The run's model the predictions belong to.")
+    p.add_argument("--mode", type=Mode, choices=list(Mode), default=Mode.MULTI_IMAGE)
+    p.add_argument("--outputs", type=Path, required=True, help="The official outputs/<model>/ folder.")
+    p.add_argument("--data-dir", type=Path, default=None, help="MileBench/ data root (default: the run's).")
 
     p = add("image", "milebench.containers.commands:image_build", "Container images of the model families.")
     image = p.add_subparsers(dest="image_command", required=True)

@@ -7,6 +7,10 @@ from pathlib import Path
 
 from milebench.spec.run import Mode, RunSpec
 
+UNLIMITED_REGIME = "full"
+"""The input regime without a token budget and with interleaved images (builtin baselines, unknown
+context settings); every other regime id carries a hash of its settings."""
+
 
 @dataclass(frozen=True)
 class RunPaths:
@@ -45,8 +49,18 @@ class RunPaths:
         """Locally built checkpoints (tiny models)."""
         return self.out / "models" / model
 
-    def prepared(self, task: str, mode: Mode | str) -> Path:
-        return self.out / "prepared" / str(mode) / f"{task}.jsonl"
+    def prepared(self, task: str, mode: Mode | str, regime: str = UNLIMITED_REGIME) -> Path:
+        """Prepared samples of one input regime (context settings, tokenizer, truncation, image input)."""
+        return self.out / "prepared" / str(mode) / regime / f"{task}.jsonl"
+
+    def prepared_manifest(self, task: str, mode: Mode | str, regime: str = UNLIMITED_REGIME) -> Path:
+        """Beside the prepared samples: the regime, the source data's hash and every skipped sample."""
+        return self.out / "prepared" / str(mode) / regime / f"{task}.manifest.json"
+
+    @property
+    def tiles(self) -> Path:
+        """Combined-image pictures made by the kit's tiler, named by the content hash of their inputs."""
+        return self.out / "tiles"
 
     def predictions(self, model: str, task: str, mode: Mode | str) -> Path:
         return self.out / "predictions" / model / str(mode) / f"{task}.jsonl"
@@ -56,6 +70,16 @@ class RunPaths:
 
     def task_score(self, model: str, task: str, mode: Mode | str) -> Path:
         return self.out / "scores" / model / str(mode) / f"{task}.json"
+
+    @property
+    def aggregate_json(self) -> Path:
+        """Every model's task, group and overall scores with intervals and coverage."""
+        return self.out / "aggregate.json"
+
+    @property
+    def verdict_json(self) -> Path:
+        """The run's scores against the paper's main table."""
+        return self.out / "verdict.json"
 
     def logs(self, rule: str, name: str) -> Path:
         return self.out / "logs" / rule / f"{name}.log"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from milebench.preprocess.regime import Regime, run_regimes
 from milebench.spec.registry import Specs
 from milebench.spec.run import Mode, RunSpec
 from milebench.spec.task import TaskSpec
@@ -33,3 +34,36 @@ def task_modes(specs: Specs, run: RunSpec) -> list[TaskMode]:
 def cells(specs: Specs, run: RunSpec) -> list[Cell]:
     """Every (model, task, mode) cell the run infers and scores."""
     return [Cell(model, tm.task, tm.mode) for model in run.models for tm in task_modes(specs, run)]
+
+
+class Prepare(NamedTuple):
+    """One preprocess job: a task in a mode for one input regime, shared by the models that read it."""
+
+    task: str
+    mode: Mode
+    regime: str
+
+
+def regimes(specs: Specs, run: RunSpec) -> dict[Mode, dict[str, tuple[Regime, tuple[str, ...]]]]:
+    """Per mode: regime id -> (regime, the models that read it)."""
+    return {mode: run_regimes(specs, run, mode) for mode in run.modes}
+
+
+def model_regimes(specs: Specs, run: RunSpec) -> dict[tuple[str, Mode], str]:
+    """(model, mode) -> the regime id whose prepared file the model reads."""
+    return {
+        (model, mode): regime_id
+        for mode, by_id in regimes(specs, run).items()
+        for regime_id, (_, models) in by_id.items()
+        for model in models
+    }
+
+
+def prepare_jobs(specs: Specs, run: RunSpec) -> list[Prepare]:
+    """Every preprocess job of the run: one per (task, mode, regime), however many models share it."""
+    by_mode = regimes(specs, run)
+    return [
+        Prepare(tm.task, tm.mode, regime_id)
+        for tm in task_modes(specs, run)
+        for regime_id in by_mode[tm.mode]
+    ]

@@ -9,11 +9,49 @@ from pydantic import Field
 
 from milebench.data.schema import QuantityLevel
 from milebench.spec.base import Spec
-from milebench.spec.run import Mode
+from milebench.spec.run import Mode, TruncationMode
 from milebench.spec.task import QuestionType
 
 IMAGE_PLACEHOLDER = "<ImageHere>"
 """The model-neutral image placeholder (the official literal); adapters map it to their own token."""
+
+
+class TruncationRecord(Spec):
+    """What of a sample a model's context let through: images, text pieces and tokens kept and dropped.
+
+    ``mode`` is null when no budget applies (builtin baselines, unknown context settings): nothing was
+    cut for length, token fields are null. Images can still be dropped when the context has fewer
+    image slots than images (the official pairing keeps the last ones).
+    """
+
+    mode: TruncationMode | None
+    max_context_len: int | None = None
+    n_tokens_per_image: int | None = None
+    images_total: int = Field(ge=0, description="Images the prompt is built from (tiles in combined mode).")
+    images_kept: int = Field(ge=0)
+    images_dropped_budget: int = Field(default=0, ge=0, description="Dropped because the context was full.")
+    images_unpaired: int = Field(default=0, ge=0, description="Dropped for lack of a placeholder slot.")
+    pieces_total: int = Field(ge=1, description="Text pieces of the context (split at image placeholders).")
+    pieces_kept: int = Field(ge=0)
+    piece_cut: bool = Field(default=False, description="The earliest kept piece lost its beginning.")
+    pieces_changed: int = Field(
+        default=0, ge=0, description="Kept pieces whose text differs from the original (paper round trip)."
+    )
+    instruction_tokens: int | None = None
+    text_tokens_total: int | None = None
+    text_tokens_kept: int | None = None
+    image_tokens_kept: int | None = None
+
+    @property
+    def text_tokens_dropped(self) -> int | None:
+        if self.text_tokens_total is None or self.text_tokens_kept is None:
+            return None
+        return self.text_tokens_total - self.text_tokens_kept
+
+    @property
+    def truncated(self) -> bool:
+        """Whether the budget removed anything (images, pieces or tokens)."""
+        return bool(self.images_dropped_budget or self.pieces_kept < self.pieces_total or self.piece_cut)
 
 
 class PreparedSample(Spec):
@@ -35,6 +73,9 @@ class PreparedSample(Spec):
     response: str = Field(description="The gold answer.")
     image_quantity_level: QuantityLevel
     n_images: int = Field(description="Images of the sample before truncation or combining.")
+    truncation: TruncationRecord | None = Field(
+        default=None, description="What the model's context let through (null: made before regimes)."
+    )
 
     @property
     def prompt(self) -> str:
@@ -64,6 +105,8 @@ class Prediction(Spec):
     seconds: float = Field(ge=0)
     input_tokens: int | None = None
     output_tokens: int | None = None
+    batch_size: int | None = Field(default=None, description="Samples per generate call that answered it.")
+    cost_usd: float | None = Field(default=None, description="From token counts and the spec's prices.")
 
 
 class Judgment(Spec):
@@ -75,6 +118,7 @@ class Judgment(Spec):
     sample_id: int
     scorer: str
     status: Literal["scored", "missing", "failed"]
+    failure: FailureKind | None = Field(default=None, description="Why a failed sample has no answer.")
     extracted: str | None = None
     score: float | None = None
     image_quantity_level: QuantityLevel

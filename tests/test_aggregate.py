@@ -9,12 +9,17 @@ import pytest
 from milebench.records import Judgment
 from milebench.score.aggregate import (
     DIAGNOSTIC_GROUPS,
+    OVERALL_DIAG,
+    OVERALL_REAL,
     REALISTIC_GROUPS,
+    LevelScore,
     TaskScore,
+    column_tasks,
     coverage,
     group_scores,
     overall_diag,
     overall_real,
+    pooled_levels,
     summarise,
 )
 from milebench.spec.base import load_spec
@@ -147,3 +152,37 @@ def test_rules_reproduce_the_printed_overalls_except_listed_inconsistencies(pape
                 assert value == pytest.approx(item.computed, abs=0.005), (row.model, column)
                 assert abs(value - printed[column]) > 0.05, (row.model, column)
     assert checked >= 2 * len(paper.main_table.rows) - 6
+
+
+def test_levels_pool_every_scored_sample_of_a_model_across_tasks() -> None:
+    def scored(few: tuple[float, int], many: tuple[float, int]) -> TaskScore:
+        return TaskScore(
+            task="t", model="m", mode=Mode.MULTI_IMAGE, scorer="paper", score=1.0, n=10, n_scored=10,
+            n_missing=0, n_failed=0,
+            levels={"Few": LevelScore(score=few[0], n_scored=few[1]),
+                    "Medium": LevelScore(score=None, n_scored=0),
+                    "Many": LevelScore(score=many[0], n_scored=many[1])},
+        )  # fmt: skip
+
+    pooled = pooled_levels([scored((100.0, 1), (50.0, 4)), scored((0.0, 3), (100.0, 4))])
+    assert pooled["Few"].score == pytest.approx(25.0)  # 1 of 4 samples, not the mean of 100 and 0
+    assert pooled["Few"].n_scored == 4
+    assert pooled["Many"].score == pytest.approx(75.0)
+    assert pooled["Medium"].score is None
+
+
+def test_column_tasks_follow_the_paper_columns() -> None:
+    tasks = [task("A", Group.T1), task("B", Group.S3), task("C", Group.N1), task("D", Group.I1)]
+    assert [t.name for t in column_tasks("T-1", tasks)] == ["A"]
+    assert [t.name for t in column_tasks(OVERALL_REAL, tasks)] == ["A", "B"]
+    assert [t.name for t in column_tasks(OVERALL_DIAG, tasks)] == ["C", "D"]
+    assert [t.name for t in column_tasks("B", tasks)] == ["B"]
+
+
+def test_contamination_regular_is_the_main_table_overall_real(paper: PaperSpec) -> None:
+    """The paper's contamination table compares Overall Real., which the adversarial delta reproduces."""
+    main = {row.model: row for row in paper.main_table.rows}
+    assert paper.contamination.rows
+    for row in paper.contamination.rows:
+        assert row.regular == main[row.model].overall_real
+        assert row.delta == pytest.approx(row.regular - row.adv, abs=1e-9)

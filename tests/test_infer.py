@@ -13,8 +13,8 @@ import torch
 from PIL import Image
 
 from milebench.infer import commands
-from milebench.infer.adapter import AdapterError, TokenUsage
-from milebench.infer.engine import cache_key, plan_batches, run_model
+from milebench.infer.adapter import AdapterError, SampleFailure, TokenUsage
+from milebench.infer.engine import InferSummary, cache_key, plan_batches, run_model
 from milebench.infer.oracle import OracleAdapter
 from milebench.infer.random import RandomAdapter
 from milebench.infer.registry import load_adapter
@@ -170,10 +170,112 @@ def test_failed_batch_recorded_and_run_continues(tmp_path: Path) -> None:
     assert records(out)[1].response == "answer 1"
 
 
-def test_oom_is_its_own_failure_kind(tmp_path: Path) -> None:
+def test_oom_halves_the_batch_and_records_the_size_used(tmp_path: Path) -> None:
     out = tmp_path / "pred.jsonl"
     run_model(CountingAdapter(fail_ids=[0], oom=True), model(), [prepared(0), prepared(1)], out)
-    assert [r.failure for r in records(out)] == [FailureKind.OOM, FailureKind.OOM]
+    saved = records(out)
+    assert [r.failure for r in saved] == [FailureKind.OOM, None]
+    assert saved[1].response == "answer 1" and saved[1].batch_size == 1
+
+
+class BatchOomAdapter(CountingAdapter):
+    """Runs out of GPU memory for any batch larger than ``fits``."""
+
+    def __init__(self, fits: int) -> None:
+        super().__init__()
+        self.fits = fits
+        self.calls: list[int] = []
+
+    def generate(self, samples: Sequence[PreparedSample]) -> list[str]:
+        self.calls.append(len(samples))
+        if len(samples) > self.fits:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return super().generate(samples)
+
+
+def test_oom_backoff_down_to_single_samples(tmp_path: Path) -> None:
+    out = tmp_path / "pred.jsonl"
+    samples = [prepared(i) for i in range(5)]
+    adapter = BatchOomAdapter(fits=1)
+    summary = run_model(adapter, model(), samples, out)
+    assert summary.failed == 0
+    assert adapter.seen == [0, 1, 2, 3, 4]
+    assert adapter.calls == [5, 3, 2, 1, 1, 1, 2, 1, 1]
+    saved = records(out)
+    assert [r.response for r in saved] == [f"answer {i}" for i in range(5)]
+    assert {r.batch_size for r in saved} == {1}
+    wide = BatchOomAdapter(fits=8)
+    run_model(wide, model(), [prepared(i) for i in range(10, 15)], tmp_path / "wide.jsonl")
+    assert {r.batch_size for r in records(tmp_path / "wide.jsonl")} == {5}
+
+
+class MixedAdapter(CountingAdapter):
+    """Fails odd samples on their own, answers the others of the same batch."""
+
+    def generate(self, samples: Sequence[PreparedSample]) -> list[str | SampleFailure]:
+        answers = super().generate(samples)
+        return [
+            SampleFailure(FailureKind.TIMEOUT, "no answer within 1 s") if s.sample_id % 2 else a
+            for s, a in zip(samples, answers, strict=True)
+        ]
+
+    def last_usage(self) -> list[TokenUsage]:
+        return [TokenUsage(100, 4, seconds=0.5)] * self.batch_size
+
+
+def test_per_sample_failures_in_a_batch_and_cost(tmp_path: Path) -> None:
+    api = {
+        "kind": "api",
+        "provider": "openai",
+        "model_id": "m",
+        "pricing": {"price_per_1k_input": 0.01, "price_per_1k_output": 0.03},
+    }
+    spec = model("api-model", "openai-chat", weights=api, notes="test")
+    out = tmp_path / "pred.jsonl"
+    summary = run_model(MixedAdapter(), spec, [prepared(i) for i in range(4)], out)
+    assert (summary.failed, summary.failures) == (2, {"timeout": 2})
+    assert summary.failure_rate == 0.5
+    saved = records(out)
+    assert [r.failure for r in saved] == [None, FailureKind.TIMEOUT, None, FailureKind.TIMEOUT]
+    assert saved[0].cost_usd == pytest.approx((100 * 0.01 + 4 * 0.03) / 1000)
+    assert saved[0].seconds == 0.5 and saved[0].batch_size == 4
+    assert saved[1].response is None and saved[1].failure_detail == "no answer within 1 s"
+    assert records(out)[0].cost_usd is not None
+    assert run_model(MixedAdapter(), model(), [prepared(0)], tmp_path / "free.jsonl").failed == 0
+    assert records(tmp_path / "free.jsonl")[0].cost_usd is None
+
+
+def test_combined_model_refuses_multi_image_samples(tmp_path: Path) -> None:
+    spec = model(image_input="combined")
+    adapter = CountingAdapter()
+    with pytest.raises(AdapterError, match=r"at most 1 picture.*sample 1, mode multi-image has 3 images"):
+        run_model(adapter, spec, [prepared(0), prepared(1, n_images=3)], tmp_path / "p.jsonl")
+    assert adapter.seen == []
+    run_model(adapter, spec, [prepared(0), prepared(1)], tmp_path / "p.jsonl")
+    assert adapter.seen == [0, 1]
+    run_model(
+        CountingAdapter(),
+        model(image_input="combined", max_images=3),
+        [prepared(2, n_images=3)],
+        tmp_path / "q.jsonl",
+    )
+
+
+def test_more_images_than_the_model_takes_is_context_overflow(tmp_path: Path) -> None:
+    adapter = CountingAdapter()
+    out = tmp_path / "p.jsonl"
+    summary = run_model(adapter, model(max_images=2), [prepared(0, n_images=2), prepared(1, n_images=3)], out)
+    assert adapter.seen == [0]
+    assert summary.failures == {"context_overflow": 1}
+    assert "3 images, model 'random' accepts at most 2" in (records(out)[1].failure_detail or "")
+
+
+def test_failure_rate_above_the_run_limit_exits_non_zero(tmp_path: Path) -> None:
+    ok = InferSummary(total=20, reused=0, generated=20, failed=1, failures={"api_error": 1})
+    bad = InferSummary(total=20, reused=0, generated=20, failed=2, failures={"api_error": 1, "timeout": 1})
+    assert commands.failure_verdict(ok, 0.05, tmp_path) == 0
+    assert commands.failure_verdict(bad, 0.05, tmp_path) == 3
+    assert commands.failure_verdict(bad, 0.1, tmp_path) == 0
 
 
 def test_torn_last_line_is_dropped_and_regenerated(tmp_path: Path) -> None:
@@ -277,7 +379,15 @@ def test_preprocess_then_infer_handlers(tmp_path: Path, monkeypatch: pytest.Monk
     meta = {"task_instruction": ["Answer."], "question_type": "multi-choice"}
     (folder / "WebQA.json").write_text(json.dumps({"meta_data": meta, "data": data}))
 
-    args = argparse.Namespace(run="t", model="random", task=task.name, mode=Mode.MULTI_IMAGE, specs=tmp_path)
+    args = argparse.Namespace(
+        run="t",
+        model="random",
+        task=task.name,
+        mode=Mode.MULTI_IMAGE,
+        specs=tmp_path,
+        regime="full",
+        workers=1,
+    )
     assert preprocess_commands.preprocess(args) == 0
     assert commands.infer(args) == 0
     saved = records(paths.predictions("random", task.name, Mode.MULTI_IMAGE))

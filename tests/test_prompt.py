@@ -15,8 +15,9 @@ from milebench.data.schema import TaskFile
 from milebench.io import read_jsonl, sha256_file, sha256_text
 from milebench.paths import RunPaths
 from milebench.preprocess import commands
-from milebench.preprocess.prompt import PreprocessError, build_sample, build_samples
+from milebench.preprocess.prompt import PreprocessError, build_sample
 from milebench.records import PreparedSample
+from milebench.spec.model import ModelSpec
 from milebench.spec.paper import ContaminationTable, ImageQuantityTable, MainTable, PaperSpec
 from milebench.spec.registry import Specs
 from milebench.spec.run import FixtureSource, Mode, RunSpec
@@ -148,11 +149,7 @@ def test_open_ended_golden(tmp_path: Path) -> None:
 
 
 def test_table_reference_golden(tmp_path: Path) -> None:
-    spec = (
-        task_spec("MultiModalQA", open_ended=True, instruction_id=None)
-        if False
-        else task_spec("MultiModalQA")
-    )
+    spec = task_spec("MultiModalQA")
     sample = sample_json(
         "{table#1} lists values; {image#2} plots them.", ["t.png", "p.png"], ["1", "2"], "1", 1
     )
@@ -204,7 +201,18 @@ def test_missing_image_names_task_sample_and_file(tmp_path: Path) -> None:
     with pytest.raises(
         PreprocessError, match=r"WebQA\.json: task WebQA, sample 7: image file not found: .*a\.png"
     ):
-        build_samples(spec, task_file, Mode.MULTI_IMAGE, tmp_path, source)
+        build_sample(spec, task_file.meta_data, task_file.data[0], Mode.MULTI_IMAGE, tmp_path, source)
+
+
+def test_unreadable_image_names_task_sample_and_file(tmp_path: Path) -> None:
+    spec = task_spec()
+    source = write_task(tmp_path, "WebQA", [sample_json("{image#1}", ["a.png"], ["cat"])])
+    (tmp_path / "WebQA/images/a.png").write_bytes(b"not an image")
+    task_file = TaskFile.model_validate_json(source.read_text())
+    with pytest.raises(
+        PreprocessError, match=r"WebQA\.json: task WebQA, sample 7: Pillow cannot open image .*a\.png"
+    ):
+        build_sample(spec, task_file.meta_data, task_file.data[0], Mode.MULTI_IMAGE, tmp_path, source)
 
 
 def test_instruction_id_out_of_range(tmp_path: Path) -> None:
@@ -243,7 +251,17 @@ def minimal_specs(root: Path, out: Path, tasks: list[TaskSpec]) -> Specs:
         contamination=ContaminationTable(caption="", rows=()),
         image_quantity=ImageQuantityTable(note="", rows=()),
     )
-    return Specs(root=root, tasks={t.name: t for t in tasks}, models={}, runs={"t": run}, paper=paper)
+    random = ModelSpec.model_validate(
+        {
+            "name": "random",
+            "display_name": "Random",
+            "section": "baseline",
+            "adapter": "random",
+            "weights": {"kind": "builtin"},
+        }
+    )
+    models = {"random": random}
+    return Specs(root=root, tasks={t.name: t for t in tasks}, models=models, runs={"t": run}, paper=paper)
 
 
 def test_preprocess_adversarial_reads_adv_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -265,7 +283,9 @@ def test_preprocess_adversarial_reads_adv_file(tmp_path: Path, monkeypatch: pyte
     )
     monkeypatch.setattr(commands, "load_specs", lambda _root: specs)
 
-    args = argparse.Namespace(run="t", task="WebQA", mode=Mode.ADVERSARIAL, specs=tmp_path)
+    args = argparse.Namespace(
+        run="t", task="WebQA", mode=Mode.ADVERSARIAL, specs=tmp_path, regime="full", workers=1
+    )
     assert commands.preprocess(args) == 0
     rows = list(read_jsonl(paths.prepared("WebQA", Mode.ADVERSARIAL)))
     assert len(rows) == 1
@@ -286,8 +306,65 @@ def test_preprocess_adversarial_without_adv_set_fails(
     spec = task_spec("GPR1200", group="I-1", group_name="IR", category="diagnostic", has_adversarial=False)
     specs = minimal_specs(tmp_path, tmp_path / "out", [spec])
     monkeypatch.setattr(commands, "load_specs", lambda _root: specs)
-    args = argparse.Namespace(run="t", task="GPR1200", mode=Mode.ADVERSARIAL, specs=tmp_path)
+    args = argparse.Namespace(
+        run="t", task="GPR1200", mode=Mode.ADVERSARIAL, specs=tmp_path, regime="full", workers=1
+    )
     with caplog.at_level(logging.ERROR):
         assert commands.preprocess(args) == 1
     assert "task GPR1200 has no adversarial set" in caplog.text
     assert not RunPaths.for_run(specs.runs["t"]).prepared("GPR1200", Mode.ADVERSARIAL).exists()
+
+
+def test_needle_golden(tmp_path: Path) -> None:
+    spec = task_spec(
+        "TextNeedleInAHaystack", True, group="N-1", category="diagnostic", scorer="needle", metric="accuracy"
+    )
+    context = "{image#1}The secret word is hidden here. {image#2}What is the secret word?"
+    s = build_one(tmp_path, spec, sample_json(context, ["h1.jpg", "h2.jpg"], None, "plum"))
+    assert s.prompt == (
+        "Answer the question.\n<ImageHere>The secret word is hidden here. <ImageHere>What is the secret word?"
+    )
+    assert s.truncation is not None and s.truncation.mode is None and s.truncation.images_kept == 2
+
+
+def test_dialogue_golden(tmp_path: Path) -> None:
+    spec = task_spec(
+        "MMCoQA", True, group="S-4", group_name="Dialogue", scorer="substring", metric="accuracy"
+    )
+    context = "Q: who built it?\nA: the Romans\n{table#1}{image#2}Q: when?"
+    s = build_one(tmp_path, spec, sample_json(context, ["t.png", "i.jpg"], None, "in 80 AD"))
+    assert s.prompt == "Answer the question.\nQ: who built it?\nA: the Romans\n<ImageHere><ImageHere>Q: when?"
+    assert s.images == ("MMCoQA/images/t.png", "MMCoQA/images/i.jpg")
+
+
+def test_repeated_reference_gives_more_placeholders_than_images(tmp_path: Path) -> None:
+    """Both copies of {image#1} become placeholders; the walk pairs only the one image, from the end."""
+    s = build_one(tmp_path, task_spec(), sample_json("{image#1}A{image#1}B", ["a.png"], ["x", "y"], "x"))
+    assert s.context.startswith("<ImageHere>A<ImageHere>B\nChoice list: ")
+    assert s.images == ("WebQA/images/a.png",)
+
+
+def test_references_pair_by_position_not_number(tmp_path: Path) -> None:
+    s = build_one(tmp_path, task_spec(), sample_json("{image#2}X{image#1}Y", ["a.png", "b.png"], ["x"], "x"))
+    assert s.context.startswith("<ImageHere>X<ImageHere>Y")
+    assert s.images == ("WebQA/images/a.png", "WebQA/images/b.png")
+
+
+def test_malformed_references_stay_verbatim(tmp_path: Path) -> None:
+    context = "{image#1}see {image#1 and {image 2} and {Image#2}"
+    s = build_one(tmp_path, task_spec(), sample_json(context, ["a.png", "b.png"], ["x"], "x"))
+    assert s.context.startswith("<ImageHere><ImageHere>see {image#1 and {image 2} and {Image#2}\nChoice")
+    assert s.truncation is not None and s.truncation.images_unpaired == 0
+
+
+def test_combined_mode_with_kit_pictures_golden(tmp_path: Path) -> None:
+    sample = sample_json("{image#1}A {table#2}B", ["a.png", "b.png"], None, "x")
+    spec = task_spec("ALFRED", open_ended=True)
+    source = write_task(tmp_path, spec.name, [sample], "open-ended")
+    task_file = TaskFile.model_validate_json(source.read_text())
+    pictures = ["ALFRED/images/a.png", "ALFRED/images/b.png"]  # stand-ins for two kit pictures
+    s = build_sample(
+        spec, task_file.meta_data, task_file.data[0], Mode.COMBINED_IMAGE, tmp_path, source, pictures=pictures
+    )
+    assert s.prompt == "<ImageHere><ImageHere>\nAnswer the question.\n<Image 1> A <Image 2> B"
+    assert s.images == tuple(pictures) and s.truncation is not None and s.truncation.images_kept == 2

@@ -13,6 +13,7 @@ from milebench.data.schema import quantity_level
 from milebench.io import atomic_write_jsonl
 from milebench.paths import RunPaths
 from milebench.records import FailureKind, Prediction, PreparedSample
+from milebench.score.aggregate import TaskScore
 from milebench.score.commands import score
 from milebench.score.inputs import RecordError
 from milebench.spec.base import Spec, SpecError
@@ -116,7 +117,11 @@ def test_scores_judges_and_counts_failed_and_missing(specs_dir: Path) -> None:
 
     assert score(args(specs_dir, "ActionSequence")) == 0
 
-    rows = [json.loads(line) for line in paths.judgments("random", "ActionSequence", Mode.MULTI_IMAGE).open()]
+    everything = [
+        json.loads(line) for line in paths.judgments("random", "ActionSequence", Mode.MULTI_IMAGE).open()
+    ]
+    assert [r["scorer"] for r in everything] == ["paper"] * 5 + ["standard"] * 5
+    rows = everything[:5]
     by_id = {r["sample_id"]: r for r in rows}
     assert [(r["status"], r["extracted"], r["score"]) for r in rows] == [
         ("scored", "B", 1.0),
@@ -125,8 +130,12 @@ def test_scores_judges_and_counts_failed_and_missing(specs_dir: Path) -> None:
         ("failed", None, None),
         ("missing", None, None),
     ]
+    assert by_id[3]["failure"] == "oom"
     assert by_id[2]["image_quantity_level"] == "Many" == quantity_level(40)
-    assert all(r["scorer"] == "paper" and r["model"] == "random" for r in rows)
+    assert all(r["model"] == "random" for r in rows)
+    # The standard scorer reads "The answer is B." as B, which is wrong here (the gold is C).
+    standard = [(r["status"], r["extracted"], r["score"]) for r in everything[5:]]
+    assert standard[:3] == [("scored", "B", 1.0), ("scored", "B", 0.0), ("scored", "D", 1.0)]
 
     result = json.loads(paths.task_score("random", "ActionSequence", Mode.MULTI_IMAGE).read_text())
     assert result["score"] == pytest.approx(200 / 3)
@@ -140,6 +149,10 @@ def test_scores_judges_and_counts_failed_and_missing(specs_dir: Path) -> None:
     assert result["levels"]["Few"] == {"score": 50.0, "n_scored": 2}
     assert result["levels"]["Many"] == {"score": 100.0, "n_scored": 1}
     assert result["levels"]["Medium"] == {"score": None, "n_scored": 0}
+    assert result["failures"] == {"oom": 1}
+    assert (result["missing_ids"], result["failed_ids"]) == ([4], [3])
+    assert result["variants"]["standard"]["score"] == pytest.approx(200 / 3)
+    assert result["variants"]["standard"]["n_scored"] == 3
 
 
 def test_missing_predictions_file_marks_every_sample_missing(specs_dir: Path) -> None:
@@ -203,3 +216,21 @@ def test_unknown_model_is_refused(specs_dir: Path) -> None:
     bad.model = "nobody"
     with pytest.raises(SpecError, match="'nobody' is not part of run 't'"):
         score(bad)
+
+
+def test_task_score_holds_both_scorers_and_their_difference(specs_dir: Path) -> None:
+    paths = paths_of(specs_dir)
+    prepared = [sample("ActionSequence", i, "banana", CHOICES, 3, "Few") for i in range(4)]
+    atomic_write_jsonl(paths.prepared("ActionSequence", Mode.MULTI_IMAGE), prepared)
+    answers = ["The answer is B.", "Answer: (B)", "**B**", ""]
+    preds = [prediction("ActionSequence", i, a) for i, a in enumerate(answers)]
+    atomic_write_jsonl(paths.predictions("random", "ActionSequence", Mode.MULTI_IMAGE), preds)
+    assert score(args(specs_dir, "ActionSequence")) == 0
+    result = TaskScore.model_validate_json(
+        paths.task_score("random", "ActionSequence", Mode.MULTI_IMAGE).read_text()
+    )
+    # paper: "AB", "AB", "B", and "C" for the empty answer; standard: B, B, B, nothing.
+    assert result.score == pytest.approx(25.0)
+    assert result.variants["standard"].score == pytest.approx(75.0)
+    assert result.difference("standard") == pytest.approx(50.0)
+    assert result.difference("nope") is None

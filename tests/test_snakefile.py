@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from milebench.plan import cells
+from milebench.plan import cells, prepare_jobs
 from milebench.spec.registry import load_specs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -47,7 +47,9 @@ def test_paper_dry_run_lists_every_job_without_data(tmp_path: Path) -> None:
     counts = dry_run("paper", tmp_path)
     assert counts["infer"] == n_cells
     assert counts["score"] == n_cells
-    assert counts["preprocess"] == 29 + 29 + 26
+    # One preprocess job per (task, mode, input regime): multi-image and adversarial have the unlimited
+    # regime plus llava-1.5-7b, llava-1.5-13b and yi-vl; combined-image adds qwen-vl-chat (no image tokens).
+    assert counts["preprocess"] == len(prepare_jobs(specs, run)) == 4 * 29 + 5 * 29 + 4 * 26
     assert counts["fetch"] == 1 and counts["report"] == 1
     assert "fixture" not in counts
 
@@ -57,6 +59,7 @@ def test_smoke_dry_run_builds_fixture_and_tiny_model(tmp_path: Path) -> None:
     assert counts["fixture"] == 1
     assert counts["tiny_model"] == 1
     assert counts["infer"] == 2 * 29
+    assert counts["preprocess"] == 2 * 29  # random reads the unlimited regime, tiny-llava its own
 
 
 def test_end_to_end_small_run(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from milebench.infer.hf_llava import HfLlavaAdapter
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import build_tiny_llava
 from milebench.paths import RunPaths
-from milebench.preprocess.prompt import build_samples
+from milebench.preprocess.prompt import build_sample
 from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
 from milebench.spec.model import ModelSpec
 from milebench.spec.paper import ContaminationTable, ImageQuantityTable, MainTable, PaperSpec
@@ -98,7 +98,10 @@ def samples(paths: RunPaths) -> list[PreparedSample]:
         source_dataset="SlideVQA",
     )
     task_file = TaskFile.model_validate_json(source.read_text())
-    return build_samples(task, task_file, Mode.MULTI_IMAGE, paths.data_root, source)
+    return [
+        build_sample(task, task_file.meta_data, s, Mode.MULTI_IMAGE, paths.data_root, source)
+        for s in task_file.data
+    ]
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import NamedTuple, Protocol, runtime_checkable
 
 from milebench.paths import RunPaths
-from milebench.records import PreparedSample
+from milebench.records import FailureKind, PreparedSample
 from milebench.spec.model import ModelSpec
 
 
@@ -15,9 +15,26 @@ class AdapterError(RuntimeError):
     """A model spec that cannot be run by this kit; the message names the spec."""
 
 
+class InferenceError(RuntimeError):
+    """A failure whose kind the adapter knows (timeout, context overflow, API error)."""
+
+    def __init__(self, kind: FailureKind, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class SampleFailure(NamedTuple):
+    """Returned in place of an answer when one sample of a batch failed and the others did not."""
+
+    kind: FailureKind
+    detail: str
+
+
 class TokenUsage(NamedTuple):
     input_tokens: int | None
     output_tokens: int | None
+    seconds: float | None = None
+    """The sample's own time when the adapter measured it (concurrent API requests)."""
 
 
 @runtime_checkable
@@ -31,8 +48,8 @@ class Adapter(Protocol):
 
     def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path) -> None: ...
 
-    def generate(self, samples: Sequence[PreparedSample]) -> list[str]:
-        """One answer per sample, in order."""
+    def generate(self, samples: Sequence[PreparedSample]) -> list[str | SampleFailure]:
+        """One answer per sample, in order; a ``SampleFailure`` where only that sample failed."""
         ...
 
 

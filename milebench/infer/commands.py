@@ -9,9 +9,11 @@ import tempfile
 from pathlib import Path
 
 from milebench.infer.adapter import AdapterError
+from milebench.infer.engine import InferSummary
 from milebench.io import read_jsonl
 from milebench.paths import RunPaths
 from milebench.preprocess.commands import task_spec
+from milebench.preprocess.regime import model_regime
 from milebench.records import PreparedSample
 from milebench.spec.base import SpecError
 from milebench.spec.model import HubWeights, ModelSpec
@@ -97,10 +99,33 @@ def infer(args: argparse.Namespace) -> int:
     task = task_spec(specs, args.task)
     mode = Mode(args.mode)
     try:
-        samples = read_prepared(paths.prepared(task.name, mode))
+        regime = model_regime(specs, specs.run(args.run), spec.name, mode)
+        samples = read_prepared(paths.prepared(task.name, mode, regime.id))
         adapter = load_adapter(spec, paths, paths.data_root)
     except (FileNotFoundError, AdapterError) as err:
         log.error("%s", err)
         return 1
-    run_model(adapter, spec, samples, paths.predictions(spec.name, task.name, mode))
-    return 0
+    out = paths.predictions(spec.name, task.name, mode)
+    try:
+        summary = run_model(adapter, spec, samples, out)
+    except AdapterError as err:
+        log.error("%s", err)
+        return 1
+    return failure_verdict(summary, specs.run(args.run).max_failure_rate, out)
+
+
+def failure_verdict(summary: InferSummary, max_rate: float, out: Path) -> int:
+    """Exit status of a finished job: 3 when more samples failed than the run spec allows."""
+    if summary.failure_rate <= max_rate:
+        return 0
+    kinds = ", ".join(f"{kind}: {n}" for kind, n in sorted(summary.failures.items()))
+    log.error(
+        "%s: %d of %d samples failed (%.1f%% > max_failure_rate %.1f%%; %s); rerun to retry only the failed",
+        out,
+        summary.failed,
+        summary.total,
+        100 * summary.failure_rate,
+        100 * max_rate,
+        kinds,
+    )
+    return 3

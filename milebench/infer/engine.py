@@ -3,6 +3,9 @@
 Each finished batch is appended (fsync'd) to the predictions file at once, so a killed job loses at most
 the batch in flight. A rerun skips every sample whose stored answer has the current cache key; failed
 samples are retried. At the end the file is rewritten with current records only, in prepared order.
+
+A batch that runs out of GPU memory is halved and retried down to single samples; each prediction
+records the batch size that answered it.
 """
 
 from __future__ import annotations
@@ -10,16 +13,33 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from milebench.infer.adapter import Adapter, ReportsUsage, TokenUsage
+from milebench.infer.adapter import (
+    Adapter,
+    AdapterError,
+    InferenceError,
+    ReportsUsage,
+    SampleFailure,
+    TokenUsage,
+)
+from milebench.infer.progress import Progress
 from milebench.io import append_jsonl, atomic_write_jsonl, canonical_json, read_jsonl, sha256_text
 from milebench.records import FailureKind, Prediction, PreparedSample
-from milebench.spec.model import BatchRule, HubWeights, ModelSpec
+from milebench.spec.model import (
+    ApiLimits,
+    ApiModel,
+    ApiPricing,
+    BatchRule,
+    HubWeights,
+    ImageInput,
+    ModelSpec,
+)
 from milebench.spec.registry import spec_hash
 
 log = logging.getLogger(__name__)
@@ -35,12 +55,22 @@ def weights_revision(spec: ModelSpec) -> str:
     return UNPINNED
 
 
+def answer_spec(spec: ModelSpec) -> ModelSpec:
+    """The spec without settings that cannot change an answer (API limits and prices), so tuning them
+    never re-buys finished API answers."""
+    weights = spec.weights
+    if not isinstance(weights, ApiModel):
+        return spec
+    neutral = weights.model_copy(update={"limits": ApiLimits(), "pricing": ApiPricing()})
+    return spec.model_copy(update={"weights": neutral})
+
+
 def cache_key(spec: ModelSpec, sample: PreparedSample, adapter_version: str) -> str:
     """Everything that can change an answer: spec, weights, prompt, images, decoding, adapter code."""
     return sha256_text(
         canonical_json(
             {
-                "spec": spec_hash(spec),
+                "spec": spec_hash(answer_spec(spec)),
                 "revision": weights_revision(spec),
                 "task": sample.task,
                 "mode": sample.mode.value,
@@ -69,11 +99,40 @@ def plan_batches(samples: Sequence[PreparedSample], rule: BatchRule) -> list[lis
 
 
 def failure_kind(err: Exception) -> FailureKind:
-    """OOM when torch says so; torch is looked up, not imported, so torch-free adapters stay light."""
+    """The adapter's own kind, or OOM when torch says so; torch is looked up, not imported, so
+    torch-free adapters stay light."""
+    if isinstance(err, InferenceError):
+        return err.kind
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(err, torch.cuda.OutOfMemoryError):
         return FailureKind.OOM
     return FailureKind.ADAPTER_ERROR
+
+
+def cost_usd(spec: ModelSpec, usage: TokenUsage) -> float | None:
+    """Price of one answer from its token counts; None unless both prices and both counts are known."""
+    weights = spec.weights
+    if not isinstance(weights, ApiModel):
+        return None
+    price_in, price_out = weights.pricing.price_per_1k_input, weights.pricing.price_per_1k_output
+    if None in (price_in, price_out, usage.input_tokens, usage.output_tokens):
+        return None
+    return (usage.input_tokens * price_in + usage.output_tokens * price_out) / 1000  # type: ignore[operator]
+
+
+def check_image_input(spec: ModelSpec, samples: Sequence[PreparedSample]) -> None:
+    """A model fed combined pictures takes ``max_images`` of them (default 1); a sample with more must
+    stop the job, never be answered from its first image only."""
+    if spec.image_input is not ImageInput.COMBINED:
+        return
+    limit = spec.max_images or 1
+    for sample in samples:
+        if len(sample.images) > limit:
+            raise AdapterError(
+                f"model spec {spec.name!r} takes at most {limit} picture(s) per sample (image_input: "
+                f"combined), but task {sample.task}, sample {sample.sample_id}, mode {sample.mode} has "
+                f"{len(sample.images)} images; prepare it as combined pictures for this model"
+            )
 
 
 def load_done(path: Path, keys: dict[int, str]) -> dict[int, Prediction]:
@@ -98,12 +157,55 @@ class InferSummary:
     reused: int
     generated: int
     failed: int
+    failures: dict[str, int] = field(default_factory=dict)
+    """Failed samples per failure kind."""
+
+    @property
+    def failure_rate(self) -> float:
+        return self.failed / self.total if self.total else 0.0
+
+
+def failed_prediction(
+    model: str, sample: PreparedSample, key: str, kind: FailureKind, detail: str, seconds: float
+) -> Prediction:
+    return Prediction(
+        task=sample.task,
+        mode=sample.mode,
+        model=model,
+        sample_id=sample.sample_id,
+        response=None,
+        failure=kind,
+        failure_detail=detail[:DETAIL_LIMIT],
+        cache_key=key,
+        seconds=seconds,
+    )
+
+
+def over_image_limit(
+    spec: ModelSpec, batch: Sequence[PreparedSample], keys: dict[int, str]
+) -> list[Prediction]:
+    """Samples with more images than the model accepts fail as context overflow without a call."""
+    limit = spec.max_images
+    return [
+        failed_prediction(
+            spec.name,
+            s,
+            keys[s.sample_id],
+            FailureKind.CONTEXT_OVERFLOW,
+            f"{len(s.images)} images, model {spec.name!r} accepts at most {limit}",
+            0.0,
+        )
+        for s in batch
+        if limit is not None and len(s.images) > limit
+    ]
 
 
 def run_batch(
-    adapter: Adapter, model: str, batch: Sequence[PreparedSample], keys: dict[int, str]
+    adapter: Adapter, spec: ModelSpec, batch: Sequence[PreparedSample], keys: dict[int, str]
 ) -> list[Prediction]:
-    """Answers for one batch; an exception in the adapter fails every sample of the batch."""
+    """Answers for one batch. An exception in the adapter fails every sample of the batch, except
+    out-of-memory, which halves the batch and retries each half."""
+    model = spec.name
     start = time.perf_counter()
     try:
         answers = adapter.generate(batch)
@@ -114,39 +216,51 @@ def run_batch(
         kind = failure_kind(err)
         if kind is FailureKind.OOM:
             sys.modules["torch"].cuda.empty_cache()
+            if len(batch) > 1:
+                half = (len(batch) + 1) // 2
+                log.warning(
+                    "%s: out of memory on a batch of %d, retrying as %d + %d",
+                    model,
+                    len(batch),
+                    half,
+                    len(batch) - half,
+                )
+                return run_batch(adapter, spec, batch[:half], keys) + run_batch(
+                    adapter, spec, batch[half:], keys
+                )
         seconds = (time.perf_counter() - start) / len(batch)
-        detail = f"{type(err).__name__}: {err}"[:DETAIL_LIMIT]
-        log.warning("%s: batch of %d failed (%s): %s", model, len(batch), kind, detail)
-        return [
+        detail = f"{type(err).__name__}: {err}"
+        log.warning("%s: batch of %d failed (%s): %s", model, len(batch), kind, detail[:DETAIL_LIMIT])
+        return [failed_prediction(model, s, keys[s.sample_id], kind, detail, seconds) for s in batch]
+    seconds = (time.perf_counter() - start) / len(batch)
+    usage = usage if len(usage) == len(batch) else [TokenUsage(None, None)] * len(batch)
+    predictions = []
+    for s, answer, counts in zip(batch, answers, usage, strict=True):
+        own_seconds = counts.seconds if counts.seconds is not None else seconds
+        if isinstance(answer, SampleFailure):
+            log.warning(
+                "%s: sample %s/%d failed (%s): %s", model, s.task, s.sample_id, answer.kind, answer.detail
+            )
+            predictions.append(
+                failed_prediction(model, s, keys[s.sample_id], answer.kind, answer.detail, own_seconds)
+            )
+            continue
+        predictions.append(
             Prediction(
                 task=s.task,
                 mode=s.mode,
                 model=model,
                 sample_id=s.sample_id,
-                response=None,
-                failure=kind,
-                failure_detail=detail,
+                response=answer,
                 cache_key=keys[s.sample_id],
-                seconds=seconds,
+                seconds=own_seconds,
+                input_tokens=counts.input_tokens,
+                output_tokens=counts.output_tokens,
+                batch_size=len(batch),
+                cost_usd=cost_usd(spec, counts),
             )
-            for s in batch
-        ]
-    seconds = (time.perf_counter() - start) / len(batch)
-    usage = usage if len(usage) == len(batch) else [TokenUsage(None, None)] * len(batch)
-    return [
-        Prediction(
-            task=s.task,
-            mode=s.mode,
-            model=model,
-            sample_id=s.sample_id,
-            response=answer,
-            cache_key=keys[s.sample_id],
-            seconds=seconds,
-            input_tokens=counts.input_tokens,
-            output_tokens=counts.output_tokens,
         )
-        for s, answer, counts in zip(batch, answers, usage, strict=True)
-    ]
+    return predictions
 
 
 def run_model(
@@ -156,19 +270,34 @@ def run_model(
     ids = [s.sample_id for s in samples]
     if len(set(ids)) != len(ids):
         raise ValueError(f"{out}: prepared samples repeat a sample_id")
+    check_image_input(spec, samples)
     keys = {s.sample_id: cache_key(spec, s, adapter.version) for s in samples}
     records = load_done(out, keys)
     reused = len(records)
     # Start from a clean file: no stale records, and no torn last line for the appends to join.
     atomic_write_jsonl(out, (records[i].model_dump(mode="json") for i in ids if i in records))
     pending = [s for s in samples if s.sample_id not in records]
-    failed = 0
-    for batch in plan_batches(pending, spec.batch):
-        for pred in run_batch(adapter, spec.name, batch, keys):
-            append_jsonl(out, pred.model_dump(mode="json"))
-            records[pred.sample_id] = pred
-            failed += pred.failure is not None
+    failures: Counter[str] = Counter()
+    label = f"{spec.name} {samples[0].task} {samples[0].mode}" if samples else spec.name
+    with Progress(label, len(pending)) as progress:
+        for batch in plan_batches(pending, spec.batch):
+            too_many = over_image_limit(spec, batch, keys)
+            skipped = {p.sample_id for p in too_many}
+            runnable = [s for s in batch if s.sample_id not in skipped]
+            predictions = too_many + (run_batch(adapter, spec, runnable, keys) if runnable else [])
+            for pred in predictions:
+                append_jsonl(out, pred.model_dump(mode="json"))
+                records[pred.sample_id] = pred
+                if pred.failure is not None:
+                    failures[pred.failure.value] += 1
+            progress.update(len(predictions), sum(p.failure is not None for p in predictions))
     atomic_write_jsonl(out, (records[i].model_dump(mode="json") for i in ids))
-    summary = InferSummary(total=len(samples), reused=reused, generated=len(pending), failed=failed)
+    summary = InferSummary(
+        total=len(samples),
+        reused=reused,
+        generated=len(pending),
+        failed=sum(failures.values()),
+        failures=dict(failures),
+    )
     log.info("%s -> %s: %s", spec.name, out, summary)
     return summary

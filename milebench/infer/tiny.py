@@ -56,20 +56,26 @@ def tiny_weights(spec: ModelSpec) -> TinyWeights:
     return weights
 
 
-def build_tokenizer() -> PreTrainedTokenizerFast:
-    """Byte-level BPE: any text encodes without unknown tokens and decodes back unchanged."""
-    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
+def train_bpe(special_tokens: tuple[str, ...], unk_token: str | None) -> Tokenizer:
+    """Byte-level BPE trained on CORPUS: any text encodes without unknown tokens and decodes back
+    unchanged; the special tokens take the first ids, in order."""
+    tokenizer = Tokenizer(models.BPE(unk_token=unk_token))
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=VOCAB_SIZE,
-        special_tokens=list(SPECIAL_TOKENS),
+        special_tokens=list(special_tokens),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     tokenizer.train_from_iterator(CORPUS, trainer)
+    return tokenizer
+
+
+def build_tokenizer() -> PreTrainedTokenizerFast:
+    """The tiny LLaVA's tokenizer: Llama-style special tokens around the trained BPE."""
     return PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer,
+        tokenizer_object=train_bpe(SPECIAL_TOKENS, "<unk>"),
         bos_token="<s>",
         eos_token="</s>",
         unk_token="<unk>",

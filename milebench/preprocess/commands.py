@@ -1,4 +1,4 @@
-"""``milebench preprocess``: turn one task's upstream JSON into the prepared JSONL of a run."""
+"""``milebench preprocess``: turn one task's upstream JSON into the prepared JSONL of one input regime."""
 
 from __future__ import annotations
 
@@ -8,9 +8,12 @@ import logging
 from pathlib import Path
 
 from milebench.data.schema import TaskFile, task_json_path
-from milebench.io import atomic_write_jsonl
+from milebench.io import atomic_write_json, atomic_write_jsonl, sha256_file
 from milebench.paths import RunPaths
-from milebench.preprocess.prompt import PreprocessError, build_samples
+from milebench.preprocess.prepare import load_budget, manifest, prepare_task
+from milebench.preprocess.prompt import PreprocessError
+from milebench.preprocess.regime import run_regimes
+from milebench.preprocess.tokenizer import TokenizerError
 from milebench.spec.base import SpecError, validate_mapping
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode
@@ -47,16 +50,46 @@ def task_source(task: TaskSpec, mode: Mode, data_root: Path) -> Path:
 
 def preprocess(args: argparse.Namespace) -> int:
     specs = load_specs(args.specs)
-    paths = RunPaths.for_run(specs.run(args.run))
+    run = specs.run(args.run)
+    paths = RunPaths.for_run(run)
     task = task_spec(specs, args.task)
     mode = Mode(args.mode)
+    regimes = run_regimes(specs, run, mode)
+    if args.regime not in regimes:
+        known = ", ".join(regimes)
+        raise SpecError(
+            specs.root / "runs" / f"{run.name}.yaml",
+            [
+                (
+                    "models",
+                    f"no model of run {run.name!r} "
+                    f"reads regime {args.regime!r} in mode {mode}; known: {known}",
+                )
+            ],
+        )
+    regime, models = regimes[args.regime]
     try:
         source = task_source(task, mode, paths.data_root)
-        samples = build_samples(task, read_task_file(source), mode, paths.data_root, source)
-    except PreprocessError as err:
+        task_file = read_task_file(source)
+        budget = load_budget(regime, paths)
+        prepared = prepare_task(
+            task, task_file, source, mode, regime, budget, paths, run.skip_bad_samples, args.workers
+        )
+    except (PreprocessError, TokenizerError) as err:
         log.error("%s", err)
         return 1
-    out = paths.prepared(task.name, mode)
-    atomic_write_jsonl(out, (s.model_dump(mode="json") for s in samples))
-    log.info("%s %s: %d samples -> %s", task.name, mode, len(samples), out)
+    record = manifest(prepared, task, mode, regime, models, source, sha256_file(source), len(task_file.data))
+    atomic_write_json(paths.prepared_manifest(task.name, mode, regime.id), record.model_dump(mode="json"))
+    out = paths.prepared(task.name, mode, regime.id)
+    atomic_write_jsonl(out, (s.model_dump(mode="json") for s in prepared.samples))
+    log.info(
+        "%s %s %s: %d samples (%d skipped, %d truncated) -> %s",
+        task.name,
+        mode,
+        regime.id,
+        len(prepared.samples),
+        len(prepared.skipped),
+        record.n_truncated,
+        out,
+    )
     return 0

@@ -1,18 +1,16 @@
 """Build model-neutral prompts from upstream samples, as the official ``MileBenchDataset`` does.
 
 Steps (reference section 3): pick the instruction, append the choice block to the context, replace the
-``{image#i}`` / ``{table#i}`` references, then pair the images with the placeholders.
+``{image#i}`` / ``{table#i}`` references, then fit the context to the model's budget and pair the images
+with the placeholders (:func:`milebench.preprocess.truncate.fit_context`; without a budget the pairing
+keeps the last ``min(n_images, n_placeholders + 1)`` images, and when there are more images than
+placeholders one extra placeholder is put at the very start of the context).
 
-Pairing follows the official context walk with an unlimited budget: the context is split at the
-placeholders and walked from the end, each text piece taking the LAST image still unassigned. So the
-kept images are always the last ``min(n_images, n_placeholders + 1)`` images, and when there are more
-images than placeholders one extra placeholder is put at the very start of the context. Per-model
-truncation (a token budget) is the same walk stopping early; it plugs in at :func:`pair_images`.
-
-Combined-image mode: the context references become the text ``<Image k> ``, the only image is the
-sample's tile picture from ``combined_1_images``, and the official text is
-``"<ImageHere>\\n" + instruction + "\\n" + context``. That leading placeholder line is stored as part of
-``PreparedSample.instruction`` so that ``PreparedSample.prompt`` is exactly the official string.
+Combined-image mode: the context references become the text ``<Image k> ``, the images are the sample's
+pictures (upstream ``combined_1_images`` or the kit's tiles), cost no tokens, and the official text is
+``"<ImageHere>\\n" + instruction + "\\n" + context`` (one placeholder per picture). That leading line is
+stored as part of ``PreparedSample.instruction`` so that ``PreparedSample.prompt`` is exactly the official
+string.
 """
 
 from __future__ import annotations
@@ -22,8 +20,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from milebench.data.schema import MetaData, Sample, TaskFile
+from PIL import Image, UnidentifiedImageError
+
+from milebench.data.schema import MetaData, Sample
 from milebench.io import sha256_file, sha256_text
+from milebench.preprocess.truncate import Budget, fit_context
 from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
 from milebench.spec.run import Mode
 from milebench.spec.task import TaskSpec
@@ -78,76 +79,93 @@ def check_references(context: str, n_images: int, where: Where) -> None:
             raise where.error(f"context refers to {match.group(0)} but the sample has {n_images} image(s)")
 
 
-def pair_images(context: str, images: Sequence[str]) -> tuple[str, list[str]]:
-    """Assign images to placeholders by the official walk from the end of the context (no budget)."""
-    pieces = context.split(IMAGE_PLACEHOLDER)
-    remaining = list(images)
-    kept: list[str] = []
-    first_piece_has_image = False
-    for _piece in reversed(pieces):
-        first_piece_has_image = bool(remaining)
-        if remaining:
-            kept.insert(0, remaining.pop())
-    prefix = IMAGE_PLACEHOLDER if first_piece_has_image else ""
-    return prefix + context, kept
-
-
-def image_files(sample: Sample, task: str, mode: Mode, where: Where) -> list[str]:
-    """Image paths relative to the data root, as the official loader joins them."""
-    if mode is Mode.COMBINED_IMAGE:
-        files = sample.task_instance.combined_1_images
-        if len(files) != 1:
-            raise where.error(f"combined-image mode needs exactly one {COMBINED_DIR} entry, got {len(files)}")
-        return [f"{task}/{COMBINED_DIR}/{name}" for name in files]
+def image_files(sample: Sample, task: str) -> list[str]:
+    """The sample's image paths relative to the data root, as the official loader joins them."""
     return [f"{task}/{IMAGES_DIR}/{name}" for name in sample.task_instance.images_path]
+
+
+def upstream_pictures(sample: Sample, task: str, where: Where) -> list[str]:
+    """The data's pre-made combined picture (what the paper used); the official loader needs exactly one."""
+    files = sample.task_instance.combined_1_images
+    if len(files) != 1:
+        raise where.error(f"combined-image mode needs exactly one {COMBINED_DIR} entry, got {len(files)}")
+    return [f"{task}/{COMBINED_DIR}/{name}" for name in files]
+
+
+def check_image(path: Path, where: Where) -> None:
+    """The file exists and Pillow can read it (a clear error now beats a crash in the model adapter)."""
+    if not path.is_file():
+        raise where.error(f"image file not found: {path}")
+    try:
+        with Image.open(path) as image:
+            image.verify()
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as err:
+        raise where.error(f"Pillow cannot open image {path}: {err}") from None
 
 
 def hash_images(data_root: Path, images: Sequence[str], where: Where) -> tuple[str, ...]:
     digests = []
     for rel in images:
         path = data_root / rel
-        if not path.is_file():
-            raise where.error(f"image file not found: {path}")
+        check_image(path, where)
         digests.append(sha256_file(path))
     return tuple(digests)
 
 
-def build_sample(
-    task: TaskSpec, meta: MetaData, sample: Sample, mode: Mode, data_root: Path, source: Path
-) -> PreparedSample:
-    """One PreparedSample; ``source`` is the task JSON the sample came from (named in errors)."""
-    where = Where(task.name, sample.sample_id, source)
-    instance = sample.task_instance
-    if sample.task_instruction_id >= len(meta.task_instruction):
+def instruction_of(meta: MetaData, sample: Sample, where: Where) -> str:
+    if not 0 <= sample.task_instruction_id < len(meta.task_instruction):
         raise where.error(
             f"task_instruction_id {sample.task_instruction_id} is out of range "
             f"(meta_data.task_instruction has {len(meta.task_instruction)} entries)"
         )
+    return meta.task_instruction[sample.task_instruction_id]
+
+
+def build_sample(
+    task: TaskSpec,
+    meta: MetaData,
+    sample: Sample,
+    mode: Mode,
+    data_root: Path,
+    source: Path,
+    budget: Budget | None = None,
+    combined: bool | None = None,
+    pictures: Sequence[str] | None = None,
+) -> PreparedSample:
+    """One PreparedSample; ``source`` is the task JSON the sample came from (named in errors).
+
+    ``budget`` is the model's context (None: unlimited); ``combined`` defaults to the combined-image mode;
+    ``pictures`` are the combined pictures relative to the data root (default: the upstream ones).
+    """
+    where = Where(task.name, sample.sample_id, source)
+    instance = sample.task_instance
+    instruction = instruction_of(meta, sample, where)
     if meta.question_type is not task.question_type:
         raise where.error(
             f"question_type {meta.question_type} differs from the task spec ({task.question_type})"
         )
-    instruction = meta.task_instruction[sample.task_instruction_id]
     context = instance.context
     if instance.choice_list is not None:
         context += choice_block(instance.choice_list, task.labelled_choices)
     n_images = len(instance.images_path)
     check_references(context, n_images, where)
-    combined = mode is Mode.COMBINED_IMAGE
+    combined = mode is Mode.COMBINED_IMAGE if combined is None else combined
     context = replace_references(context, n_images, combined)
-    images = image_files(sample, task.name, mode, where)
     if combined:
-        instruction = f"{IMAGE_PLACEHOLDER}\n{instruction}"
+        images = list(pictures) if pictures is not None else upstream_pictures(sample, task.name, where)
     else:
-        context, images = pair_images(context, images)
+        images = image_files(sample, task.name)
+    fitted = fit_context(instruction, context, images, budget, pair_images=not combined)
+    if combined:
+        instruction = f"{IMAGE_PLACEHOLDER * len(images)}\n{instruction}"
     prepared = PreparedSample(
         task=task.name,
         mode=mode,
         sample_id=sample.sample_id,
         instruction=instruction,
-        context=context,
-        images=tuple(images),
-        image_sha256=hash_images(data_root, images, where),
+        context=fitted.context,
+        images=fitted.images,
+        image_sha256=hash_images(data_root, fitted.images, where),
         prompt_sha256="",
         question_type=meta.question_type,
         choices=tuple(instance.choice_list) if instance.choice_list is not None else None,
@@ -155,12 +173,6 @@ def build_sample(
         response=sample.response,
         image_quantity_level=sample.image_quantity_level,
         n_images=n_images,
+        truncation=fitted.record,
     )
     return prepared.model_copy(update={"prompt_sha256": sha256_text(prepared.prompt)})
-
-
-def build_samples(
-    task: TaskSpec, task_file: TaskFile, mode: Mode, data_root: Path, source: Path
-) -> list[PreparedSample]:
-    """Every sample of a task file, in file order."""
-    return [build_sample(task, task_file.meta_data, s, mode, data_root, source) for s in task_file.data]

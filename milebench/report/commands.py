@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import argparse
 import logging
+from dataclasses import replace
 from pathlib import Path
 
-from milebench.io import atomic_write_text
+from milebench.io import atomic_write_bytes, atomic_write_text
 from milebench.paths import RunPaths
-from milebench.report.render import render_html, render_tex
-from milebench.report.tables import Report, build_report
+from milebench.report.evidence import Evidence
+from milebench.report.figures import report_figures
+from milebench.report.provenance import manifests
+from milebench.report.render import FIGURES, render_html, render_tex
+from milebench.report.sensitivity import sensitivity_rows
+from milebench.report.tables import PAPER_MODE, Report, build_report
+from milebench.report.truncation import truncation_tables
+from milebench.report.verdict_view import build_verdict_view
 from milebench.score.aggregate import TaskScore
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode, RunSpec
@@ -40,17 +47,26 @@ def gather(specs: Specs, run: RunSpec, paths: RunPaths) -> Report:
             scores[key] = load_task_score(paths.task_score(model, task, mode))
         return scores[key]
 
-    return build_report(
-        run=run,
-        models=specs.run_models(run),
-        run_tasks=specs.run_tasks(run),
-        all_tasks=list(specs.tasks.values()),
-        paper=specs.paper,
-        lookup=lookup,
+    models, tasks, all_tasks = specs.run_models(run), specs.run_tasks(run), list(specs.tasks.values())
+    tables = build_report(
+        run=run, models=models, run_tasks=tasks, all_tasks=all_tasks, paper=specs.paper, lookup=lookup
+    )
+    evidence = Evidence(paths)
+    return replace(
+        tables,
+        verdict=build_verdict_view(run, specs.paper, models, tasks, all_tasks, evidence),
+        figures=report_figures(tables, models, tasks, evidence),
+        manifests=manifests(paths),
+        sensitivity=sensitivity_rows(models, tasks, all_tasks, lookup) if PAPER_MODE in run.modes else None,
+        truncation=truncation_tables(specs, run, tasks, evidence),
     )
 
 
 def write_report(report: Report, paths: RunPaths) -> None:
+    """The figures first (PDF and PNG, read by the LaTeX), then the HTML and the LaTeX."""
+    for figure in report.figures:
+        atomic_write_bytes(paths.reports / FIGURES / f"{figure.key}.pdf", figure.pdf)
+        atomic_write_bytes(paths.reports / FIGURES / f"{figure.key}.png", figure.png)
     atomic_write_text(paths.report_html, render_html(report))
     atomic_write_text(paths.report_tex, render_tex(report))
 

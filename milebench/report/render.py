@@ -8,9 +8,11 @@ from pathlib import Path
 import jinja2
 
 import milebench
-from milebench.report.tables import Report
+from milebench.report.tables import DIGITS, Report
 
 TEMPLATES = Path(milebench.__file__).resolve().parents[1] / "reports" / "templates"
+FIGURES = "figures"
+"""Folder beside ``report.tex`` holding each figure as PDF (included by the LaTeX) and PNG."""
 
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}",
@@ -34,9 +36,30 @@ def latex_escape(value: object) -> str:
     return _LATEX_PATTERN.sub(lambda m: _LATEX_SPECIAL[m.group(0)], str(value))
 
 
-def number(value: float | None, missing: str = "\u2013") -> str:
+def percent(value: float | None, missing: str = "\u2013") -> str:
+    """A share in [0, 1] as a percentage with one decimal."""
+    return missing if value is None else f"{100 * value:.1f}%"
+
+
+def latex_breakable(value: object, chunk: int = 16) -> str:
+    """Escape for LaTeX and let long unbroken runs (checksums, paths, URLs) break across lines."""
+    words = re.split(r"(\s+)", str(value))
+    return "".join(
+        r"\allowbreak{}".join(latex_escape(w[i : i + chunk]) for i in range(0, len(w), chunk))
+        if len(w) > chunk
+        else latex_escape(w)
+        for w in words
+    )
+
+
+def number(value: float | None, missing: str = "\u2013", digits: int = DIGITS) -> str:
     """A table number as the paper prints it: one decimal."""
-    return missing if value is None else f"{value:.1f}"
+    return missing if value is None else f"{value:.{digits}f}"
+
+
+def signed(value: float | None, missing: str = "\u2013", digits: int = 2) -> str:
+    """A difference with its sign, so a reader sees the direction at a glance."""
+    return missing if value is None else f"{value:+.{digits}f}"
 
 
 def _environment(autoescape: bool, **delimiters: str) -> jinja2.Environment:
@@ -50,7 +73,10 @@ def _environment(autoescape: bool, **delimiters: str) -> jinja2.Environment:
         **delimiters,
     )
     env.filters["num"] = number
+    env.filters["signed"] = signed
+    env.filters["pct"] = percent
     env.filters["tex"] = latex_escape
+    env.filters["texbreak"] = latex_breakable
     return env
 
 
@@ -61,4 +87,4 @@ def render_html(report: Report) -> str:
 def render_tex(report: Report) -> str:
     # LaTeX's "{#" (as in "\#" after a brace) must not open a Jinja comment.
     env = _environment(autoescape=False, comment_start_string="<#", comment_end_string="#>")
-    return env.get_template("report.tex.j2").render(report=report)
+    return env.get_template("report.tex.j2").render(report=report, figures_dir=FIGURES)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from milebench.plan import applies
 from milebench.score.aggregate import (
+    LEVELS,
     Coverage,
     TaskScore,
     coverage,
@@ -18,6 +21,13 @@ from milebench.spec.model import ModelSpec, Section
 from milebench.spec.paper import MainRow, PaperSpec
 from milebench.spec.run import Mode, RunSpec
 from milebench.spec.task import Group, TaskSpec
+
+if TYPE_CHECKING:
+    from milebench.report.figures import Figure
+    from milebench.report.provenance import Manifest
+    from milebench.report.sensitivity import SensitivityRow
+    from milebench.report.truncation import TruncationTable
+    from milebench.report.verdict_view import VerdictView
 
 OVERALL_REAL, OVERALL_DIAG = "overall_real", "overall_diag"
 MAIN_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -34,6 +44,14 @@ SECTION_TITLES: dict[Section, str] = {
     Section.OPEN_VIDEO: "Open-source video models",
     Section.KIT: "Kit models (not in the paper)",
 }
+SECTION_COLOURS: dict[Section, str] = {
+    Section.CLOSED: "red",
+    Section.OPEN_IMAGE: "blue",
+    Section.OPEN_VIDEO: "green",
+}
+"""The paper marks each section's best score per column in these colours (see its caption)."""
+DIGITS = 1
+"""Decimals the tables print; best values are compared after rounding to them, as a reader sees them."""
 PAPER_MODE = Mode.MULTI_IMAGE
 """The mode of the paper's main table; published values are shown beside this mode's scores only."""
 
@@ -51,12 +69,48 @@ class MainTableRow:
     flagged: frozenset[str] = frozenset()
     """Columns whose published value the paper's own rules do not reproduce (see notes)."""
     complete: bool = True
+    best: frozenset[str] = frozenset()
+    """Columns where our value is the section's best (after rounding)."""
+    paper_best: frozenset[str] = frozenset()
+    """Columns where the published value is the section's best (after rounding)."""
 
 
 @dataclass(frozen=True)
 class MainTableSection:
     title: str
     rows: list[MainTableRow]
+    colour: str | None = None
+    """Colour of the section's best values; None for sections the paper does not mark."""
+
+
+def shown(value: float | None) -> float | None:
+    """The value as printed, so ties and maxima are judged on what the reader sees."""
+    return None if value is None else round(value, DIGITS)
+
+
+def best_columns(values: Sequence[Mapping[str, float | None]], columns: Iterable[str]) -> list[set[str]]:
+    """For each row, the columns where its printed value is the maximum of all rows (ties all win)."""
+    marks: list[set[str]] = [set() for _ in values]
+    for column in columns:
+        printed = [shown(v.get(column)) for v in values]
+        present = [p for p in printed if p is not None]
+        if not present:
+            continue
+        top = max(present)
+        for i, p in enumerate(printed):
+            if p is not None and math.isclose(p, top):
+                marks[i].add(column)
+    return marks
+
+
+def mark_best(rows: list[MainTableRow]) -> list[MainTableRow]:
+    keys = [key for key, _ in MAIN_COLUMNS]
+    ours = best_columns([r.ours for r in rows], keys)
+    paper = best_columns([r.paper or {} for r in rows], keys)
+    return [
+        replace(r, best=frozenset(o), paper_best=frozenset(p))
+        for r, o, p in zip(rows, ours, paper, strict=True)
+    ]
 
 
 @dataclass(frozen=True)
@@ -104,9 +158,21 @@ class ContaminationRow:
 
 
 @dataclass(frozen=True)
+class QuantityRow:
+    """Accuracy per image-quantity level (x100), ours beside the paper's plot values (x100)."""
+
+    model: str
+    display_name: str
+    ours: dict[str, float | None]
+    paper: dict[str, float] | None
+
+
+@dataclass(frozen=True)
 class Notes:
     caption: str
     source: str
+    contamination_caption: str = ""
+    quantity_note: str = ""
     footnotes: dict[str, str] = field(default_factory=dict)
     inconsistencies: list[str] = field(default_factory=list)
 
@@ -185,7 +251,10 @@ def mode_tables(
             if m.section is section
         ]
         if rows:
-            sections.append(MainTableSection(SECTION_TITLES[section], rows))
+            colour = SECTION_COLOURS.get(section)
+            sections.append(
+                MainTableSection(SECTION_TITLES[section], mark_best(rows) if colour else rows, colour)
+            )
     task_rows = [
         TaskRow(
             task=t.name,
@@ -216,12 +285,46 @@ def contamination_rows(
     ]
 
 
+def level_means(scores: Iterable[TaskScore | None]) -> dict[str, float | None]:
+    """Per level, the mean over all scored samples of every task (each task weighted by its samples)."""
+    totals: dict[str, list[float]] = {level: [0.0, 0.0] for level in LEVELS}
+    for task_score in scores:
+        if task_score is None:
+            continue
+        for level, found in task_score.levels.items():
+            if found.score is not None and found.n_scored:
+                totals[level][0] += found.score * found.n_scored
+                totals[level][1] += found.n_scored
+    return {level: (s / n if n else None) for level, (s, n) in totals.items()}
+
+
+def quantity_rows(
+    models: Sequence[ModelSpec], run_tasks: Sequence[TaskSpec], paper: PaperSpec, lookup: ScoreLookup
+) -> list[QuantityRow]:
+    """The paper's accuracy-by-image-quantity analysis, from the multi-image task scores."""
+    published = {
+        row.model: {"Few": 100 * row.few, "Medium": 100 * row.medium, "Many": 100 * row.many}
+        for row in paper.image_quantity.rows
+    }
+    return [
+        QuantityRow(
+            model=m.name,
+            display_name=m.display_name,
+            ours=level_means(lookup(m.name, t.name, PAPER_MODE) for t in run_tasks),
+            paper=published.get(m.name),
+        )
+        for m in models
+    ]
+
+
 def notes(paper: PaperSpec, models: Mapping[str, ModelSpec]) -> Notes:
     """Caption, source, and the footnotes and known inconsistencies of the models in the report."""
     table = paper.main_table
     return Notes(
         caption=table.caption,
         source=paper.source,
+        contamination_caption=paper.contamination.caption,
+        quantity_note=paper.image_quantity.note,
         footnotes={models[k].display_name: v for k, v in table.footnotes.items() if k in models},
         inconsistencies=[
             f"{models[i.model].display_name}, {i.column}: printed {i.printed}, "
@@ -239,10 +342,23 @@ class Report:
     contamination: list[ContaminationRow] | None
     notes: Notes
     columns: tuple[tuple[str, str], ...] = MAIN_COLUMNS
+    image_quantity: list[QuantityRow] | None = None
+    """Present when the run has multi-image scores."""
+    verdict: VerdictView | None = None
+    figures: list[Figure] = field(default_factory=list)
+    manifests: list[Manifest] = field(default_factory=list)
+    sensitivity: list[SensitivityRow] | None = None
+    """Present when the score files carry the standard scorer."""
+    truncation: list[TruncationTable] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
         return all(m.complete for m in self.modes)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """Column key -> header as printed (``overall_real`` -> ``Overall Real.``)."""
+        return dict(self.columns)
 
 
 def build_report(
@@ -260,4 +376,5 @@ def build_report(
         modes=modes,
         contamination=contamination_rows(models, all_tasks, paper, lookup) if both else None,
         notes=notes(paper, {m.name: m for m in models}),
+        image_quantity=quantity_rows(models, run_tasks, paper, lookup) if PAPER_MODE in run.modes else None,
     )

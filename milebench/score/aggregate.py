@@ -14,12 +14,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from pydantic import Field
 
 from milebench.data.schema import QuantityLevel
-from milebench.records import Judgment
+from milebench.records import FailureKind, Judgment
 from milebench.spec.base import Spec
 from milebench.spec.run import Mode
 from milebench.spec.task import GROUP_CATEGORY, Category, Group, TaskSpec
 
 LEVELS: tuple[QuantityLevel, ...] = ("Few", "Medium", "Many")
+OVERALL_REAL, OVERALL_DIAG = "overall_real", "overall_diag"
+"""Keys of the two overall columns of the main table."""
 REALISTIC_GROUPS: tuple[Group, ...] = tuple(g for g in Group if GROUP_CATEGORY[g] is not Category.DIAGNOSTIC)
 DIAGNOSTIC_GROUPS: tuple[Group, ...] = tuple(g for g in Group if GROUP_CATEGORY[g] is Category.DIAGNOSTIC)
 
@@ -29,8 +31,21 @@ class LevelScore(Spec):
     n_scored: int = Field(ge=0)
 
 
+class VariantScore(Spec):
+    """A task's score under another scorer than the file's main one (same samples, same statuses)."""
+
+    scorer: str
+    score: float | None
+    n_scored: int = Field(ge=0)
+    levels: dict[QuantityLevel, LevelScore]
+
+
 class TaskScore(Spec):
-    """One task score file: the score, how many samples it rests on, and the image-quantity split."""
+    """One task score file: the score, how many samples it rests on, and the image-quantity split.
+
+    The top-level score is the ``scorer``'s (``paper``); ``variants`` holds the same task under the
+    other scorers, so the report can show how much of a score is the scorer.
+    """
 
     task: str
     model: str
@@ -42,6 +57,17 @@ class TaskScore(Spec):
     n_missing: int = Field(ge=0)
     n_failed: int = Field(ge=0)
     levels: dict[QuantityLevel, LevelScore]
+    failures: dict[FailureKind, int] = Field(default_factory=dict, description="Failed samples by kind.")
+    missing_ids: tuple[int, ...] = Field(default=(), description="Sample ids without a prediction.")
+    failed_ids: tuple[int, ...] = Field(default=(), description="Sample ids whose prediction failed.")
+    variants: dict[str, VariantScore] = Field(default_factory=dict, description="Scorer name -> score.")
+
+    def difference(self, scorer: str) -> float | None:
+        """``scorer``'s score minus this file's main score (table points); None if either is absent."""
+        variant = self.variants.get(scorer)
+        if variant is None or variant.score is None or self.score is None:
+            return None
+        return variant.score - self.score
 
 
 class Coverage(Spec):
@@ -73,18 +99,44 @@ def mean_x100(scores: Sequence[float]) -> float | None:
     return None if value is None else 100 * value
 
 
-def summarise(task: str, model: str, mode: Mode, scorer: str, judgments: Sequence[Judgment]) -> TaskScore:
-    """Task score and per-level scores from one task's judgments (levels as the judgments carry them)."""
-    scored = [
+def _scored(judgments: Sequence[Judgment]) -> list[tuple[QuantityLevel, float]]:
+    return [
         (j.image_quantity_level, j.score) for j in judgments if j.status == "scored" and j.score is not None
     ]
-    levels = {
+
+
+def _levels(scored: Sequence[tuple[QuantityLevel, float]]) -> dict[QuantityLevel, LevelScore]:
+    return {
         level: LevelScore(
             score=mean_x100([s for lv, s in scored if lv == level]),
             n_scored=sum(1 for lv, _ in scored if lv == level),
         )
         for level in LEVELS
     }
+
+
+def variant_score(scorer: str, judgments: Sequence[Judgment]) -> VariantScore:
+    scored = _scored(judgments)
+    return VariantScore(
+        scorer=scorer, score=mean_x100([s for _, s in scored]), n_scored=len(scored), levels=_levels(scored)
+    )
+
+
+def summarise(
+    task: str,
+    model: str,
+    mode: Mode,
+    scorer: str,
+    judgments: Sequence[Judgment],
+    variants: Mapping[str, Sequence[Judgment]] | None = None,
+) -> TaskScore:
+    """Task score and per-level scores from one task's judgments (levels as the judgments carry them).
+
+    ``variants`` maps other scorer names to their judgments of the same samples.
+    """
+    scored = _scored(judgments)
+    failed = [j for j in judgments if j.status == "failed"]
+    kinds = sorted({j.failure for j in failed if j.failure is not None})
     return TaskScore(
         task=task,
         model=model,
@@ -94,9 +146,29 @@ def summarise(task: str, model: str, mode: Mode, scorer: str, judgments: Sequenc
         n=len(judgments),
         n_scored=len(scored),
         n_missing=sum(1 for j in judgments if j.status == "missing"),
-        n_failed=sum(1 for j in judgments if j.status == "failed"),
-        levels=levels,
+        n_failed=len(failed),
+        levels=_levels(scored),
+        failures={kind: sum(1 for j in failed if j.failure is kind) for kind in kinds},
+        missing_ids=tuple(j.sample_id for j in judgments if j.status == "missing"),
+        failed_ids=tuple(j.sample_id for j in failed),
+        variants={name: variant_score(name, rows) for name, rows in (variants or {}).items()},
     )
+
+
+def pooled_levels(scores: Iterable[TaskScore | VariantScore]) -> dict[QuantityLevel, LevelScore]:
+    """Accuracy per image-quantity level over a model's tasks: every scored sample of the level counts once.
+
+    The evaluator reports each level as [sum of scores, count] per task; pooling those sums and counts
+    over tasks gives the per-level accuracy of a model across the benchmark.
+    """
+    items = list(scores)
+    pooled = {}
+    for level in LEVELS:
+        parts = [s.levels[level] for s in items if level in s.levels and s.levels[level].score is not None]
+        n = sum(part.n_scored for part in parts)
+        total = math.fsum(part.score * part.n_scored for part in parts if part.score is not None)
+        pooled[level] = LevelScore(score=total / n if n else None, n_scored=n)
+    return pooled
 
 
 def complete_mean(values: Sequence[float | None]) -> float | None:
@@ -113,6 +185,19 @@ def group_scores(
     for task in tasks:
         members[task.group].append(task.name)
     return {group: complete_mean([task_scores.get(n) for n in names]) for group, names in members.items()}
+
+
+def column_tasks(column: str, tasks: Iterable[TaskSpec]) -> list[TaskSpec]:
+    """The tasks a main-table column rests on: one task, a group, or the groups of an overall."""
+    if column == OVERALL_REAL:
+        groups = set(REALISTIC_GROUPS)
+    elif column == OVERALL_DIAG:
+        groups = set(DIAGNOSTIC_GROUPS)
+    elif column in {g.value for g in Group}:
+        groups = {Group(column)}
+    else:
+        return [t for t in tasks if t.name == column]
+    return [t for t in tasks if t.group in groups]
 
 
 def overall(groups: Mapping[Group, float | None], columns: Sequence[Group]) -> float | None:

@@ -9,10 +9,12 @@ from milebench.data.schema import quantity_level
 from milebench.io import atomic_write_json, atomic_write_jsonl
 from milebench.paths import RunPaths
 from milebench.plan import applies
+from milebench.preprocess.regime import model_regime
 from milebench.records import Judgment, Prediction, PreparedSample
 from milebench.score.aggregate import TaskScore, summarise
 from milebench.score.inputs import read_predictions, read_prepared
-from milebench.score.paper import SCORER_NAME, judge
+from milebench.score.registry import DEFAULT_SCORER, SCORERS
+from milebench.score.standard import SCORER_NAME as STANDARD
 from milebench.spec.base import SpecError
 from milebench.spec.registry import load_specs
 from milebench.spec.run import Mode
@@ -21,7 +23,9 @@ from milebench.spec.task import TaskSpec
 log = logging.getLogger(__name__)
 
 
-def judge_sample(task: TaskSpec, model: str, sample: PreparedSample, pred: Prediction | None) -> Judgment:
+def judge_sample(
+    task: TaskSpec, model: str, sample: PreparedSample, pred: Prediction | None, scorer: str = DEFAULT_SCORER
+) -> Judgment:
     """One judgment; a missing or failed prediction is recorded with its status and never scored.
 
     The level is derived from the sample's image count, as the evaluator does, not read from the data.
@@ -31,14 +35,15 @@ def judge_sample(task: TaskSpec, model: str, sample: PreparedSample, pred: Predi
         status = "failed"
     elif pred is not None and pred.response is not None:
         status = "scored"
-        extracted, score = judge(task, sample, pred.response)
+        extracted, score = SCORERS[scorer](task, sample, pred.response)
     return Judgment(
         task=task.name,
         mode=sample.mode,
         model=model,
         sample_id=sample.sample_id,
-        scorer=SCORER_NAME,
+        scorer=scorer,
         status=status,
+        failure=pred.failure if status == "failed" and pred is not None else None,
         extracted=extracted,
         score=score,
         image_quantity_level=quantity_level(sample.n_images),
@@ -48,13 +53,40 @@ def judge_sample(task: TaskSpec, model: str, sample: PreparedSample, pred: Predi
 def score_task(
     task: TaskSpec, model: str, mode: Mode, samples: list[PreparedSample], preds: dict[int, Prediction]
 ) -> tuple[list[Judgment], TaskScore]:
-    judgments = [judge_sample(task, model, s, preds.get(s.sample_id)) for s in samples]
+    """Judgments under every scorer (the default's first) and the task score holding all of them."""
+    by_scorer = {name: [judge_sample(task, model, s, preds.get(s.sample_id), name) for s in samples]
+                 for name in SCORERS}  # fmt: skip
     unknown = sorted(set(preds) - {s.sample_id for s in samples})
     if unknown:
         log.warning(
             "%s/%s/%s: ignoring predictions of unknown sample ids %s", model, mode, task.name, unknown
         )
-    return judgments, summarise(task.name, model, mode, SCORER_NAME, judgments)
+    variants = {name: rows for name, rows in by_scorer.items() if name != DEFAULT_SCORER}
+    task_score = summarise(task.name, model, mode, DEFAULT_SCORER, by_scorer[DEFAULT_SCORER], variants)
+    return [j for rows in by_scorer.values() for j in rows], task_score
+
+
+def write_scores(paths: RunPaths, judgments: list[Judgment], task_score: TaskScore) -> None:
+    """Judgments (JSONL, every scorer) and the task score (JSON), each written atomically."""
+    model, task, mode = task_score.model, task_score.task, task_score.mode
+    atomic_write_jsonl(paths.judgments(model, task, mode), [j.model_dump(mode="json") for j in judgments])
+    atomic_write_json(paths.task_score(model, task, mode), task_score.model_dump(mode="json"))
+    log.info(
+        "%s %s %s: score %s (standard %s) over %d/%d samples (%d missing, %d failed)",
+        model,
+        task,
+        mode.value,
+        _points(task_score.score),
+        _points(task_score.variants[STANDARD].score if STANDARD in task_score.variants else None),
+        task_score.n_scored,
+        task_score.n,
+        task_score.n_missing,
+        task_score.n_failed,
+    )
+
+
+def _points(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
 
 
 def score(args: argparse.Namespace) -> int:
@@ -74,23 +106,8 @@ def score(args: argparse.Namespace) -> int:
 
     task = specs.tasks[args.task]
     paths = RunPaths.for_run(run)
-    samples = read_prepared(paths.prepared(task.name, mode))
+    samples = read_prepared(paths.prepared(task.name, mode, model_regime(specs, run, args.model, mode).id))
     preds = read_predictions(paths.predictions(args.model, task.name, mode), task.name, args.model, mode)
     judgments, task_score = score_task(task, args.model, mode, samples, preds)
-
-    atomic_write_jsonl(
-        paths.judgments(args.model, task.name, mode), [j.model_dump(mode="json") for j in judgments]
-    )
-    atomic_write_json(paths.task_score(args.model, task.name, mode), task_score.model_dump(mode="json"))
-    log.info(
-        "%s %s %s: score %s over %d/%d samples (%d missing, %d failed)",
-        args.model,
-        task.name,
-        mode.value,
-        "n/a" if task_score.score is None else f"{task_score.score:.2f}",
-        task_score.n_scored,
-        task_score.n,
-        task_score.n_missing,
-        task_score.n_failed,
-    )
+    write_scores(paths, judgments, task_score)
     return 0

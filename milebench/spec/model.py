@@ -54,11 +54,33 @@ class HubWeights(Spec):
     trust_remote_code: bool = False
 
 
+class ApiLimits(Spec):
+    """How hard the kit may call an API: execution settings, not part of what an answer depends on."""
+
+    concurrency: int = Field(default=4, ge=1, description="Requests in flight at once.")
+    requests_per_minute: float | None = Field(default=None, gt=0, description="null: no rate limit.")
+    timeout_s: float = Field(default=120.0, gt=0, description="Per request.")
+    max_retries: int = Field(default=5, ge=0, description="Retries after the first try (429, 5xx, timeouts).")
+    backoff_s: float = Field(default=2.0, ge=0, description="First backoff; doubles per retry, with jitter.")
+    max_backoff_s: float = Field(default=60.0, ge=0)
+
+
+class ApiPricing(Spec):
+    """List prices in USD per 1,000 tokens; null when unknown (``notes`` says why)."""
+
+    price_per_1k_input: float | None = Field(default=None, ge=0)
+    price_per_1k_output: float | None = Field(default=None, ge=0)
+
+
 class ApiModel(Spec):
     kind: Literal["api"]
     provider: Literal["openai", "anthropic", "google"]
     model_id: str
-    base_url: str | None = None
+    base_url: str | None = Field(
+        default=None, description="Overrides the provider's URL; the environment can override it again."
+    )
+    limits: ApiLimits = ApiLimits()
+    pricing: ApiPricing = ApiPricing()
 
 
 class BuiltinModel(Spec):

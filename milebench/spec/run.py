@@ -48,6 +48,21 @@ class FixtureSource(Spec):
     samples_per_task: int = Field(default=3, ge=1)
 
 
+class TruncationMode(StrEnum):
+    """How a prompt is cut to a model's context: ``paper`` follows the official code (text decoded back
+    from token ids), ``clean`` cuts the original text at token offsets so kept text stays exact."""
+
+    PAPER = "paper"
+    CLEAN = "clean"
+
+
+class CombinedSource(StrEnum):
+    """Where combined-image pictures come from: the data's pre-made ``combined_1_images`` or the kit."""
+
+    UPSTREAM = "upstream"
+    KIT = "kit"
+
+
 DataSource = Annotated[HubSource | MirrorSource | LocalSource | FixtureSource, Field(discriminator="kind")]
 
 
@@ -63,6 +78,27 @@ class RunSpec(Spec):
         default=False, description="Build final tables from incomplete predictions, with coverage shown."
     )
     tolerance: float = Field(default=1.0, ge=0, description="Verdict tolerance in table points (x100).")
+    truncation: TruncationMode = Field(
+        default=TruncationMode.PAPER, description="How prompts are cut to each model's context length."
+    )
+    combined_pictures: int = Field(
+        default=1, ge=1, description="Pictures each sample's images are tiled into in combined-image mode."
+    )
+    combined_source: CombinedSource = Field(
+        default=CombinedSource.UPSTREAM,
+        description="Pre-made combined_1_images (as the paper) or the kit's tiler; more than one picture "
+        "always uses the kit's tiler.",
+    )
+    skip_bad_samples: bool = Field(
+        default=False,
+        description="Skip (and record) samples with bad input instead of failing the preprocess job.",
+    )
+    max_failure_rate: float = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        description="An inference job whose share of failed samples exceeds this exits non-zero.",
+    )
 
     @property
     def out(self) -> str:

@@ -1,0 +1,180 @@
+"""One HTTP client for every API provider: rate limit, retries with backoff and jitter, error kinds.
+
+Plain ``requests`` rather than vendor SDKs: the wire formats are small and stable, the kit needs the same
+retry, rate and failure policy for all three providers, and tests can point every adapter at a local
+server speaking the real format. The API key lives only in request headers; every error text that
+leaves this module has it redacted.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+import requests
+
+from milebench.infer.adapter import InferenceError
+from milebench.records import FailureKind
+from milebench.spec.model import ApiLimits
+
+log = logging.getLogger(__name__)
+
+RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+"""Answers worth retrying: timeouts, conflicts, rate limits, server errors (529: Anthropic overloaded)."""
+MESSAGE_LIMIT = 500
+REDACTED = "[redacted]"
+
+Overflow = Callable[[int, str], bool]
+"""Whether an error answer (status, message) says the input is longer than the model's context."""
+
+
+def redact(text: str, secret: str) -> str:
+    return text.replace(secret, REDACTED) if secret else text
+
+
+def retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """Seconds the server asks us to wait: ``retry-after-ms``, ``retry-after`` seconds or HTTP date."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(float(millis) / 1000, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError):
+        return None
+    return max(when - (time.time() if now is None else now), 0.0)
+
+
+def error_message(response: requests.Response) -> str:
+    """The provider's own error text (all three nest it as ``error.message``), else the raw body."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:MESSAGE_LIMIT]
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return error["message"][:MESSAGE_LIMIT]
+    return response.text[:MESSAGE_LIMIT]
+
+
+class Retryable(NamedTuple):
+    """A failed attempt worth another try, and the wait the server asked for, if any."""
+
+    error: InferenceError
+    wait: float | None = None
+
+
+class RateLimiter:
+    """Spaces request starts at least ``60 / requests_per_minute`` seconds apart, across threads."""
+
+    def __init__(
+        self,
+        requests_per_minute: float | None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.interval = 60.0 / requests_per_minute if requests_per_minute else 0.0
+        self.clock = clock
+        self.sleep = sleep
+        self.next_start = float("-inf")
+        self.lock = threading.Lock()
+
+    def wait(self) -> None:
+        if not self.interval:
+            return
+        with self.lock:
+            now = self.clock()
+            start = max(now, self.next_start)
+            self.next_start = start + self.interval
+        if start > now:
+            self.sleep(start - now)
+
+
+class ApiClient:
+    """POSTs JSON with the spec's limits; returns the decoded body or raises ``InferenceError``.
+
+    ``sleep`` and ``rng`` are injectable so tests can see every backoff without waiting for it.
+    """
+
+    def __init__(
+        self,
+        limits: ApiLimits,
+        secret: str,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.limits = limits
+        self.secret = secret
+        self.sleep = sleep
+        self.rng = rng or random.Random()
+        self.rate = RateLimiter(limits.requests_per_minute, sleep=sleep)
+        self.local = threading.local()
+
+    def session(self) -> requests.Session:
+        """One session per thread: connection reuse without sharing a session across threads."""
+        if not hasattr(self.local, "session"):
+            self.local.session = requests.Session()
+        return self.local.session
+
+    def backoff(self, attempt: int) -> float:
+        """Exponential backoff with equal jitter: half fixed, half random."""
+        ceiling = min(self.limits.max_backoff_s, self.limits.backoff_s * 2**attempt)
+        return ceiling / 2 + self.rng.uniform(0, ceiling / 2)
+
+    def post(self, url: str, headers: dict[str, str], body: dict[str, Any], overflow: Overflow) -> Any:
+        """The decoded answer body, after up to ``max_retries`` retries of retryable failures."""
+        for attempt in range(self.limits.max_retries + 1):
+            self.rate.wait()
+            outcome = self.attempt(url, headers, body, overflow)
+            if not isinstance(outcome, Retryable):
+                return outcome
+            if attempt == self.limits.max_retries:
+                raise outcome.error
+            delay = self.backoff(attempt) if outcome.wait is None else outcome.wait
+            log.info(
+                "retry %d/%d in %.2f s after: %s", attempt + 1, self.limits.max_retries, delay, outcome.error
+            )
+            self.sleep(delay)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def attempt(self, url: str, headers: dict[str, str], body: dict[str, Any], overflow: Overflow) -> Any:
+        """One request: the decoded body, a ``Retryable`` failure, or a raised final failure."""
+        try:
+            response = self.session().post(url, json=body, headers=headers, timeout=self.limits.timeout_s)
+        except requests.Timeout as err:
+            return Retryable(
+                self.error(FailureKind.TIMEOUT, f"no answer within {self.limits.timeout_s} s: {err}")
+            )
+        except requests.ConnectionError as err:
+            return Retryable(self.error(FailureKind.API_ERROR, f"connection failed: {err}"))
+        if response.status_code == 200:
+            try:
+                return response.json()
+            except ValueError as err:
+                raise self.error(
+                    FailureKind.API_ERROR, f"HTTP 200 with a body that is not JSON: {err}"
+                ) from None
+        message = error_message(response)
+        if overflow(response.status_code, message):
+            raise self.error(FailureKind.CONTEXT_OVERFLOW, f"HTTP {response.status_code}: {message}")
+        error = self.error(FailureKind.API_ERROR, f"HTTP {response.status_code}: {message}")
+        if response.status_code not in RETRY_STATUS:
+            raise error
+        return Retryable(error, retry_after(response.headers))
+
+    def error(self, kind: FailureKind, message: str) -> InferenceError:
+        return InferenceError(kind, redact(message, self.secret))

@@ -1,0 +1,163 @@
+"""Image-text-to-text models through ``transformers``: AutoProcessor, the processor's chat template and
+AutoModelForImageTextToText, the same path for hub checkpoints and the kit's tiny ones.
+
+The prompt becomes one user turn whose content parts are the text pieces and one image part per
+placeholder, in prompt order, so interleaving is whatever the model's own template makes of it.
+Families with prompt specifics subclass this adapter (``hf_llava``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+import transformers
+from PIL import Image
+from transformers import AutoModelForImageTextToText, AutoProcessor, BatchFeature, PreTrainedModel
+
+from milebench.infer.adapter import AdapterError, SampleFailure, TokenUsage
+from milebench.paths import RunPaths
+from milebench.records import IMAGE_PLACEHOLDER, FailureKind, PreparedSample
+from milebench.spec.model import AdapterKind, HubWeights, ModelSpec, TinyWeights
+
+TINY_FAMILY: dict[AdapterKind, str] = {AdapterKind.HF_LLAVA: "llava", AdapterKind.HF_QWEN2_VL: "qwen2-vl"}
+"""Which tiny family an adapter kind may load; the generic kind loads any."""
+
+
+def checkpoint(spec: ModelSpec, paths: RunPaths) -> tuple[str, dict[str, Any]]:
+    """Where ``from_pretrained`` reads the model and with which keyword arguments."""
+    weights = spec.weights
+    if isinstance(weights, TinyWeights):
+        family = TINY_FAMILY.get(spec.adapter)
+        if family is not None and weights.family != family:
+            raise AdapterError(
+                f"model spec {spec.name!r}: tiny family {weights.family!r} cannot run on adapter "
+                f"{spec.adapter.value!r} (needs {family!r})"
+            )
+        folder = paths.model_dir(spec.name)
+        if not (folder / "config.json").is_file():
+            raise AdapterError(
+                f"model spec {spec.name!r}: no checkpoint in {folder}; "
+                f"run `milebench tiny-model --model {spec.name}`"
+            )
+        return str(folder), {}
+    if isinstance(weights, HubWeights):
+        return weights.repo_id, {"revision": weights.revision, "trust_remote_code": weights.trust_remote_code}
+    raise AdapterError(
+        f"model spec {spec.name!r}: weights kind {weights.kind!r} cannot be loaded by {spec.adapter.value}"
+    )
+
+
+def split_segments(prompt: str) -> list[dict[str, str]]:
+    """Chat-template content: text pieces and image slots in prompt order."""
+    segments: list[dict[str, str]] = []
+    for i, piece in enumerate(prompt.split(IMAGE_PLACEHOLDER)):
+        if i:
+            segments.append({"type": "image"})
+        if piece:
+            segments.append({"type": "text", "text": piece})
+    return segments
+
+
+class HfImageTextToTextAdapter:
+    """Greedy batched generation with left padding; seeded so any sampling path is reproducible too.
+
+    Samples whose encoded input is longer than the spec's ``max_context_len`` fail as context
+    overflow without being generated; the rest of the batch is answered.
+    """
+
+    version = f"1+transformers-{transformers.__version__}+torch-{torch.__version__}"
+    model_class: ClassVar[Any] = AutoModelForImageTextToText
+
+    def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path) -> None:
+        self.spec = spec
+        self.data_root = data_root
+        source, kwargs = checkpoint(spec, paths)
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
+        try:
+            self.processor = AutoProcessor.from_pretrained(source, **kwargs)
+            self.model: PreTrainedModel = self.model_class.from_pretrained(source, dtype=dtype, **kwargs)
+        except (OSError, ValueError) as err:
+            raise AdapterError(f"model spec {spec.name!r}: cannot load {source} {kwargs}: {err}") from err
+        self.processor.tokenizer.padding_side = "left"
+        if self.processor.tokenizer.pad_token is None:
+            self.processor.tokenizer.pad_token = self.processor.tokenizer.eos_token
+        self.model.to(self.device).eval()
+        self._usage: list[TokenUsage] = []
+
+    def render(self, sample: PreparedSample) -> str:
+        """The model's text input: one user turn through the processor's chat template."""
+        conversation = [{"role": "user", "content": split_segments(sample.prompt)}]
+        return self.processor.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
+
+    def load_images(self, sample: PreparedSample) -> list[Image.Image]:
+        images = []
+        for rel in sample.images:
+            with Image.open(self.data_root / rel) as img:
+                images.append(img.convert("RGB"))
+        return images
+
+    def encode(self, samples: Sequence[PreparedSample]) -> BatchFeature:
+        """Token ids (image tokens expanded), attention mask and pixel inputs of a batch."""
+        texts = [self.render(s) for s in samples]
+        images = [img for s in samples for img in self.load_images(s)]
+        return self.processor(text=texts, images=images or None, return_tensors="pt", padding=True)
+
+    def overflowing(self, samples: Sequence[PreparedSample], inputs: BatchFeature) -> dict[int, str]:
+        """Index -> reason for the samples longer than the model's context."""
+        limit = self.spec.max_context_len
+        if limit is None:
+            return {}
+        lengths = inputs["attention_mask"].sum(dim=1).tolist()
+        return {
+            i: f"input of {n} tokens exceeds max_context_len {limit}"
+            for i, n in enumerate(lengths)
+            if n > limit
+        }
+
+    @torch.inference_mode()
+    def generate(self, samples: Sequence[PreparedSample]) -> list[str | SampleFailure]:
+        inputs = self.encode(samples)
+        too_long = self.overflowing(samples, inputs)
+        fitting = [s for i, s in enumerate(samples) if i not in too_long]
+        answers: list[str] = []
+        usage: list[TokenUsage] = []
+        if fitting:
+            if too_long:
+                inputs = self.encode(fitting)
+            answers, usage = self.decode_batch(inputs.to(self.device))
+        results: list[str | SampleFailure] = []
+        self._usage = []
+        for i in range(len(samples)):
+            if i in too_long:
+                results.append(SampleFailure(FailureKind.CONTEXT_OVERFLOW, too_long[i]))
+                self._usage.append(TokenUsage(None, None))
+            else:
+                results.append(answers.pop(0))
+                self._usage.append(usage.pop(0))
+        return results
+
+    def decode_batch(self, inputs: BatchFeature) -> tuple[list[str], list[TokenUsage]]:
+        """Greedy answers and token counts (input without padding, output without padding)."""
+        torch.manual_seed(self.spec.generation.seed)
+        tokenizer = self.processor.tokenizer
+        output = self.model.generate(
+            **inputs,
+            do_sample=self.spec.generation.do_sample,
+            max_new_tokens=self.spec.generation.max_new_tokens,
+            min_new_tokens=self.spec.generation.min_new_tokens,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+        new_tokens = output[:, inputs["input_ids"].shape[1] :]
+        usage = [
+            TokenUsage(int(mask.sum()), int((row != tokenizer.pad_token_id).sum()))
+            for mask, row in zip(inputs["attention_mask"], new_tokens, strict=True)
+        ]
+        answers = [text.strip() for text in tokenizer.batch_decode(new_tokens, skip_special_tokens=True)]
+        return answers, usage
+
+    def last_usage(self) -> list[TokenUsage]:
+        return list(self._usage)

@@ -1,0 +1,121 @@
+"""Input regimes: the model settings that change a prepared prompt, so models that agree share one file.
+
+A regime holds the context length, tokens per image, the tokenizer that counts, the truncation mode and
+how images reach the model (interleaved or tiled). Its id is readable and ends in a hash of those
+settings, so a change of any of them gives a new prepared file while unchanged regimes are not re-run.
+Models without a usable budget (builtin baselines, unknown context settings, no tokenizer) fall into the
+unlimited regime, whose id is :data:`milebench.paths.UNLIMITED_REGIME`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from milebench.io import canonical_json, sha256_text
+from milebench.paths import UNLIMITED_REGIME, RunPaths
+from milebench.spec.base import Spec, SpecError
+from milebench.spec.model import AdapterKind, HubWeights, ImageInput, ModelSpec, TinyWeights
+from milebench.spec.registry import Specs
+from milebench.spec.run import CombinedSource, Mode, RunSpec, TruncationMode
+from milebench.spec.weights_lock import load_weights_lock
+
+WEIGHTS_LOCK = Path("locks") / "weights.lock.yaml"
+BASELINES = (AdapterKind.RANDOM, AdapterKind.ORACLE)
+
+
+class TokenizerSource(Spec):
+    """Where the counting tokenizer loads from: a kit-built model folder or a hub repo."""
+
+    kind: Literal["model-dir", "hub"]
+    name: str = Field(description="Model spec name (model-dir) or hub repo id.")
+    revision: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}:{self.name}@{self.revision or 'main'}"
+
+
+class Regime(Spec):
+    """Everything about a model that changes its prepared prompts (the mode is part of the path)."""
+
+    image_input: ImageInput
+    max_context_len: int | None = None
+    n_tokens_per_image: int | None = None
+    tokenizer: TokenizerSource | None = None
+    truncation: TruncationMode | None = None
+    combined_pictures: int | None = None
+    combined_source: CombinedSource | None = None
+
+    @property
+    def budgeted(self) -> bool:
+        return self.truncation is not None
+
+    @property
+    def id(self) -> str:
+        if self == UNLIMITED:
+            return UNLIMITED_REGIME
+        digest = sha256_text(canonical_json(self.model_dump(mode="json")))[:10]
+        parts = [f"ctx{self.max_context_len}", str(self.truncation)] if self.budgeted else ["full"]
+        if self.image_input is ImageInput.COMBINED:
+            parts.append(f"combined{self.combined_pictures}")
+        return "-".join([*parts, digest])
+
+
+UNLIMITED = Regime(image_input=ImageInput.INTERLEAVED)
+
+
+def tokenizer_source(spec: ModelSpec, specs_root: Path) -> TokenizerSource | None:
+    """The model's own tokenizer: its kit-built folder, the spec's ``tokenizer``, or its pinned hub repo."""
+    if isinstance(spec.weights, TinyWeights):
+        return TokenizerSource(kind="model-dir", name=spec.name)
+    if spec.tokenizer is not None:
+        return TokenizerSource(kind="hub", name=spec.tokenizer)
+    if isinstance(spec.weights, HubWeights):
+        revision = spec.weights.revision
+        lock = specs_root / WEIGHTS_LOCK
+        if revision is None and lock.is_file():
+            revision = load_weights_lock(lock).revisions.get(spec.name)
+        return TokenizerSource(kind="hub", name=spec.weights.repo_id, revision=revision)
+    return None
+
+
+def regime_for(spec: ModelSpec, run: RunSpec, mode: Mode, specs_root: Path) -> Regime:
+    """The regime a model reads its prompts from, in one mode of a run."""
+    combined = mode is Mode.COMBINED_IMAGE or spec.image_input is ImageInput.COMBINED
+    tokenizer = tokenizer_source(spec, specs_root)
+    needs = [spec.max_context_len, tokenizer] + ([] if combined else [spec.n_tokens_per_image])
+    budgeted = spec.adapter not in BASELINES and all(v is not None for v in needs)
+    return Regime(
+        image_input=ImageInput.COMBINED if combined else ImageInput.INTERLEAVED,
+        max_context_len=spec.max_context_len if budgeted else None,
+        n_tokens_per_image=spec.n_tokens_per_image if budgeted and not combined else None,
+        tokenizer=tokenizer if budgeted else None,
+        truncation=run.truncation if budgeted else None,
+        combined_pictures=run.combined_pictures if combined else None,
+        combined_source=run.combined_source if combined else None,
+    )
+
+
+def model_regime(specs: Specs, run: RunSpec, model: str, mode: Mode) -> Regime:
+    if model not in specs.models:
+        raise SpecError(specs.root / "models", [("name", f"no model spec {model!r}")])
+    return regime_for(specs.models[model], run, mode, specs.root)
+
+
+def run_regimes(specs: Specs, run: RunSpec, mode: Mode) -> dict[str, tuple[Regime, tuple[str, ...]]]:
+    """Regime id -> (regime, the run's models that read it), in run order."""
+    found: dict[str, tuple[Regime, tuple[str, ...]]] = {}
+    for name in run.models:
+        regime = model_regime(specs, run, name, mode)
+        _, models = found.get(regime.id, (regime, ()))
+        found[regime.id] = (regime, (*models, name))
+    return found
+
+
+def tokenizer_dirs(regime: Regime, paths: RunPaths) -> list[Path]:
+    """Kit-built model folders a regime's preprocess job reads its tokenizer from (a DAG input)."""
+    source = regime.tokenizer
+    return [paths.model_dir(source.name)] if source is not None and source.kind == "model-dir" else []

@@ -1,0 +1,63 @@
+"""Token counting for truncation: the model's own tokenizer behind a small protocol.
+
+The official code counts with ``tokenizer(text, add_special_tokens=False).input_ids`` and rebuilds kept
+text with ``tokenizer.decode(ids)``; :class:`HFTokenizer` does exactly that. ``offsets`` serves the
+``clean`` mode, which cuts the original string instead of decoding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+from transformers import AutoTokenizer, PreTrainedTokenizerBase
+
+
+class TokenizerError(ValueError):
+    """A tokenizer that cannot be loaded or cannot do what a truncation mode needs."""
+
+
+class Tokenizer(Protocol):
+    def encode(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of each text, without special tokens."""
+        ...
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Text of token ids, as the official code rebuilds it."""
+        ...
+
+    def offsets(self, text: str) -> list[tuple[int, int]]:
+        """Character span in ``text`` of each token of ``encode([text])[0]``."""
+        ...
+
+
+class HFTokenizer:
+    """A ``transformers`` tokenizer used the way the official ``MileBenchDataset`` uses it."""
+
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, name: str) -> None:
+        self.tokenizer = tokenizer
+        self.name = name
+
+    def encode(self, texts: Sequence[str]) -> list[list[int]]:
+        if not texts:
+            return []
+        return list(self.tokenizer(list(texts), add_special_tokens=False)["input_ids"])
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids))
+
+    def offsets(self, text: str) -> list[tuple[int, int]]:
+        if not self.tokenizer.is_fast:
+            raise TokenizerError(f"tokenizer {self.name}: clean truncation needs a fast tokenizer (offsets)")
+        encoded = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        return [tuple(span) for span in encoded["offset_mapping"]]
+
+
+def load_tokenizer(source: str | Path, revision: str | None = None) -> HFTokenizer:
+    """Load from a local model folder or a hub id (the hub's cache applies; offline mode is honoured)."""
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(source), revision=revision)
+    except (OSError, ValueError) as err:
+        raise TokenizerError(f"cannot load tokenizer {source}: {err}") from None
+    return HFTokenizer(tokenizer, str(source))

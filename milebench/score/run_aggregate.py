@@ -1,0 +1,338 @@
+"""A run's final numbers: every model's columns with intervals, coverage and failures, built from its files.
+
+This is the one place that decides whether a run's tables may be built: a run with a missing score
+file, a missing prediction or a failed one is refused (``IncompleteError`` names each incomplete cell
+and its samples) unless the run spec sets ``allow_incomplete: true``; then every number carries the
+coverage it rests on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Mapping, Sequence
+
+from pydantic import Field
+
+from milebench.data.schema import QuantityLevel
+from milebench.io import atomic_write_json
+from milebench.paths import RunPaths
+from milebench.plan import applies
+from milebench.records import FailureKind, Judgment
+from milebench.score.aggregate import (
+    OVERALL_REAL,
+    Coverage,
+    LevelScore,
+    TaskScore,
+    column_tasks,
+    coverage,
+    pooled_levels,
+)
+from milebench.score.inputs import read_records
+from milebench.score.registry import DEFAULT_SCORER
+from milebench.score.standard import SCORER_NAME as STANDARD
+from milebench.score.uncertainty import Estimate, TaskSamples, bootstrap_table, point_columns, task_samples
+from milebench.score.verdict import Verdict, build_verdict
+from milebench.spec.base import Spec
+from milebench.spec.registry import Specs, load_specs
+from milebench.spec.run import Mode, RunSpec
+from milebench.spec.task import Category, TaskSpec
+
+log = logging.getLogger(__name__)
+
+SHOWN_IDS = 20
+"""Sample ids listed per cell in an incompleteness message; the rest are counted."""
+
+
+class IncompleteCell(Spec):
+    """A (model, task, mode) cell that lacks a score file or has missing or failed samples."""
+
+    model: str
+    task: str
+    mode: Mode
+    score_file: bool = Field(description="Whether the task score file exists.")
+    missing_ids: tuple[int, ...] = ()
+    failed_ids: tuple[int, ...] = ()
+    failures: dict[FailureKind, int] = Field(default_factory=dict)
+
+    def describe(self) -> str:
+        where = f"{self.model}/{self.mode.value}/{self.task}"
+        if not self.score_file:
+            return f"{where}: no task score file"
+        parts = [
+            f"{label} samples {_ids(ids)}"
+            for label, ids in (("missing", self.missing_ids), ("failed", self.failed_ids))
+            if ids
+        ]
+        if self.failures:
+            parts.append("(" + ", ".join(f"{k.value}: {n}" for k, n in self.failures.items()) + ")")
+        return f"{where}: " + " ".join(parts)
+
+
+def _ids(ids: Sequence[int]) -> str:
+    shown = ", ".join(str(i) for i in ids[:SHOWN_IDS])
+    return f"[{shown}{f', ... {len(ids) - SHOWN_IDS} more' if len(ids) > SHOWN_IDS else ''}]"
+
+
+class IncompleteError(ValueError):
+    """Final tables were asked of a run whose predictions are incomplete and that does not allow it."""
+
+    def __init__(self, run: str, cells: Sequence[IncompleteCell]) -> None:
+        self.cells = tuple(cells)
+        listing = "\n".join(f"  {c.describe()}" for c in cells)
+        super().__init__(
+            f"run {run!r} has {len(cells)} incomplete cell(s); final tables are refused. Complete the "
+            f"predictions, or set `allow_incomplete: true` in specs/runs/{run}.yaml to build them with "
+            f"coverage shown.\n{listing}"
+        )
+
+
+class ModelAggregate(Spec):
+    """One model in one mode: every main-table column with its interval, coverage and scorer gap."""
+
+    model: str
+    mode: Mode
+    scorer: str
+    columns: dict[str, Estimate] = Field(description="Task, group and overall columns (x100).")
+    column_coverage: dict[str, float | None] = Field(description="Scored / expected samples per column.")
+    standard: dict[str, float | None] = Field(description="The same columns under the standard scorer.")
+    scorer_difference: dict[str, float | None] = Field(description="Per task: standard minus paper.")
+    levels: dict[QuantityLevel, LevelScore] = Field(description="Accuracy per image-quantity level (x100).")
+    coverage: Coverage
+    coverage_by_category: dict[Category, Coverage]
+    failures: dict[FailureKind, int]
+
+
+class AdversarialDelta(Spec):
+    """Overall Real. on the regular set minus on the adversarial set, as the contamination table has it."""
+
+    model: str
+    regular: Estimate
+    adversarial: Estimate
+    delta: float | None
+
+
+class RunAggregate(Spec):
+    run: str
+    complete: bool
+    allow_incomplete: bool
+    scorer: str
+    resamples: int
+    seed: int
+    confidence: float
+    incomplete: tuple[IncompleteCell, ...]
+    models: tuple[ModelAggregate, ...]
+    adversarial: tuple[AdversarialDelta, ...]
+
+
+class RunFiles:
+    """A run's task scores and judgments, read once each; absent files read as None / empty."""
+
+    def __init__(self, paths: RunPaths) -> None:
+        self.paths = paths
+        self._scores: dict[tuple[str, str, Mode], TaskScore | None] = {}
+        self._judgments: dict[tuple[str, str, Mode], list[Judgment]] = {}
+
+    def task_score(self, model: str, task: str, mode: Mode) -> TaskScore | None:
+        key = (model, task, mode)
+        if key not in self._scores:
+            path = self.paths.task_score(model, task, mode)
+            self._scores[key] = (
+                TaskScore.model_validate_json(path.read_text(encoding="utf-8")) if path.exists() else None
+            )
+        return self._scores[key]
+
+    def judgments(self, model: str, task: str, mode: Mode) -> list[Judgment]:
+        key = (model, task, mode)
+        if key not in self._judgments:
+            path = self.paths.judgments(model, task, mode)
+            self._judgments[key] = read_records(path, Judgment) if path.exists() else []
+        return self._judgments[key]
+
+    def samples(
+        self, model: str, mode: Mode, tasks: Sequence[TaskSpec], scorer: str
+    ) -> dict[str, TaskSamples]:
+        """Per-sample scores of every task with judgments under ``scorer``."""
+        found = {}
+        for task in tasks:
+            rows = [j for j in self.judgments(model, task.name, mode) if j.scorer == scorer]
+            if rows:
+                found[task.name] = task_samples(rows, scorer)
+        return found
+
+
+def incomplete_cells(run: RunSpec, run_tasks: Sequence[TaskSpec], files: RunFiles) -> list[IncompleteCell]:
+    """Every cell of the run without a score file or with a missing or failed sample."""
+    cells = []
+    for model in run.models:
+        for mode in run.modes:
+            for task in run_tasks:
+                if not applies(task, mode):
+                    continue
+                found = files.task_score(model, task.name, mode)
+                if found is None:
+                    cells.append(IncompleteCell(model=model, task=task.name, mode=mode, score_file=False))
+                elif found.n_scored < found.n:
+                    cells.append(
+                        IncompleteCell(
+                            model=model,
+                            task=task.name,
+                            mode=mode,
+                            score_file=True,
+                            missing_ids=found.missing_ids,
+                            failed_ids=found.failed_ids,
+                            failures=found.failures,
+                        )
+                    )
+    return cells
+
+
+def require_complete(run: RunSpec, cells: Sequence[IncompleteCell]) -> None:
+    """Raise ``IncompleteError`` for incomplete cells unless the run spec allows them."""
+    if cells and not run.allow_incomplete:
+        raise IncompleteError(run.name, cells)
+    if cells:
+        log.warning("run %s: %d incomplete cell(s), allowed by allow_incomplete", run.name, len(cells))
+
+
+def _category_coverage(
+    scores: Mapping[str, TaskScore | None], tasks: Sequence[TaskSpec]
+) -> dict[Category, Coverage]:
+    return {
+        category: coverage(scores[t.name] for t in tasks if t.category is category and t.name in scores)
+        for category in Category
+        if any(t.category is category and t.name in scores for t in tasks)
+    }
+
+
+def model_aggregate(
+    model: str,
+    mode: Mode,
+    run_tasks: Sequence[TaskSpec],
+    all_tasks: Sequence[TaskSpec],
+    files: RunFiles,
+    resamples: int,
+    seed: int,
+    confidence: float,
+) -> ModelAggregate:
+    tasks = [t for t in run_tasks if applies(t, mode)]
+    scores = {t.name: files.task_score(model, t.name, mode) for t in tasks}
+    present = [s for s in scores.values() if s is not None]
+    samples = files.samples(model, mode, tasks, DEFAULT_SCORER)
+    columns = bootstrap_table(samples, all_tasks, resamples, seed, confidence)
+    standard = point_columns(files.samples(model, mode, tasks, STANDARD), all_tasks)
+    failures: dict[FailureKind, int] = {}
+    for found in present:
+        for kind, n in found.failures.items():
+            failures[kind] = failures.get(kind, 0) + n
+
+    def column_coverage(column: str) -> float | None:
+        members = [scores.get(t.name) for t in column_tasks(column, tasks)]
+        return coverage(members).fraction if members else None
+
+    return ModelAggregate(
+        model=model,
+        mode=mode,
+        scorer=DEFAULT_SCORER,
+        columns=columns,
+        column_coverage={column: column_coverage(column) for column in columns},
+        standard=standard,
+        scorer_difference={name: s.difference(STANDARD) for name, s in scores.items() if s is not None},
+        levels=pooled_levels(present),
+        coverage=coverage(scores.values()),
+        coverage_by_category=_category_coverage(scores, tasks),
+        failures=failures,
+    )
+
+
+def adversarial_deltas(models: Sequence[ModelAggregate]) -> list[AdversarialDelta]:
+    """Regular minus adversarial Overall Real. for every model run in both modes."""
+    by_key = {(m.model, m.mode): m for m in models}
+    deltas = []
+    for m in models:
+        adv = by_key.get((m.model, Mode.ADVERSARIAL))
+        if m.mode is not Mode.MULTI_IMAGE or adv is None:
+            continue
+        regular, adversarial = m.columns[OVERALL_REAL], adv.columns[OVERALL_REAL]
+        delta = None
+        if regular.value is not None and adversarial.value is not None:
+            delta = regular.value - adversarial.value
+        deltas.append(AdversarialDelta(model=m.model, regular=regular, adversarial=adversarial, delta=delta))
+    return deltas
+
+
+def aggregate_run(
+    specs: Specs,
+    run: RunSpec,
+    paths: RunPaths,
+    resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> RunAggregate:
+    """The run's aggregate; raises ``IncompleteError`` for an incomplete run without ``allow_incomplete``."""
+    files = RunFiles(paths)
+    run_tasks = specs.run_tasks(run)
+    cells = incomplete_cells(run, run_tasks, files)
+    require_complete(run, cells)
+    all_tasks = list(specs.tasks.values())
+    models = [
+        model_aggregate(model, mode, run_tasks, all_tasks, files, resamples, seed, confidence)
+        for model in run.models
+        for mode in run.modes
+    ]
+    return RunAggregate(
+        run=run.name,
+        complete=not cells,
+        allow_incomplete=run.allow_incomplete,
+        scorer=DEFAULT_SCORER,
+        resamples=resamples,
+        seed=seed,
+        confidence=confidence,
+        incomplete=tuple(cells),
+        models=tuple(models),
+        adversarial=tuple(adversarial_deltas(models)),
+    )
+
+
+def run_verdict(
+    specs: Specs,
+    run: RunSpec,
+    paths: RunPaths,
+    resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> Verdict:
+    """The verdict of the run's multi-image scores; refused like the aggregate for an incomplete run."""
+    files = RunFiles(paths)
+    run_tasks = specs.run_tasks(run)
+    require_complete(run, incomplete_cells(run, run_tasks, files))
+    tasks = [t for t in run_tasks if applies(t, Mode.MULTI_IMAGE)]
+    samples = {model: files.samples(model, Mode.MULTI_IMAGE, tasks, DEFAULT_SCORER) for model in run.models}
+    all_tasks = list(specs.tasks.values())
+    return build_verdict(run, specs.paper, all_tasks, samples, DEFAULT_SCORER, resamples, seed, confidence)
+
+
+def aggregate(args: argparse.Namespace) -> int:
+    """``milebench aggregate``: write aggregate.json (and verdict.json when the run has multi-image)."""
+    specs = load_specs(args.specs)
+    run = specs.run(args.run)
+    paths = RunPaths.for_run(run)
+    try:
+        result = aggregate_run(specs, run, paths, args.resamples, args.seed)
+        verdict = (
+            run_verdict(specs, run, paths, args.resamples, args.seed)
+            if Mode.MULTI_IMAGE in run.modes
+            else None
+        )
+    except IncompleteError as err:
+        log.error("%s", err)
+        return 1
+    atomic_write_json(paths.aggregate_json, result.model_dump(mode="json"))
+    log.info("wrote %s", paths.aggregate_json)
+    if verdict is not None:
+        atomic_write_json(paths.verdict_json, verdict.model_dump(mode="json"))
+        log.info(
+            "wrote %s: %d passed, %d failed, %d not reproduced (tolerance %s)",
+            paths.verdict_json, verdict.n_passed, verdict.n_failed, verdict.n_unreproduced, verdict.tolerance,
+        )  # fmt: skip
+    return 0

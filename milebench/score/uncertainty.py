@@ -1,0 +1,194 @@
+"""How sure is a score? Seeded bootstrap intervals and paired model-vs-model comparisons.
+
+Samples are resampled within each task (tasks are fixed, samples are the random draw), and every
+replicate goes through the paper's aggregation (task mean, group mean of tasks, overall mean of
+groups), so group and overall intervals respect the unweighted design of the table. Each task draws
+from its own generator seeded by (seed, task name): a task's interval does not change when another
+task is added. A paired comparison uses only samples scored for both sides, so the two sides are
+judged on the same questions; its p-value comes from a sign-flip permutation test (under the null
+hypothesis the two answers of a sample are exchangeable), run through the same aggregation.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from milebench.records import Judgment
+from milebench.score.aggregate import (
+    DIAGNOSTIC_GROUPS,
+    OVERALL_DIAG,
+    OVERALL_REAL,
+    REALISTIC_GROUPS,
+    column_tasks,
+)
+from milebench.spec.base import Spec
+from milebench.spec.task import Group, TaskSpec
+
+
+@dataclass(frozen=True)
+class TaskSamples:
+    """One task's scored samples (ids and scores in [0, 1]) and how many were expected."""
+
+    ids: tuple[int, ...]
+    scores: np.ndarray
+    n_expected: int
+
+
+class Estimate(Spec):
+    """A value in table points (x100) with its bootstrap interval; all ``None`` when not computable."""
+
+    value: float | None
+    low: float | None
+    high: float | None
+
+
+class Comparison(Spec):
+    """A minus B on the samples both answered: difference, its interval and a permutation p-value."""
+
+    column: str
+    difference: float | None
+    low: float | None
+    high: float | None
+    p_value: float | None
+    n_pairs: int
+
+
+def task_samples(judgments: Iterable[Judgment], scorer: str = "paper") -> TaskSamples:
+    """The scored samples of one task's judgments under ``scorer``."""
+    rows = [j for j in judgments if j.scorer == scorer]
+    scored = [j for j in rows if j.status == "scored" and j.score is not None]
+    return TaskSamples(
+        ids=tuple(j.sample_id for j in scored),
+        scores=np.array([j.score for j in scored], dtype=float),
+        n_expected=len(rows),
+    )
+
+
+def _rng(seed: int, task: str) -> np.random.Generator:
+    return np.random.default_rng([seed, zlib.crc32(task.encode("utf-8"))])
+
+
+def _columns(per_task: Mapping[str, np.ndarray], tasks: Sequence[TaskSpec]) -> dict[str, np.ndarray | None]:
+    """Task arrays -> group and overall arrays by the paper's rules; any missing member leaves None."""
+    out: dict[str, np.ndarray | None] = {t.name: per_task.get(t.name) for t in tasks}
+    groups: dict[Group, np.ndarray | None] = {}
+    for group in Group:
+        members = [t.name for t in tasks if t.group is group]
+        arrays = [per_task.get(name) for name in members]
+        present = [a for a in arrays if a is not None]
+        groups[group] = np.mean(present, axis=0) if members and len(present) == len(arrays) else None
+        out[group.value] = groups[group]
+    for column, columns in ((OVERALL_REAL, REALISTIC_GROUPS), (OVERALL_DIAG, DIAGNOSTIC_GROUPS)):
+        arrays = [groups[g] for g in columns]
+        out[column] = None if any(a is None for a in arrays) else np.mean(arrays, axis=0)
+    return out
+
+
+def _interval(replicates: np.ndarray, confidence: float) -> tuple[float, float]:
+    tail = 100 * (1 - confidence) / 2
+    low, high = np.percentile(replicates, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def _bootstrap_means(values: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
+    """Means of ``resamples`` draws with replacement."""
+    index = rng.integers(0, len(values), size=(resamples, len(values)))
+    return values[index].mean(axis=1)
+
+
+def point_columns(samples: Mapping[str, TaskSamples], tasks: Sequence[TaskSpec]) -> dict[str, float | None]:
+    """Every task, group and overall value (x100) without intervals."""
+    values = {n: np.array(100 * s.scores.mean()) for n, s in samples.items() if len(s.scores)}
+    return {column: None if v is None else float(v) for column, v in _columns(values, tasks).items()}
+
+
+def bootstrap_table(
+    samples: Mapping[str, TaskSamples],
+    tasks: Sequence[TaskSpec],
+    resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict[str, Estimate]:
+    """Estimate for every task, group and overall column (x100); a task with nothing scored has none."""
+    values: dict[str, np.ndarray] = {}
+    replicates: dict[str, np.ndarray] = {}
+    for task in tasks:
+        found = samples.get(task.name)
+        if found is None or len(found.scores) == 0:
+            continue
+        values[task.name] = np.array(100 * found.scores.mean())
+        replicates[task.name] = 100 * _bootstrap_means(found.scores, _rng(seed, task.name), resamples)
+    point, spread = _columns(values, tasks), _columns(replicates, tasks)
+    table = {}
+    for column, value in point.items():
+        reps = spread[column]
+        if value is None or reps is None:
+            table[column] = Estimate(value=None, low=None, high=None)
+        else:
+            low, high = _interval(reps, confidence)
+            table[column] = Estimate(value=float(value), low=low, high=high)
+    return table
+
+
+def _sign_flip_means(values: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
+    signs = rng.choice(np.array([-1.0, 1.0]), size=(resamples, len(values)))
+    return (signs * values).mean(axis=1)
+
+
+def paired_differences(a: TaskSamples, b: TaskSamples) -> np.ndarray:
+    """Score of A minus score of B on the sample ids both scored, in A's order."""
+    b_scores = dict(zip(b.ids, b.scores, strict=True))
+    return np.array([s - b_scores[i] for i, s in zip(a.ids, a.scores, strict=True) if i in b_scores])
+
+
+def compare(
+    a: Mapping[str, TaskSamples],
+    b: Mapping[str, TaskSamples],
+    tasks: Sequence[TaskSpec],
+    resamples: int = 5000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> list[Comparison]:
+    """Paired comparison of A and B per task, group and overall column (differences x100).
+
+    A task enters only when both sides scored at least one common sample; a group or overall column
+    needs all its tasks, as in the paper's table.
+    """
+    diffs = {}
+    for task in tasks:
+        if task.name in a and task.name in b:
+            d = paired_differences(a[task.name], b[task.name])
+            if len(d):
+                diffs[task.name] = d
+    observed = _columns({name: np.array(100 * d.mean()) for name, d in diffs.items()}, tasks)
+    boot = _columns({n: 100 * _bootstrap_means(d, _rng(seed, n), resamples) for n, d in diffs.items()}, tasks)
+    flips = _columns(
+        {n: 100 * _sign_flip_means(d, _rng(seed + 1, n), resamples) for n, d in diffs.items()},
+        tasks,
+    )
+    pairs = {n: len(d) for n, d in diffs.items()}
+    results = []
+    for column, value in observed.items():
+        if value is None:
+            results.append(
+                Comparison(column=column, difference=None, low=None, high=None, p_value=None, n_pairs=0)
+            )
+            continue
+        low, high = _interval(boot[column], confidence)
+        null = flips[column]
+        extreme = int(np.sum(np.abs(null) >= abs(float(value)) - 1e-12))
+        results.append(
+            Comparison(
+                column=column,
+                difference=float(value),
+                low=low,
+                high=high,
+                p_value=(1 + extreme) / (1 + resamples),
+                n_pairs=sum(pairs.get(t.name, 0) for t in column_tasks(column, tasks)),
+            )
+        )
+    return results

@@ -1,0 +1,212 @@
+"""Did the run reproduce the paper? One verdict cell per model x main-table column, plus rank agreement.
+
+The verdict compares a run's multi-image scores (paper scorer) with the published main table, so a
+reader sees at once which numbers came back, by how much they differ and whether the difference is
+within the run's tolerance. It is plain data for the report to render.
+
+``Verdict`` fields:
+
+- ``run``, ``mode``, ``scorer``: what was compared (the paper's table is multi-image, paper scorer).
+- ``tolerance``: ``RunSpec.tolerance``, in table points (x100); a cell passes when
+  ``abs(ours - published) <= tolerance``.
+- ``confidence``, ``resamples``, ``seed``: the bootstrap behind every interval.
+- ``cells``: one ``VerdictCell`` per model of the run that has a published row, per column of the
+  main table (``T-1`` ... ``I-1``, ``overall_real``, ``overall_diag``), in table order.
+- ``rank_correlations``: per overall column, Spearman's rho (and its p-value) between our scores and
+  the published ones over the models that have both; ``None`` fields where fewer than 3 models do.
+- ``n_passed``, ``n_failed``, ``n_unreproduced``: cells that passed, failed, or have no score of ours.
+
+``VerdictCell`` fields:
+
+- ``model``, ``column`` (the key, e.g. ``"T-1"``, ``"overall_real"``), ``header`` (as printed, e.g.
+  ``"Overall Real."``).
+- ``published``: the printed value; ``ours``: our value (``None`` when not computable, e.g. a task
+  without a score); ``difference``: ``ours - published``.
+- ``ci_low``, ``ci_high``: bootstrap interval of ``ours`` (percentile, samples resampled within each
+  task); ``published_in_interval``: whether the published value lies in it (widened by the 0.05 the
+  printed rounding allows).
+- ``coverage``: scored / expected samples behind ``ours`` (1.0 for a complete cell).
+- ``passed``: ``abs(difference) <= tolerance``, ``None`` when ``ours`` is ``None``.
+- ``flagged``: the paper's own rules do not reproduce its printed value (``specs/paper.yaml``
+  ``main_table.inconsistencies``); ``flag_note`` says why. A flagged cell is still judged, but the
+  report should read its pass/fail in the light of the note.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from pydantic import Field
+from scipy.stats import spearmanr
+
+from milebench.score.aggregate import OVERALL_DIAG, OVERALL_REAL, column_tasks
+from milebench.score.uncertainty import TaskSamples, bootstrap_table
+from milebench.spec.base import Spec
+from milebench.spec.paper import Inconsistency, MainRow, PaperSpec
+from milebench.spec.run import Mode, RunSpec
+from milebench.spec.task import Group, TaskSpec
+
+COLUMNS: tuple[tuple[str, str], ...] = (
+    *((g.value, g.value) for g in Group),
+    (OVERALL_REAL, "Overall Real."),
+    (OVERALL_DIAG, "Overall Diag."),
+)
+"""(key, header) of the main table's score columns, in the paper's order."""
+ROUNDING = 0.05
+"""Half the last printed digit: a printed value stands for anything within this of it."""
+
+
+class VerdictCell(Spec):
+    """One reproduced number of the main table beside the published one."""
+
+    model: str
+    column: str
+    header: str
+    published: float
+    ours: float | None
+    difference: float | None = Field(description="ours - published, table points.")
+    ci_low: float | None
+    ci_high: float | None
+    published_in_interval: bool | None
+    coverage: float | None = Field(description="Scored / expected samples behind ours.")
+    passed: bool | None
+    flagged: bool
+    flag_note: str | None = None
+
+
+class RankCorrelation(Spec):
+    """Spearman's rho between our and the published ranking of models on one column."""
+
+    column: str
+    n_models: int
+    rho: float | None
+    p_value: float | None
+    models: tuple[str, ...]
+
+
+class Verdict(Spec):
+    """The reproduction verdict of a run against the paper's main table."""
+
+    run: str
+    mode: Mode
+    scorer: str
+    tolerance: float
+    confidence: float
+    resamples: int
+    seed: int
+    cells: tuple[VerdictCell, ...]
+    rank_correlations: tuple[RankCorrelation, ...]
+    n_passed: int
+    n_failed: int
+    n_unreproduced: int
+
+
+def inconsistent_cells(paper: PaperSpec) -> dict[tuple[str, str], Inconsistency]:
+    """(model, column) -> the paper's listed inconsistency; a ``T-1..T-4`` column spans its range."""
+    keys = [key for key, _ in COLUMNS]
+    cells: dict[tuple[str, str], Inconsistency] = {}
+    for item in paper.main_table.inconsistencies:
+        first, _, last = item.column.partition("..")
+        span = keys[keys.index(first) : keys.index(last) + 1] if last else [item.column]
+        for column in span:
+            cells[(item.model, column)] = item
+    return cells
+
+
+def published_values(row: MainRow) -> dict[str, float]:
+    return {**{g.value: v for g, v in row.groups.items()}, OVERALL_REAL: row.overall_real,
+            OVERALL_DIAG: row.overall_diag}  # fmt: skip
+
+
+def rank_correlation(
+    column: str, ours: Mapping[str, float], published: Mapping[str, float]
+) -> RankCorrelation:
+    """Spearman's rho over the models with both values; undefined below 3 models or for constant input."""
+    models = tuple(m for m in published if m in ours)
+    rho = p_value = None
+    if len(models) >= 3:
+        a = np.array([ours[m] for m in models])
+        b = np.array([published[m] for m in models])
+        if np.ptp(a) > 0 and np.ptp(b) > 0:
+            result = spearmanr(a, b)
+            rho, p_value = float(result.statistic), float(result.pvalue)
+    return RankCorrelation(column=column, n_models=len(models), rho=rho, p_value=p_value, models=models)
+
+
+def column_coverage(
+    column: str, tasks: Sequence[TaskSpec], samples: Mapping[str, TaskSamples]
+) -> float | None:
+    """Scored / expected samples of the tasks a column rests on; a task without judgments counts as
+    its spec's ``n_samples`` expected and none scored."""
+    members = column_tasks(column, tasks)
+    expected = sum(samples[t.name].n_expected if t.name in samples else t.n_samples for t in members)
+    scored = sum(len(samples[t.name].scores) for t in members if t.name in samples)
+    return scored / expected if expected else None
+
+
+def build_verdict(
+    run: RunSpec,
+    paper: PaperSpec,
+    tasks: Sequence[TaskSpec],
+    samples: Mapping[str, Mapping[str, TaskSamples]],
+    scorer: str = "paper",
+    resamples: int = 2000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> Verdict:
+    """The verdict from per-sample multi-image scores: ``samples[model][task]`` for each run model."""
+    flags = inconsistent_cells(paper)
+    rows = {row.model: row for row in paper.main_table.rows}
+    cells: list[VerdictCell] = []
+    overall: dict[str, dict[str, float]] = {OVERALL_REAL: {}, OVERALL_DIAG: {}}
+    published_overall: dict[str, dict[str, float]] = {OVERALL_REAL: {}, OVERALL_DIAG: {}}
+    for model in run.models:
+        if model not in rows:
+            continue
+        table = bootstrap_table(samples.get(model, {}), tasks, resamples, seed, confidence)
+        published = published_values(rows[model])
+        for column, header in COLUMNS:
+            estimate = table[column]
+            ours = estimate.value
+            difference = None if ours is None else ours - published[column]
+            inside = None
+            if estimate.low is not None and estimate.high is not None:
+                inside = estimate.low - ROUNDING <= published[column] <= estimate.high + ROUNDING
+            flag = flags.get((model, column))
+            cells.append(
+                VerdictCell(
+                    model=model,
+                    column=column,
+                    header=header,
+                    published=published[column],
+                    ours=ours,
+                    difference=difference,
+                    ci_low=estimate.low,
+                    ci_high=estimate.high,
+                    published_in_interval=inside,
+                    coverage=column_coverage(column, tasks, samples.get(model, {})),
+                    passed=None if difference is None else abs(difference) <= run.tolerance + 1e-9,
+                    flagged=flag is not None,
+                    flag_note=flag.note if flag is not None else None,
+                )
+            )
+            if column in overall and ours is not None:
+                overall[column][model] = ours
+                published_overall[column][model] = published[column]
+    return Verdict(
+        run=run.name,
+        mode=Mode.MULTI_IMAGE,
+        scorer=scorer,
+        tolerance=run.tolerance,
+        confidence=confidence,
+        resamples=resamples,
+        seed=seed,
+        cells=tuple(cells),
+        rank_correlations=tuple(
+            rank_correlation(column, overall[column], published_overall[column]) for column in overall
+        ),
+        n_passed=sum(1 for c in cells if c.passed is True),
+        n_failed=sum(1 for c in cells if c.passed is False),
+        n_unreproduced=sum(1 for c in cells if c.passed is None),
+    )

@@ -1,0 +1,128 @@
+"""`milebench import-official`: official `<model>/<Task>/pred.json` files become scored predictions."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+from test_score_command import CHOICES, paths_of, sample, specs_dir  # noqa: F401
+
+from milebench.io import atomic_write_jsonl, read_jsonl
+from milebench.score.official import OfficialFormatError, import_official, read_official
+from milebench.spec.base import SpecError
+from milebench.spec.run import Mode
+
+
+def data_file(root: Path, task: str, samples: list[tuple[int, str, list[str] | None]]) -> None:
+    """An upstream task JSON (``MileBench/<Task>/<Task>.json``)."""
+    qtype = "multi-choice" if samples[0][2] else "open-ended"
+    data = [
+        {
+            "sample_id": sid,
+            "task_instruction_id": 0,
+            "task_instance": {
+                "context": "{image#1} What?",
+                "images_path": ["0.jpg"],
+                **({"choice_list": choices} if choices else {}),
+            },
+            "response": gold,
+            "image_quantity_level": "Few",
+        }
+        for sid, gold, choices in samples
+    ]
+    path = root / task / f"{task}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        json.dumps({"meta_data": {"task_instruction": ["Answer."], "question_type": qtype}, "data": data})
+    )
+
+
+def official_record(sid: int, gold: str, pred: str) -> dict:
+    """A record as the official generate.py writes it (collate_batch_for_output)."""
+    return {
+        "sample_id": sid,
+        "image": ["data/MileBench/ActionSequence/images/0.jpg"],
+        "question": "{image#1} What?",
+        "gt_response": gold,
+        "gen_model_id": "llava-v1.5-7b",
+        "pred_response": pred,
+        "gen_kwargs": {"max_new_tokens": 512, "do_sample": False},
+    }
+
+
+@pytest.fixture
+def setup(specs_dir: Path, tmp_path: Path) -> tuple[Path, Path, Path]:  # noqa: F811
+    data = tmp_path / "MileBench"
+    golds = ["banana", "cherry", "apple"]
+    data_file(data, "ActionSequence", [(i, g, CHOICES) for i, g in enumerate(golds)])
+    data_file(data, "Spot-the-Diff", [(0, "the car is gone", None)])
+    paths = paths_of(specs_dir)
+    atomic_write_jsonl(
+        paths.prepared("ActionSequence", Mode.MULTI_IMAGE),
+        [sample("ActionSequence", i, g, CHOICES, 1, "Few") for i, g in enumerate(golds)],
+    )
+    outputs = tmp_path / "outputs" / "llava-v1.5-7b"
+    pred = outputs / "ActionSequence" / "pred.json"
+    pred.parent.mkdir(parents=True)
+    records = [official_record(0, "banana", "B"), official_record(1, "cherry", "The answer is C.")]
+    pred.write_text(json.dumps(records, indent=4, ensure_ascii=False))
+    return specs_dir, data, outputs
+
+
+def ns(specs_dir: Path, outputs: Path, data: Path) -> argparse.Namespace:  # noqa: F811
+    return argparse.Namespace(
+        run="t", model="random", mode=Mode.MULTI_IMAGE, outputs=outputs, data_dir=data, specs=specs_dir
+    )
+
+
+def test_imports_and_scores_with_both_scorers(setup: tuple[Path, Path, Path]) -> None:
+    specs_dir, data, outputs = setup  # noqa: F811
+    assert import_official(ns(specs_dir, outputs, data)) == 0
+    paths = paths_of(specs_dir)
+    preds = list(read_jsonl(paths.predictions("random", "ActionSequence", Mode.MULTI_IMAGE)))
+    assert [(p["sample_id"], p["response"]) for p in preds] == [(0, "B"), (1, "The answer is C.")]
+    assert all(p["cache_key"].startswith("official:") and p["model"] == "random" for p in preds)
+    judgments = list(read_jsonl(paths.judgments("random", "ActionSequence", Mode.MULTI_IMAGE)))
+    paper = [(j["sample_id"], j["status"], j["extracted"]) for j in judgments if j["scorer"] == "paper"]
+    assert paper == [(0, "scored", "B"), (1, "scored", "AC"), (2, "missing", None)]
+    standard = [j["extracted"] for j in judgments if j["scorer"] == "standard"]
+    assert standard == ["B", "C", None]
+    result = json.loads(paths.task_score("random", "ActionSequence", Mode.MULTI_IMAGE).read_text())
+    assert result["score"] == pytest.approx(50.0) and result["missing_ids"] == [2]
+    assert result["variants"]["standard"]["score"] == pytest.approx(100.0)
+
+
+def test_gold_answer_of_another_data_version_is_refused(setup: tuple[Path, Path, Path]) -> None:
+    specs_dir, data, outputs = setup  # noqa: F811
+    pred = outputs / "ActionSequence" / "pred.json"
+    pred.write_text(json.dumps([official_record(0, "date", "B")]))
+    with pytest.raises(
+        OfficialFormatError, match=r"pred\.json: record 0: gt_response 'date' of sample 0 differs"
+    ):
+        import_official(ns(specs_dir, outputs, data))
+
+
+def test_unknown_sample_and_malformed_records_name_file_and_record(tmp_path: Path, setup) -> None:
+    specs_dir, data, outputs = setup  # noqa: F811
+    pred = outputs / "ActionSequence" / "pred.json"
+    pred.write_text(json.dumps([official_record(9, "banana", "B")]))
+    with pytest.raises(OfficialFormatError, match="record 0: sample_id 9 is not in"):
+        import_official(ns(specs_dir, outputs, data))
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"sample_id": 1, "gt_response": "x"}]))
+    with pytest.raises(OfficialFormatError, match=r"bad\.json: record 0: pred_response: Field required"):
+        read_official(bad)
+    bad.write_text(json.dumps({"sample_id": 1}))
+    with pytest.raises(OfficialFormatError, match="expected a JSON list"):
+        read_official(bad)
+
+
+def test_nothing_to_import_and_unknown_model_fail(setup: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    specs_dir, data, _ = setup  # noqa: F811
+    assert import_official(ns(specs_dir, tmp_path / "empty", data)) == 1
+    other = ns(specs_dir, tmp_path, data)
+    other.model = "nobody"
+    with pytest.raises(SpecError, match="'nobody' is not part of run 't'"):
+        import_official(other)

@@ -1,0 +1,206 @@
+"""The preprocess command per input regime: shared files, truncation records, skips, combined pictures."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from milebench.fixture.generate import write_tree
+from milebench.infer.tiny import build_tokenizer
+from milebench.io import read_jsonl
+from milebench.paths import UNLIMITED_REGIME, RunPaths
+from milebench.plan import model_regimes, prepare_jobs
+from milebench.preprocess import commands
+from milebench.preprocess.regime import model_regime
+from milebench.records import PreparedSample, TruncationRecord
+from milebench.spec.model import ModelSpec
+from milebench.spec.registry import Specs, load_specs
+from milebench.spec.run import Mode, RunSpec
+
+REAL = load_specs()
+TASKS = ("ActionSequence", "SlideVQA", "GPR1200")
+
+
+def model(name: str, **kw: Any) -> ModelSpec:
+    fields: dict[str, Any] = {
+        "name": name,
+        "display_name": name,
+        "section": "kit",
+        "adapter": "hf-llava",
+        "weights": {"kind": "tiny", "family": "llava"},
+        "max_context_len": 96,
+        "n_tokens_per_image": 16,
+    }
+    return ModelSpec.model_validate({**fields, **kw})
+
+
+def specs_for(root: Path, out: Path, **run_fields: Any) -> Specs:
+    run = RunSpec.model_validate(
+        {
+            "name": "t",
+            "description": "test",
+            "models": ["random", "small", "small-twin"],
+            "tasks": list(TASKS),
+            "modes": ["multi-image", "combined-image"],
+            "data": {"kind": "fixture"},
+            "output_dir": str(out),
+            **run_fields,
+        }
+    )
+    models = {"random": REAL.models["random"], "small": model("small"), "small-twin": model("small-twin")}
+    return Specs(root=root, tasks=REAL.tasks, models=models, runs={"t": run}, paper=REAL.paper)
+
+
+@pytest.fixture
+def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Specs, RunPaths]:
+    """The mini-MileBench for three tasks and the tiny LLaVA tokenizer in each small model's folder."""
+    specs = specs_for(tmp_path, tmp_path / "out")
+    paths = RunPaths.for_run(specs.runs["t"])
+    write_tree(paths.out / "data", [REAL.tasks[t] for t in TASKS], seed=0, samples_per_task=3)
+    for name in ("small", "small-twin"):
+        build_tokenizer().save_pretrained(paths.model_dir(name))
+    monkeypatch.setattr(commands, "load_specs", lambda _root: specs)
+    return specs, paths
+
+
+def preprocess(task: str, mode: Mode, regime: str, workers: int = 1) -> int:
+    args = argparse.Namespace(
+        run="t", task=task, mode=mode, regime=regime, workers=workers, specs=Path("unused")
+    )
+    return commands.preprocess(args)
+
+
+def prepared(paths: RunPaths, task: str, mode: Mode, regime: str) -> list[PreparedSample]:
+    return [PreparedSample.model_validate(r) for r in read_jsonl(paths.prepared(task, mode, regime))]
+
+
+def record(sample: PreparedSample) -> TruncationRecord:
+    assert sample.truncation is not None
+    return sample.truncation
+
+
+def manifest(paths: RunPaths, task: str, mode: Mode, regime: str) -> dict[str, Any]:
+    return json.loads(paths.prepared_manifest(task, mode, regime).read_text())
+
+
+def test_small_context_drops_images_on_the_mini_fixture(setup: tuple[Specs, RunPaths]) -> None:
+    specs, paths = setup
+    run = specs.runs["t"]
+    small = model_regime(specs, run, "small", Mode.MULTI_IMAGE).id
+    assert preprocess("ActionSequence", Mode.MULTI_IMAGE, small) == 0
+    samples = prepared(paths, "ActionSequence", Mode.MULTI_IMAGE, small)
+    records = [record(s) for s in samples]
+    assert all(r.mode == "paper" and r.max_context_len == 96 for r in records)
+    assert all(
+        r.images_kept + r.images_dropped_budget + r.images_unpaired == s.n_images
+        for r, s in zip(records, samples, strict=True)
+    )
+    assert all(r.images_dropped_budget > 0 and r.truncated for r in records)
+    for s in samples:
+        assert len(s.images) == record(s).images_kept == s.prompt.count("<ImageHere>")
+        assert s.prompt.endswith("\nYour answer is: ")  # the question and choices survive
+    m = manifest(paths, "ActionSequence", Mode.MULTI_IMAGE, small)
+    assert m["models"] == ["small"] and m["regime_id"] == small  # small-twin counts with its own folder
+    assert m["images_dropped_budget"] == sum(r.images_dropped_budget for r in records)
+    assert m["n_truncated"] == 3 and m["skipped"] == []
+
+    assert preprocess("ActionSequence", Mode.MULTI_IMAGE, UNLIMITED_REGIME) == 0
+    full = prepared(paths, "ActionSequence", Mode.MULTI_IMAGE, UNLIMITED_REGIME)
+    assert all(record(s).images_dropped_budget == 0 for s in full)
+    assert [len(s.images) for s in full] == [s.n_images for s in full]
+
+
+def test_regimes_share_and_change_with_settings(tmp_path: Path) -> None:
+    specs = specs_for(tmp_path, tmp_path / "out")
+    run = specs.runs["t"]
+    ids = model_regimes(specs, run)
+    assert ids[("random", Mode.MULTI_IMAGE)] == UNLIMITED_REGIME
+    assert ids[("small", Mode.MULTI_IMAGE)] != ids[("small-twin", Mode.MULTI_IMAGE)]  # own tokenizer folders
+    base = model_regime(specs, run, "small", Mode.MULTI_IMAGE)
+    longer = Specs(
+        root=tmp_path,
+        tasks=specs.tasks,
+        models={**specs.models, "small": model("small", max_context_len=97)},
+        runs=specs.runs,
+        paper=specs.paper,
+    )
+    assert model_regime(longer, run, "small", Mode.MULTI_IMAGE).id != base.id
+    clean = run.model_copy(update={"truncation": "clean"})
+    assert model_regime(specs, clean, "small", Mode.MULTI_IMAGE).id != base.id
+    assert model_regime(specs, run, "small", Mode.COMBINED_IMAGE).id != base.id
+    assert model_regime(specs, run, "small", Mode.MULTI_IMAGE).id == base.id  # stable
+    jobs = prepare_jobs(specs, run)
+    assert len(jobs) == len(TASKS) * 3 * 2  # per mode: full, small, small-twin
+
+
+def test_paper_run_shares_one_unlimited_file_among_models_without_budget() -> None:
+    run = REAL.run("paper")
+    ids = model_regimes(REAL, run)
+    unlimited = [m for m in run.models if ids[(m, Mode.MULTI_IMAGE)] == UNLIMITED_REGIME]
+    assert {"random", "gpt-4v", "claude-3-opus", "qwen-vl-chat"} <= set(unlimited)
+    assert ids[("llava-1.5-7b", Mode.MULTI_IMAGE)].startswith("ctx4096-paper-")
+    assert ids[("qwen-vl-chat", Mode.COMBINED_IMAGE)].startswith("ctx8192-paper-combined1-")
+
+
+def test_bad_samples_fail_or_are_counted(
+    setup: tuple[Specs, RunPaths], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    specs, paths = setup
+    task_file = paths.data_root / "SlideVQA" / "SlideVQA.json"
+    data = json.loads(task_file.read_text())
+    bad = data["data"][1]
+    (paths.data_root / "SlideVQA" / "images" / bad["task_instance"]["images_path"][-1]).write_bytes(b"junk")
+    data["data"][2]["task_instruction_id"] = 99
+    task_file.write_text(json.dumps(data))
+
+    with caplog.at_level(logging.ERROR):
+        assert preprocess("SlideVQA", Mode.MULTI_IMAGE, UNLIMITED_REGIME) == 1
+    assert f"task SlideVQA, sample {bad['sample_id']}: Pillow cannot open image" in caplog.text
+    assert not paths.prepared("SlideVQA", Mode.MULTI_IMAGE).exists()
+
+    skipping = specs_for(specs.root, paths.out, skip_bad_samples=True)
+    monkeypatch.setattr(commands, "load_specs", lambda _root: skipping)
+    assert preprocess("SlideVQA", Mode.MULTI_IMAGE, UNLIMITED_REGIME) == 0
+    m = manifest(paths, "SlideVQA", Mode.MULTI_IMAGE, UNLIMITED_REGIME)
+    assert (m["n_samples"], m["n_prepared"]) == (3, 1)
+    assert [s["sample_id"] for s in m["skipped"]] == [bad["sample_id"], data["data"][2]["sample_id"]]
+    assert "Pillow cannot open image" in m["skipped"][0]["error"]
+    assert "task_instruction_id 99 is out of range" in m["skipped"][1]["error"]
+    assert len(prepared(paths, "SlideVQA", Mode.MULTI_IMAGE, UNLIMITED_REGIME)) == 1
+
+
+def test_combined_mode_upstream_by_default_kit_tiles_for_more_pictures(
+    setup: tuple[Specs, RunPaths], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    specs, paths = setup
+    regime = model_regime(specs, specs.runs["t"], "random", Mode.COMBINED_IMAGE).id
+    assert preprocess("GPR1200", Mode.COMBINED_IMAGE, regime) == 0
+    upstream = prepared(paths, "GPR1200", Mode.COMBINED_IMAGE, regime)
+    assert all(s.images[0].startswith("GPR1200/combined_1_images/") for s in upstream)
+    assert not paths.tiles.exists()
+
+    tiled_specs = specs_for(specs.root, paths.out, combined_pictures=2)
+    monkeypatch.setattr(commands, "load_specs", lambda _root: tiled_specs)
+    tiled_regime = model_regime(tiled_specs, tiled_specs.runs["t"], "random", Mode.COMBINED_IMAGE).id
+    assert tiled_regime != regime
+    assert preprocess("GPR1200", Mode.COMBINED_IMAGE, tiled_regime, workers=2) == 0
+    tiled = prepared(paths, "GPR1200", Mode.COMBINED_IMAGE, tiled_regime)
+    for s in tiled:
+        assert len(s.images) == 2 and s.instruction.startswith("<ImageHere><ImageHere>\n")
+        assert all((paths.data_root / p).resolve().parent == paths.tiles.resolve() for p in s.images)
+    first = {p: (paths.data_root / p).read_bytes() for s in tiled for p in s.images}
+    assert manifest(paths, "GPR1200", Mode.COMBINED_IMAGE, tiled_regime)["kit_pictures"] == 2 * len(tiled)
+    assert preprocess("GPR1200", Mode.COMBINED_IMAGE, tiled_regime) == 0  # serial, from the cache
+    again = prepared(paths, "GPR1200", Mode.COMBINED_IMAGE, tiled_regime)
+    assert again == tiled
+    assert {p: (paths.data_root / p).read_bytes() for s in again for p in s.images} == first
+
+
+def test_unknown_regime_is_a_spec_error(setup: tuple[Specs, RunPaths]) -> None:
+    with pytest.raises(ValueError, match="no model of run 't' reads regime 'nope'"):
+        preprocess("GPR1200", Mode.MULTI_IMAGE, "nope")

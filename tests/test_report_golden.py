@@ -1,0 +1,132 @@
+"""Golden: the paper's own numbers, rendered as if a run reproduced them exactly, give back the paper."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+
+import pytest
+import yaml
+
+from milebench.io import atomic_write_json, atomic_write_jsonl
+from milebench.paths import RunPaths
+from milebench.records import Judgment
+from milebench.report.commands import gather, report
+from milebench.report.tables import Report
+from milebench.score.aggregate import LevelScore, TaskScore
+from milebench.spec.registry import DEFAULT_SPECS, load_specs
+from milebench.spec.run import FixtureSource, Mode, RunSpec
+
+SAMPLES = 2
+
+
+@pytest.fixture(scope="module")
+def golden(tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, RunPaths]:
+    """A copy of the kit's specs with a run of every paper model whose task scores are the paper's groups."""
+    root = tmp_path_factory.mktemp("golden")
+    specs_dir = root / "specs"
+    shutil.copytree(DEFAULT_SPECS, specs_dir)
+    specs = load_specs(specs_dir)
+    rows = specs.paper.main_table.rows
+    run = RunSpec(
+        name="golden",
+        description="The paper's table as a reproduction.",
+        models=tuple(r.model for r in rows),
+        modes=(Mode.MULTI_IMAGE,),
+        data=FixtureSource(kind="fixture"),
+        output_dir=str(root / "out"),
+    )
+    (specs_dir / "runs" / "golden.yaml").write_text(yaml.safe_dump(run.model_dump(mode="json")))
+    paths = RunPaths.for_run(run, base=root)
+    for row in rows:
+        for task in specs.tasks.values():
+            value = row.groups[task.group]
+            judgments = [
+                Judgment(
+                    task=task.name,
+                    mode=Mode.MULTI_IMAGE,
+                    model=row.model,
+                    sample_id=i,
+                    scorer="paper",
+                    status="scored",
+                    score=value / 100,
+                    image_quantity_level="Few",
+                )
+                for i in range(SAMPLES)
+            ]
+            atomic_write_jsonl(
+                paths.judgments(row.model, task.name, Mode.MULTI_IMAGE),
+                [j.model_dump(mode="json") for j in judgments],
+            )
+            score = TaskScore(
+                task=task.name,
+                model=row.model,
+                mode=Mode.MULTI_IMAGE,
+                scorer="paper",
+                score=value,
+                n=SAMPLES,
+                n_scored=SAMPLES,
+                n_missing=0,
+                n_failed=0,
+                levels={"Few": LevelScore(score=value, n_scored=SAMPLES)},
+            )
+            atomic_write_json(
+                paths.task_score(row.model, task.name, Mode.MULTI_IMAGE), score.model_dump(mode="json")
+            )
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root)
+        assert report(argparse.Namespace(run="golden", specs=specs_dir)) == 0
+    return gather(specs, run, paths), paths
+
+
+def test_every_main_table_cell_equals_the_paper(golden: tuple[Report, RunPaths]) -> None:
+    result, _ = golden
+    exact = {
+        (i.model, i.column): i.computed for i in load_specs(DEFAULT_SPECS).paper.main_table.inconsistencies
+    }
+    (table,) = result.modes
+    compared = 0
+    for section in table.sections:
+        for row in section.rows:
+            assert row.paper is not None
+            for key, _ in result.columns:
+                shown = f"{row.ours[key]:.1f}"
+                if (row.model, key) in exact:
+                    # The paper's print breaks its own rule here: the faithful value is the rule's.
+                    assert key in row.flagged
+                    assert shown == f"{exact[(row.model, key)]:.1f}", (row.model, key)
+                else:
+                    assert shown == f"{row.paper[key]:.1f}", (row.model, key)
+                compared += 1
+            # Best marks agree wherever no row of the section has a flagged value in that column.
+            clean = {k for k, _ in result.columns if not any(k in r.flagged for r in section.rows)}
+            assert row.best & clean == row.paper_best & clean
+    assert compared == 23 * 14
+
+
+def test_verdict_is_all_pass_and_rendered(golden: tuple[Report, RunPaths]) -> None:
+    result, paths = golden
+    view = result.verdict
+    assert view is not None and view.all_pass
+    assert len(view.rows) == 23 * 14
+    # Random (both overall columns), GPT-4V and GPT-4o (Overall Diag.) print values off their own rule;
+    # Gemini 1.5 and MiniGPT-v2 miss it only by rounding, within the tolerance of the print itself.
+    assert view.count("pass (paper's rule)") == 4
+    assert view.count("fail") == view.count("not reproduced") == 0
+    real = next(r for r in view.verdict.rank_correlations if r.column == "overall_real")
+    assert real.rho is not None and real.rho > 0.99
+
+    html = (paths.reports / "report.html").read_text(encoding="utf-8")
+    assert "Verdict against the paper: reproduced." in html
+    assert 'data-status="fail"' not in html
+    # The paper's best marks: GPT-4o leads the closed models on T-1, Mantis the open image models overall.
+    main = re.search(r'<table class="main" id="main-multi-image">(.*?)</table>', html, re.S)
+    assert main
+    gpt4o = re.search(r'<tr data-model="gpt-4o">(.*?)</tr>', main.group(1), re.S)
+    mantis = re.search(r'<tr data-model="mantis">(.*?)</tr>', main.group(1), re.S)
+    assert gpt4o and mantis
+    assert '<td data-column="T-1"><span class="ours best-red">61.8</span>' in gpt4o.group(1)
+    assert '<td data-column="overall_real"><span class="ours best-blue">47.5</span>' in mantis.group(1)
+    tex = (paths.reports / "report.tex").read_text(encoding="utf-8")
+    assert r"\best{red}{61.8}" in tex and r"\best{blue}{47.5}" in tex

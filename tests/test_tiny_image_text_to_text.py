@@ -1,0 +1,117 @@
+"""The generic image-text-to-text adapter on a tiny LLaVA checkpoint that carries a chat template:
+AutoProcessor + AutoModelForImageTextToText, content parts per image in order, context overflow."""
+
+from __future__ import annotations
+
+import pytest
+from PIL import Image
+from transformers import AutoProcessor, LlavaForConditionalGeneration
+
+from milebench.infer.adapter import AdapterError, SampleFailure
+from milebench.infer.hf_image_text_to_text import HfImageTextToTextAdapter
+from milebench.infer.registry import load_adapter
+from milebench.infer.tiny import build_tiny_llava
+from milebench.paths import RunPaths
+from milebench.records import FailureKind, PreparedSample
+from milebench.spec.model import ModelSpec
+from milebench.spec.run import Mode
+from milebench.spec.task import QuestionType
+
+TEMPLATE = (
+    "{% for message in messages %}{{ message['role'] | upper }}: "
+    "{% for part in message['content'] %}{% if part['type'] == 'image' %}<image>"
+    "{% else %}{{ part['text'] }}{% endif %}{% endfor %}\n{% endfor %}"
+    "{% if add_generation_prompt %}ASSISTANT:{% endif %}"
+)
+
+
+def spec(adapter: str = "hf-image-text-to-text", max_context_len: int = 2048) -> ModelSpec:
+    return ModelSpec.model_validate(
+        {
+            "name": "tiny-generic",
+            "display_name": "Tiny generic",
+            "section": "kit",
+            "adapter": adapter,
+            "weights": {"kind": "tiny", "family": "llava", "seed": 0},
+            "max_context_len": max_context_len,
+            "n_tokens_per_image": 16,
+            "generation": {"max_new_tokens": 6},
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory: pytest.TempPathFactory) -> RunPaths:
+    root = tmp_path_factory.mktemp("generic")
+    run_paths = RunPaths(out=root, reports=root / "reports")
+    folder = run_paths.model_dir("tiny-generic")
+    build_tiny_llava(spec(), folder)
+    processor = AutoProcessor.from_pretrained(folder)
+    processor.chat_template = TEMPLATE
+    processor.save_pretrained(folder)
+    images = run_paths.data_root / "WebQA/images"
+    images.mkdir(parents=True)
+    for i, size in enumerate([(40, 30), (32, 32), (20, 50)]):
+        Image.new("RGB", size, (80 * i, 200 - 60 * i, 40)).save(images / f"{i}.png")
+    return run_paths
+
+
+def sample(sample_id: int, n_images: int) -> PreparedSample:
+    marks = "".join(f"<ImageHere> slide {i} " for i in range(n_images))
+    return PreparedSample(
+        task="WebQA",
+        mode=Mode.MULTI_IMAGE,
+        sample_id=sample_id,
+        instruction="Answer.",
+        context=f"{marks}which is red?",
+        images=tuple(f"WebQA/images/{i}.png" for i in range(n_images)),
+        image_sha256=tuple(f"{i:064x}" for i in range(n_images)),
+        prompt_sha256=f"{sample_id:064x}",
+        question_type=QuestionType.OPEN_ENDED,
+        choices=None,
+        response="x",
+        image_quantity_level="Few",
+        n_images=n_images,
+    )
+
+
+def test_loads_through_auto_classes_and_renders_parts_in_order(paths: RunPaths) -> None:
+    adapter = load_adapter(spec(), paths, paths.data_root)
+    assert type(adapter) is HfImageTextToTextAdapter
+    assert isinstance(adapter.model, LlavaForConditionalGeneration)
+    assert adapter.render(sample(0, 3)) == (
+        "USER: Answer.\n<image> slide 0 <image> slide 1 <image> slide 2 which is red?ASSISTANT:"
+    )
+    inputs = adapter.encode([sample(0, 3)])
+    assert int((inputs["input_ids"] == adapter.processor.image_token_id).sum()) == 48
+    assert inputs["pixel_values"].shape[0] == 3
+
+
+def test_generates_deterministically_for_one_and_three_images(paths: RunPaths) -> None:
+    adapter = load_adapter(spec(), paths, paths.data_root)
+    batch = [sample(0, 1), sample(1, 3)]
+    first = adapter.generate(batch)
+    assert all(isinstance(a, str) and a for a in first)
+    assert adapter.generate(batch) == first
+    assert load_adapter(spec(), paths, paths.data_root).generate(batch) == first
+    alone = adapter.generate([sample(1, 3)])
+    assert alone == first[1:]
+    usage = adapter.last_usage()
+    assert usage[0].input_tokens is not None and usage[0].input_tokens > 48
+    assert usage[0].output_tokens is not None and 1 <= usage[0].output_tokens <= 6
+
+
+def test_input_longer_than_the_context_fails_as_overflow(paths: RunPaths) -> None:
+    adapter = load_adapter(spec(max_context_len=60), paths, paths.data_root)
+    answers = adapter.generate([sample(0, 3), sample(1, 1)])
+    assert isinstance(answers[0], SampleFailure)
+    assert answers[0].kind is FailureKind.CONTEXT_OVERFLOW
+    assert "exceeds max_context_len 60" in answers[0].detail
+    assert isinstance(answers[1], str) and answers[1]
+    reference = load_adapter(spec(), paths, paths.data_root).generate([sample(1, 1)])
+    assert answers[1:] == reference
+
+
+def test_wrong_tiny_family_for_the_adapter_is_refused(paths: RunPaths) -> None:
+    with pytest.raises(AdapterError, match=r"tiny family 'llava' cannot run on adapter 'hf-qwen2-vl'"):
+        load_adapter(spec(adapter="hf-qwen2-vl"), paths, paths.data_root)
