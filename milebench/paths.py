@@ -65,6 +65,10 @@ class RunPaths:
     def predictions(self, model: str, task: str, mode: Mode | str) -> Path:
         return self.out / "predictions" / model / str(mode) / f"{task}.jsonl"
 
+    def journal(self, model: str, task: str, mode: Mode | str) -> Path:
+        """Answers as they finish; outside Snakemake's outputs, so a failed or re-run job keeps them."""
+        return self.out / "journal" / model / str(mode) / f"{task}.jsonl"
+
     def judgments(self, model: str, task: str, mode: Mode | str) -> Path:
         return self.out / "scores" / model / str(mode) / f"{task}.jsonl"
 

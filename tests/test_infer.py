@@ -127,6 +127,30 @@ def test_resume_after_kill_generates_only_the_rest(tmp_path: Path) -> None:
     assert third.seen == []
 
 
+def test_journal_outlives_the_deleted_output(tmp_path: Path) -> None:
+    """Snakemake deletes a job's output before a re-run and after a failure; the journal keeps the answers."""
+    spec = model(batch=ONE_PER_BATCH)
+    samples = [prepared(i) for i in range(4)]
+    out, journal = tmp_path / "pred.jsonl", tmp_path / "journal" / "pred.jsonl"
+
+    first = CountingAdapter(interrupt_after=3)
+    with pytest.raises(KeyboardInterrupt):
+        run_model(first, spec, samples, out, journal)
+    assert not out.exists()
+    assert [r.sample_id for r in records(journal)] == [0, 1, 2]
+
+    second = CountingAdapter()
+    run_model(second, spec, samples, out, journal)
+    assert second.seen == [3]
+    assert records(out) == records(journal)
+
+    out.unlink()
+    third = CountingAdapter()
+    run_model(third, spec, samples, out, journal)
+    assert third.seen == []
+    assert [r.response for r in records(out)] == [f"answer {i}" for i in range(4)]
+
+
 def test_changed_generation_settings_rerun_everything(tmp_path: Path) -> None:
     samples = [prepared(i) for i in range(5)]
     out = tmp_path / "pred.jsonl"

@@ -107,7 +107,7 @@ def infer(args: argparse.Namespace) -> int:
         return 1
     out = paths.predictions(spec.name, task.name, mode)
     try:
-        summary = run_model(adapter, spec, samples, out)
+        summary = run_model(adapter, spec, samples, out, paths.journal(spec.name, task.name, mode))
     except AdapterError as err:
         log.error("%s", err)
         return 1

@@ -264,18 +264,28 @@ def run_batch(
 
 
 def run_model(
-    adapter: Adapter, spec: ModelSpec, samples: Sequence[PreparedSample], out: Path
+    adapter: Adapter,
+    spec: ModelSpec,
+    samples: Sequence[PreparedSample],
+    out: Path,
+    journal: Path | None = None,
 ) -> InferSummary:
-    """Answer every sample not already answered under its current key, writing ``out`` as it goes."""
+    """Answer every sample not already answered under its current key; write ``out`` when done.
+
+    Answers are appended to ``journal`` (default: ``out`` itself) as each batch finishes. A workflow
+    manager deletes a job's declared output before re-running it and after a failure, so the job passes a
+    journal outside its outputs: finished answers then survive both and are never bought twice.
+    """
+    journal = journal or out
     ids = [s.sample_id for s in samples]
     if len(set(ids)) != len(ids):
         raise ValueError(f"{out}: prepared samples repeat a sample_id")
     check_image_input(spec, samples)
     keys = {s.sample_id: cache_key(spec, s, adapter.version) for s in samples}
-    records = load_done(out, keys)
+    records = load_done(out, keys) | load_done(journal, keys)
     reused = len(records)
-    # Start from a clean file: no stale records, and no torn last line for the appends to join.
-    atomic_write_jsonl(out, (records[i].model_dump(mode="json") for i in ids if i in records))
+    # Start from a clean journal: no stale records, and no torn last line for the appends to join.
+    atomic_write_jsonl(journal, (records[i].model_dump(mode="json") for i in ids if i in records))
     pending = [s for s in samples if s.sample_id not in records]
     failures: Counter[str] = Counter()
     label = f"{spec.name} {samples[0].task} {samples[0].mode}" if samples else spec.name
@@ -286,12 +296,15 @@ def run_model(
             runnable = [s for s in batch if s.sample_id not in skipped]
             predictions = too_many + (run_batch(adapter, spec, runnable, keys) if runnable else [])
             for pred in predictions:
-                append_jsonl(out, pred.model_dump(mode="json"))
+                append_jsonl(journal, pred.model_dump(mode="json"))
                 records[pred.sample_id] = pred
                 if pred.failure is not None:
                     failures[pred.failure.value] += 1
             progress.update(len(predictions), sum(p.failure is not None for p in predictions))
-    atomic_write_jsonl(out, (records[i].model_dump(mode="json") for i in ids))
+    rows = [records[i].model_dump(mode="json") for i in ids]
+    atomic_write_jsonl(journal, rows)
+    if out != journal:
+        atomic_write_jsonl(out, rows)
     summary = InferSummary(
         total=len(samples),
         reused=reused,

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from transformers import AutoTokenizer, PreTrainedTokenizerBase
+if TYPE_CHECKING:  # transformers costs seconds to import; only jobs that count tokens pay for it
+    from transformers import PreTrainedTokenizerBase
 
 
 class TokenizerError(ValueError):
@@ -57,6 +58,8 @@ class HFTokenizer:
 def load_tokenizer(source: str | Path, revision: str | None = None) -> HFTokenizer:
     """Load from a local model folder or a hub id (the hub's cache applies; offline mode is honoured)."""
     try:
+        from transformers import AutoTokenizer
+
         tokenizer = AutoTokenizer.from_pretrained(str(source), revision=revision)
     except (OSError, ValueError) as err:
         raise TokenizerError(f"cannot load tokenizer {source}: {err}") from None

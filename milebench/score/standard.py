@@ -18,17 +18,28 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Mapping
-
-from rouge_score.rouge_scorer import RougeScorer
+from functools import cache
+from typing import TYPE_CHECKING
 
 from milebench.records import PreparedSample
 from milebench.score.choice import option_key
 from milebench.score.paper import ScoringError
 from milebench.spec.task import ScorerKind, TaskSpec
 
+if TYPE_CHECKING:
+    from rouge_score.rouge_scorer import RougeScorer
+
 SCORER_NAME = "standard"
 
-_ROUGE = RougeScorer(["rougeL"], use_stemmer=False)
+
+@cache
+def _rouge() -> RougeScorer:
+    """Built on first use: rouge-score pulls in nltk, a second of import for every non-ROUGE job."""
+    from rouge_score.rouge_scorer import RougeScorer
+
+    return RougeScorer(["rougeL"], use_stemmer=False)
+
+
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 _NON_WORD = re.compile(r"[^\w.]|_|\.(?!\d)|(?<!\d)\.")
 _SPACES = re.compile(r"\s+")
@@ -89,7 +100,7 @@ def rouge_l(prediction: str, gold: str) -> float:
     """F of ROUGE-L from ``rouge-score`` (its own tokenizer); 0 for an empty prediction."""
     if not prediction.strip():
         return 0.0
-    return float(_ROUGE.score(gold, prediction)["rougeL"].fmeasure)
+    return float(_rouge().score(gold, prediction)["rougeL"].fmeasure)
 
 
 def judge(task: TaskSpec, sample: PreparedSample, prediction: str) -> tuple[str | None, float]:
