@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import matplotlib
 from PIL import Image, ImageDraw, ImageFont
 
 from milebench.io import atomic_write_bytes, canonical_json, sha256_file, sha256_text
@@ -40,6 +39,12 @@ LAYOUT_VERSION = 1
 
 @cache
 def font_path() -> Path:
+    """DejaVu Sans from matplotlib's package data: the same bytes on every machine with that release.
+
+    Imported here, not at module level, so jobs that never tile (and images without matplotlib) skip it.
+    """
+    import matplotlib
+
     return Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf"
 
 
