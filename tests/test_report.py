@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import re
 from pathlib import Path
 
@@ -10,8 +11,11 @@ import pytest
 import yaml
 
 from milebench.io import atomic_write_json
-from milebench.paths import RunPaths
-from milebench.report.commands import report
+from milebench.paths import UNLIMITED_REGIME, RunPaths
+from milebench.preprocess.prepare import PrepareManifest, SkippedSample
+from milebench.preprocess.regime import UNLIMITED
+from milebench.records import FailureKind
+from milebench.report.commands import ScoreFileError, report
 from milebench.report.render import latex_escape
 from milebench.score.aggregate import LevelScore, TaskScore
 from milebench.spec.base import Spec
@@ -123,9 +127,17 @@ def write_scores(specs_dir: Path, skip: tuple[str, str, Mode] | None = None, fai
                     task=name, model=model, mode=mode, scorer="paper", score=value - adv_shift, n=3,
                     n_scored=3 - n_failed, n_missing=0, n_failed=n_failed,
                     levels={"Few": LevelScore(score=value, n_scored=3 - n_failed)},
+                    failures={FailureKind.OOM: n_failed} if n_failed else {},
+                    failed_ids=tuple(range(n_failed)),
                 )  # fmt: skip
                 atomic_write_json(paths.task_score(model, name, mode), score.model_dump(mode="json"))
     return paths
+
+
+def allow_incomplete(specs_dir: Path) -> None:
+    """Set ``allow_incomplete: true`` in the test run spec."""
+    path = specs_dir / "runs" / "t.yaml"
+    dump(path, {**yaml.safe_load(path.read_text(encoding="utf-8")), "allow_incomplete": True})
 
 
 def run_report(specs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> RunPaths:
@@ -217,11 +229,27 @@ def test_coverage_shows_missing_task_and_failed_samples(
     specs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write_scores(specs_dir, skip=("random", "WebQA", Mode.MULTI_IMAGE), failed=2)
-    html = run_report(specs_dir, tmp_path, monkeypatch).report_html.read_text(encoding="utf-8")
+    allow_incomplete(specs_dir)
+    paths = run_report(specs_dir, tmp_path, monkeypatch)
+    html = paths.report_html.read_text(encoding="utf-8")
     assert "Incomplete" in html
     cells = main_cells(html, Mode.MULTI_IMAGE, "random")
     assert cells["S-1"][0] == "\u2013" and cells["overall_real"][0] == "\u2013"
     assert cells["N-1"][0] == "0.0"
+    # Coverage beside each number resting on fewer samples than expected, and only there.
+    main = re.search(r'<table class="main" id="main-multi-image">(.*?)</table>', html, re.S)
+    assert main
+    evil = re.search(r'<tr data-model="evil">(.*?)</tr>', main.group(1), re.S)
+    assert evil
+    shares = dict(
+        re.findall(
+            r'<td data-column="([^"]+)">.*?<span class="coverage"[^>]*>cov\. ([^<]*)</span>', evil.group(1)
+        )
+    )
+    assert shares == {"T-1": "66.7%", "overall_real": "93.3%"}  # ActionSequence: 1 of 3 scored
+    assert 'class="coverage"' not in re.search(
+        r'<tr data-model="random">(.*?)</tr>', main.group(1), re.S
+    ).group(1)
     coverage = re.search(r'<table class="coverage" id="coverage-multi-image">(.*?)</table>', html, re.S)
     assert coverage
     random_row = re.search(r'<tr data-model="random">(.*?)</tr>', coverage.group(1), re.S)
@@ -235,6 +263,113 @@ def test_coverage_shows_missing_task_and_failed_samples(
     assert re.search(
         r'<tr data-task="WebQA">.*?<td data-model="random"[^>]*>missing</td>', tasks.group(1), re.S
     )
+    assert re.search(
+        r'<tr data-task="ActionSequence">.*?<td data-model="evil"[^>]*>10\.0'
+        r'<span class="cell-coverage">1/3 scored',
+        tasks.group(1),
+        re.S,
+    )
+    tex = paths.report_tex.read_text(encoding="utf-8")
+    evil_row = next(line for line in tex.splitlines() if line.startswith("Evil "))
+    assert r"15.0\,{\tiny 66.7\%}" in evil_row
+    assert r"10.0\,{\tiny 1/3}" in tex
+
+
+def test_incomplete_run_is_refused_unless_the_run_spec_allows_it(
+    specs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    write_scores(specs_dir, skip=("random", "WebQA", Mode.MULTI_IMAGE), failed=2)
+    monkeypatch.chdir(tmp_path)
+    with caplog.at_level(logging.ERROR):
+        assert report(argparse.Namespace(run="t", specs=specs_dir)) == 1
+    message = caplog.text
+    assert f"{specs_dir / 'runs' / 't.yaml'}: allow_incomplete" in message
+    assert "`allow_incomplete: true`" in message
+    assert "3 incomplete cell(s)" in message
+    assert "random/multi-image/WebQA: no task score file" in message
+    assert (
+        "evil/multi-image/ActionSequence: failed samples [0, 1] (oom: 2); 0 missing, 2 failed of 3" in message
+    )
+    assert "evil/adversarial/ActionSequence: failed samples [0, 1]" in message
+    assert "evil/multi-image/ActionPrediction" not in message
+    run = RunSpec.model_validate(yaml.safe_load((specs_dir / "runs" / "t.yaml").read_text()))
+    assert not RunPaths.for_run(run).report_html.exists()
+    allow_incomplete(specs_dir)
+    assert report(argparse.Namespace(run="t", specs=specs_dir)) == 0
+    assert RunPaths.for_run(run).report_html.exists()
+
+
+def test_report_names_a_malformed_score_file(
+    specs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = write_scores(specs_dir)
+    bad = paths.task_score("evil", "DocVQA", Mode.MULTI_IMAGE)
+    bad.write_text('{"task": "DocVQA"}', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ScoreFileError, match=re.escape(str(bad))):
+        report(argparse.Namespace(run="t", specs=specs_dir))
+
+
+def manifest(
+    task: str, mode: Mode, skipped: tuple[SkippedSample, ...], truncated: int = 0
+) -> PrepareManifest:
+    return PrepareManifest(
+        task=task, mode=mode, regime_id=UNLIMITED_REGIME, regime=UNLIMITED, models=("random", "evil"),
+        source=f"MileBench/{task}/{task}.json", source_sha256="0" * 64, n_samples=3,
+        n_prepared=3 - len(skipped), skipped=skipped, n_truncated=truncated, images_kept=6,
+        images_dropped_budget=2 * truncated, images_unpaired=1, kit_pictures=0,
+    )  # fmt: skip
+
+
+def test_skipped_samples_are_shown_per_task_and_regime_with_reasons(
+    specs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = write_scores(specs_dir)
+    reasons = (
+        SkippedSample(sample_id=7, error="MileBench/WebQA/images/7_0.jpg: Pillow cannot open image <bad>"),
+        SkippedSample(sample_id=9, error="task_instruction_id 99 is out of range"),
+    )
+    for task in TASKS:
+        skipped = reasons if task == "WebQA" else ()
+        record = manifest(task, Mode.MULTI_IMAGE, skipped, truncated=int(task == "DocVQA"))
+        atomic_write_json(paths.prepared_manifest(task, Mode.MULTI_IMAGE), record.model_dump(mode="json"))
+    html = run_report(specs_dir, tmp_path, monkeypatch).report_html.read_text(encoding="utf-8")
+
+    summary = re.search(r'<table class="skipped" id="skipped-summary-multi-image">(.*?)</table>', html, re.S)
+    assert summary
+    row = re.search(rf'<tr data-regime="{UNLIMITED_REGIME}">(.*?)</tr>', summary.group(1), re.S)
+    assert row
+    assert "Random, Evil &lt;script&gt;" in row.group(1)
+    # 13 manifests: 39 samples, 37 prepared, 2 skipped, 1 truncated, 2 images dropped, 13 unpaired.
+    assert re.findall(r"<td[^>]*>([^<]*)</td>", row.group(1))[1:] == [
+        "13/13",
+        "39",
+        "37",
+        "2",
+        "1",
+        "2",
+        "13",
+    ]
+    samples = re.search(
+        r'<table class="skipped-samples" id="skipped-samples-multi-image">(.*?)</table>', html, re.S
+    )
+    assert samples
+    listed = re.findall(
+        r'<tr data-regime="full" data-task="([^"]+)" data-sample="(\d+)">(.*?)</tr>', samples.group(1), re.S
+    )
+    assert [(task, sample) for task, sample, _ in listed] == [("WebQA", "7"), ("WebQA", "9")]
+    assert "2/3" in listed[0][2] and "Pillow cannot open image &lt;bad&gt;" in listed[0][2]
+    assert "task_instruction_id 99 is out of range" in listed[1][2]
+    # The adversarial mode has no manifests: shown as not recorded, not as zero skipped.
+    adversarial = re.search(
+        r'<table class="skipped" id="skipped-summary-adversarial">(.*?)</table>', html, re.S
+    )
+    assert adversarial and "0/10" in adversarial.group(1) and "not recorded" in adversarial.group(1)
+
+    tex = (paths.reports / "report.tex").read_text(encoding="utf-8")
+    assert "Skipped samples (multi-image) with the reason for each." in tex
+    assert r"Pillow cannot open image \textless{}bad\textgreater{}" in tex
+    assert re.search(r"WebQA & 2/3 & 7 & ", tex)
 
 
 def test_contamination_table_pairs_regular_and_adversarial(

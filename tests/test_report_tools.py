@@ -16,6 +16,8 @@ from test_report import EVIL, TASKS, dump, task_spec
 
 from milebench.io import atomic_write_json, atomic_write_jsonl
 from milebench.paths import RunPaths
+from milebench.preprocess.prepare import PrepareManifest, SkippedSample
+from milebench.preprocess.regime import UNLIMITED
 from milebench.records import Judgment, PreparedSample, TruncationRecord
 from milebench.report.commands import gather, report
 from milebench.report.needle import N_DEPTHS, needle_grid
@@ -96,6 +98,7 @@ def build_run(root: Path) -> tuple[Path, RunPaths]:
         modes=MODES,
         data=FixtureSource(kind="fixture"),
         output_dir=str(root / "out"),
+        allow_incomplete=True,
     )
     dump(specs_dir / "runs" / "t.yaml", run)
     paper = yaml.safe_load((Path(__file__).parents[1] / "specs" / "paper.yaml").read_text(encoding="utf-8"))
@@ -131,22 +134,45 @@ def build_run(root: Path) -> tuple[Path, RunPaths]:
                 )
                 mean = 100 * sum(scores) / len(scores)
                 level = {"Medium": LevelScore(score=mean, n_scored=len(ids))}
+                # One failed sample, so the LaTeX shows coverage beside numbers (allow_incomplete: true).
+                failed = int((model, task, mode) == ("evil", "WebQA", Mode.COMBINED_IMAGE))
                 score = TaskScore(
                     task=task,
                     model=model,
                     mode=mode,
                     scorer="paper",
                     score=mean,
-                    n=len(ids),
+                    n=len(ids) + failed,
                     n_scored=len(ids),
                     n_missing=0,
-                    n_failed=0,
+                    n_failed=failed,
+                    failed_ids=(99,) * failed,
                     levels=level,
                     variants={
                         "standard": VariantScore(scorer="standard", score=100.0, n_scored=len(ids), levels={})
                     },
                 )
                 atomic_write_json(paths.task_score(model, task, mode), score.model_dump(mode="json"))
+    skipped = SkippedSample(sample_id=5, error="MileBench/WebQA/images/5_0.jpg: bad & 100% _x_ #1 {y} <z>")
+    for task in TASKS:
+        record = PrepareManifest(
+            task=task,
+            mode=Mode.MULTI_IMAGE,
+            regime_id="full",
+            regime=UNLIMITED,
+            models=("random", "evil"),
+            source=f"MileBench/{task}/{task}.json",
+            source_sha256="0" * 64,
+            n_samples=3,
+            n_prepared=3 - (task == "WebQA"),
+            skipped=(skipped,) if task == "WebQA" else (),
+            n_truncated=0,
+            images_kept=6,
+            images_dropped_budget=0,
+            images_unpaired=0,
+            kit_pictures=0,
+        )
+        atomic_write_json(paths.prepared_manifest(task, Mode.MULTI_IMAGE), record.model_dump(mode="json"))
     atomic_write_json(
         paths.fetch_manifest,
         {"source": {"kind": "fixture", "path": "a_b & 100%"}, "archives": [{"sha256": "f" * 64}]},
@@ -239,6 +265,12 @@ def test_report_has_every_part(rendered: tuple[Report, RunPaths]) -> None:
     assert html.count('<img src="data:image/png;base64,') == 4
     assert "not recorded" in html and "a_b &amp; 100%" in html
     assert "<script" not in html
+    multi_skipped, combined_skipped, _ = result.skipped
+    assert [(r.regime, r.n_skipped, r.tasks_recorded) for r in multi_skipped.regimes] == [("full", 1, 13)]
+    assert combined_skipped.regimes[0].tasks_recorded == 0
+    combined = next(m for m in result.modes if m.mode is Mode.COMBINED_IMAGE)
+    evil_row = next(r for s in combined.sections for r in s.rows if r.model == "evil")
+    assert set(evil_row.coverage) == {"S-1", "overall_real"}
 
 
 def test_figures_are_byte_for_byte_repeatable(rendered: tuple[Report, RunPaths], tmp_path: Path) -> None:

@@ -1,9 +1,15 @@
-"""``milebench report``: gather a run's task scores and render its HTML and LaTeX report."""
+"""``milebench report``: gather a run's task scores and render its HTML and LaTeX report.
+
+A run with missing or failed predictions, or without some task score files, is refused (exit 1, naming
+the run spec file, its ``allow_incomplete`` field and every incomplete cell) unless the run spec sets
+``allow_incomplete: true``; then the report is built and shows the coverage beside each number.
+"""
 
 from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,10 +20,18 @@ from milebench.report.figures import report_figures
 from milebench.report.provenance import manifests
 from milebench.report.render import FIGURES, render_html, render_tex
 from milebench.report.sensitivity import sensitivity_rows
+from milebench.report.skipped import skipped_tables
 from milebench.report.tables import PAPER_MODE, Report, build_report
 from milebench.report.truncation import truncation_tables
 from milebench.report.verdict_view import build_verdict_view
 from milebench.score.aggregate import TaskScore
+from milebench.score.run_aggregate import (
+    IncompleteCell,
+    IncompleteError,
+    RunFiles,
+    incomplete_cells,
+    require_complete,
+)
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode, RunSpec
 
@@ -28,25 +42,19 @@ class ScoreFileError(ValueError):
     """A task score file exists but does not hold a valid task score."""
 
 
-def load_task_score(path: Path) -> TaskScore | None:
-    """The task score at ``path``, or None when the file is absent (reported as a missing task)."""
-    if not path.exists():
-        return None
-    try:
-        return TaskScore.model_validate_json(path.read_text(encoding="utf-8"))
-    except ValueError as err:
-        raise ScoreFileError(f"{path}: not a valid task score: {err}") from None
+class ReportFiles(RunFiles):
+    """The run's files, read once each; an absent task score is None (a missing task), a bad one is named."""
+
+    def task_score(self, model: str, task: str, mode: Mode) -> TaskScore | None:
+        try:
+            return super().task_score(model, task, mode)
+        except ValueError as err:
+            path = self.paths.task_score(model, task, mode)
+            raise ScoreFileError(f"{path}: not a valid task score: {err}") from None
 
 
-def gather(specs: Specs, run: RunSpec, paths: RunPaths) -> Report:
-    scores: dict[tuple[str, str, Mode], TaskScore | None] = {}
-
-    def lookup(model: str, task: str, mode: Mode) -> TaskScore | None:
-        key = (model, task, mode)
-        if key not in scores:
-            scores[key] = load_task_score(paths.task_score(model, task, mode))
-        return scores[key]
-
+def gather(specs: Specs, run: RunSpec, paths: RunPaths, files: ReportFiles | None = None) -> Report:
+    lookup = (files or ReportFiles(paths)).task_score
     models, tasks, all_tasks = specs.run_models(run), specs.run_tasks(run), list(specs.tasks.values())
     tables = build_report(
         run=run, models=models, run_tasks=tasks, all_tasks=all_tasks, paper=specs.paper, lookup=lookup
@@ -59,7 +67,22 @@ def gather(specs: Specs, run: RunSpec, paths: RunPaths) -> Report:
         manifests=manifests(paths),
         sensitivity=sensitivity_rows(models, tasks, all_tasks, lookup) if PAPER_MODE in run.modes else None,
         truncation=truncation_tables(specs, run, tasks, evidence),
+        skipped=skipped_tables(specs, run, tasks, paths),
     )
+
+
+def refusal(run_file: Path, cells: Sequence[IncompleteCell], files: RunFiles) -> str:
+    """Why the report is refused: the run spec file, the field to set, each cell's missing/failed counts."""
+    lines = [
+        f"{run_file}: allow_incomplete: refusing to build the report of run {run_file.stem!r} from "
+        f"incomplete predictions ({len(cells)} incomplete cell(s)). Complete them, or set "
+        "`allow_incomplete: true` in this run spec to build the report with coverage shown."
+    ]
+    for cell in cells:
+        found = files.task_score(cell.model, cell.task, cell.mode)
+        counts = "" if found is None else f"; {found.n_missing} missing, {found.n_failed} failed of {found.n}"
+        lines.append(f"  {cell.describe()}{counts}")
+    return "\n".join(lines)
 
 
 def write_report(report: Report, paths: RunPaths) -> None:
@@ -75,10 +98,13 @@ def report(args: argparse.Namespace) -> int:
     specs = load_specs(args.specs)
     run = specs.run(args.run)
     paths = RunPaths.for_run(run)
-    result = gather(specs, run, paths)
+    files = ReportFiles(paths)
+    try:
+        require_complete(run, incomplete_cells(run, specs.run_tasks(run), files))
+    except IncompleteError as err:
+        log.error("%s", refusal(specs.root / "runs" / f"{run.name}.yaml", err.cells, files))
+        return 1
+    result = gather(specs, run, paths, files)
     write_report(result, paths)
-    if not result.complete:
-        level = logging.INFO if run.allow_incomplete else logging.WARNING
-        log.log(level, "run %s is incomplete: see the coverage tables of the report", run.name)
     log.info("wrote %s and %s", paths.report_html, paths.report_tex)
     return 0

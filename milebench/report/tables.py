@@ -12,6 +12,7 @@ from milebench.score.aggregate import (
     LEVELS,
     Coverage,
     TaskScore,
+    column_tasks,
     coverage,
     group_scores,
     overall_diag,
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from milebench.report.figures import Figure
     from milebench.report.provenance import Manifest
     from milebench.report.sensitivity import SensitivityRow
+    from milebench.report.skipped import SkippedTable
     from milebench.report.truncation import TruncationTable
     from milebench.report.verdict_view import VerdictView
 
@@ -73,6 +75,8 @@ class MainTableRow:
     """Columns where our value is the section's best (after rounding)."""
     paper_best: frozenset[str] = frozenset()
     """Columns where the published value is the section's best (after rounding)."""
+    coverage: dict[str, float] = field(default_factory=dict)
+    """Scored / expected samples of a shown column's tasks, for columns below full coverage."""
 
 
 @dataclass(frozen=True)
@@ -216,6 +220,18 @@ def main_row_values(
     }
 
 
+def partial_coverage(
+    values: Mapping[str, float | None], model: str, mode: Mode, tasks: Sequence[TaskSpec], lookup: ScoreLookup
+) -> dict[str, float]:
+    """Coverage of each shown column that rests on fewer samples than expected (shown beside it)."""
+    found = {}
+    for column, value in values.items():
+        share = coverage(lookup(model, t.name, mode) for t in column_tasks(column, tasks)).fraction
+        if value is not None and share is not None and share < 1:
+            found[column] = share
+    return found
+
+
 def mode_tables(
     mode: Mode,
     models: Sequence[ModelSpec],
@@ -235,6 +251,7 @@ def mode_tables(
         for m in models
     ]
     complete = {row.model: row.coverage.complete for row in coverage_rows}
+    ours = {m.name: main_row_values(m.name, mode, all_tasks, lookup) for m in models}
     sections = []
     for section in Section:
         rows = [
@@ -242,10 +259,13 @@ def mode_tables(
                 model=m.name,
                 display_name=m.display_name,
                 size=m.size,
-                ours=main_row_values(m.name, mode, all_tasks, lookup),
+                ours=ours[m.name],
                 paper=paper_values(paper_rows[m.name]) if with_paper and m.name in paper_rows else None,
                 flagged=flagged_columns(paper, m.name) if with_paper else frozenset(),
                 complete=complete[m.name],
+                coverage={}
+                if complete[m.name]
+                else partial_coverage(ours[m.name], m.name, mode, tasks, lookup),
             )
             for m in models
             if m.section is section
@@ -350,6 +370,8 @@ class Report:
     sensitivity: list[SensitivityRow] | None = None
     """Present when the score files carry the standard scorer."""
     truncation: list[TruncationTable] = field(default_factory=list)
+    skipped: list[SkippedTable] = field(default_factory=list)
+    """Per mode: skipped samples and preprocess totals per input regime, from the preprocess manifests."""
 
     @property
     def complete(self) -> bool:

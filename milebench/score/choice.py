@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 
 from milebench.score.normalize import normalize
 
@@ -33,7 +34,13 @@ def option_key(index: int) -> str:
 
 def option_map(choices: Sequence[str]) -> dict[str, str]:
     """Key -> normalised option text, in list order (the evaluator normalises options once here)."""
-    return {option_key(i): normalize(choice) for i, choice in enumerate(choices)}
+    return dict(_option_items(tuple(choices)))
+
+
+@lru_cache(maxsize=4096)
+def _option_items(choices: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """Cached per choice list: GPR1200's long lists would otherwise be re-normalised for every sample."""
+    return tuple((option_key(i), normalize(choice)) for i, choice in enumerate(choices))
 
 
 def escape_option(text: str) -> str:
@@ -45,18 +52,27 @@ def _pattern(text: str) -> str:
     return escape_option(normalize(text))
 
 
+@lru_cache(maxsize=4096)
+def _patterns(
+    options: tuple[tuple[str, str], ...],
+) -> tuple[re.Pattern[str], re.Pattern[str], tuple[str, ...]]:
+    """The two searches of the evaluator for one option set, compiled once: "<key> <option>" and bare text."""
+    labelled = "|".join(_pattern(f"{key} {text}") for key, text in options)
+    bare = tuple(_pattern(text).replace(" ", "") for _, text in options)
+    return re.compile(f"({labelled})", re.S), re.compile(f"({'|'.join(bare)})", re.S), bare
+
+
 def extract_choice(prediction: str, options: Mapping[str, str]) -> str:
     """The key the evaluator reads from a normalised prediction, given key -> normalised option text."""
     if prediction == "":
         return EMPTY_PREDICTION_KEY
 
-    labelled = "|".join(_pattern(f"{key} {text}") for key, text in options.items())
-    found = re.search(f"({labelled})", prediction, re.S)
+    labelled, bare_pattern, bare = _patterns(tuple(options.items()))
+    found = labelled.search(prediction)
     if found:
         return found.group(0)[0].upper()
 
-    bare = [_pattern(text).replace(" ", "") for text in options.values()]
-    found = re.search(f"({'|'.join(bare)})", prediction.replace(" ", ""), re.S)
+    found = bare_pattern.search(prediction.replace(" ", ""))
     if found:
         matched = found.group(0).strip()
         for key, escaped in zip(options, bare, strict=True):
