@@ -1,29 +1,77 @@
-"""MileBench reproducibility kit: fetch -> preprocess -> infer -> score -> report.
+"""MileBench reproducibility kit: fetch -> preprocess -> infer -> score -> report (+ aggregate).
 
 Choose a run spec with `--config run=NAME` (default: smoke, the embedded mini-MileBench) and a specs
-folder with `--config specs=PATH`. All logic lives in the `milebench` package; every rule is one
+folder with `--config specs=PATH`. Runtime docker only: `--config image_base=REF` builds the family
+images on another base, `image_ca_bundle=PEM` trusts an extra CA while building (corporate proxies). All logic lives in the `milebench` package; every rule is one
 `milebench` command, so any job can be re-run by hand.
+
+The specs are parsed once, here. Each job's params carry the content hash of exactly the specs it
+depends on, so editing a spec re-runs exactly the jobs it affects (Snakemake's params trigger), and
+outputs of unchanged jobs keep their checksums, so nothing downstream of them re-runs either.
+
+Targets besides the default (the report):
+  aggregate            results/<run>/aggregate.json and verdict.json (scores with intervals, verdict)
+  main_table           every multi-image task score (the cells of the paper's main table)
+  model_<model>        every task score of one model (its column), e.g. `snakemake model_random`
+  results/<run>/scores/<model>/<mode>/<Task>.json   one cell
 """
 
 import sys
 from pathlib import Path
 
+from milebench.containers.image import RECORDS_DIR, content_key, family, registry_uri
+from milebench.job_resources import infer_resources
 from milebench.paths import RunPaths
 from milebench.plan import cells, model_regimes, regimes
 from milebench.preprocess.regime import tokenizer_dirs
-from milebench.spec.registry import load_specs, spec_hash
 from milebench.spec.model import TinyWeights
-from milebench.spec.run import Mode
+from milebench.spec.registry import load_specs, spec_hash
+from milebench.spec.run import Mode, Runtime
+from snakemake.settings.types import DeploymentMethod
 
-SPECS_DIR = Path(config.get("specs", workflow.basedir + "/specs")).resolve()
+SPECS_DIR = Path(config.get("specs", Path(workflow.basedir) / "specs")).resolve()
 SPECS = load_specs(SPECS_DIR)
 RUN = SPECS.run(config.get("run", "smoke"))
 P = RunPaths.for_run(RUN)
 CELLS = cells(SPECS, RUN)
-TINY = [m.name for m in SPECS.run_models(RUN) if isinstance(m.weights, TinyWeights)]
+MODELS = {m.name: m for m in SPECS.run_models(RUN)}
+TINY = [name for name, m in MODELS.items() if isinstance(m.weights, TinyWeights)]
 REGIMES = regimes(SPECS, RUN)
 MODEL_REGIME = model_regimes(SPECS, RUN)
-MB = f"{sys.executable} -m milebench --specs {SPECS_DIR}"
+RESOURCES = {name: infer_resources(m) for name, m in MODELS.items()}
+KIT_FAMILY = "kit"
+FAMILIES = sorted({KIT_FAMILY} | {m.container for m in MODELS.values() if m.container})
+
+
+class Untracked:
+    """A shell value that is not a result's input (where the interpreter or the specs folder lives):
+    Snakemake's params trigger skips values it cannot represent, so moving a checkout re-runs nothing."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def __str__(self):
+        return self.text
+
+
+def image_uri(family_name):
+    """The image a family's jobs run in under runtime apptainer (inert for the other runtimes)."""
+    if RUN.image_registry is not None:
+        return registry_uri(RUN.image_registry, family_name)
+    return str((RECORDS_DIR / f"{family_name}.sif").resolve())
+
+
+if RUN.runtime is Runtime.APPTAINER:
+    if DeploymentMethod.APPTAINER not in workflow.deployment_settings.deployment_method:
+        raise ValueError(
+            f"{SPECS_DIR}/runs/{RUN.name}.yaml: runtime: apptainer: run Snakemake with "
+            "--software-deployment-method apptainer (or use runtime local or docker)"
+        )
+    MB = Untracked(f"python -m milebench --specs {SPECS_DIR}")
+else:
+    MB = Untracked(f"{sys.executable} -m milebench --specs {SPECS_DIR}")
+IMAGES = {name: image_uri(name) for name in FAMILIES}
+DOCKER = RUN.runtime is Runtime.DOCKER
 
 
 wildcard_constraints:
@@ -31,6 +79,17 @@ wildcard_constraints:
     task="[A-Za-z0-9-]+",
     mode="multi-image|combined-image|adversarial",
     regime="[A-Za-z0-9.-]+",
+    family="[a-z0-9][a-z0-9-]*",
+
+
+localrules:
+    all,
+    fixture,
+    fetch,
+    build_image,
+    aggregate,
+    report,
+    main_table,
 
 
 rule all:
@@ -39,18 +98,42 @@ rule all:
         P.report_tex,
 
 
+rule main_table:
+    input:
+        [P.task_score(c.model, c.task, c.mode) for c in CELLS if c.mode is Mode.MULTI_IMAGE],
+
+
+for model_name in RUN.models:
+
+    rule:
+        name:
+            f"model_{model_name}"
+        input:
+            [P.task_score(c.model, c.task, c.mode) for c in CELLS if c.model == model_name],
+
+
 if RUN.data.kind == "fixture":
 
     rule fixture:
         output:
             P.mirror / "milebench.lock.yaml",
         params:
+            mb=MB,
+            mirror=lambda w, output: Path(output[0]).parent,
             seed=RUN.data.seed,
             n=RUN.data.samples_per_task,
         log:
             P.logs("fixture", "fixture"),
+        benchmark:
+            P.benchmark("fixture", "fixture")
+        container:
+            IMAGES[KIT_FAMILY]
+        resources:
+            mem_mb=2000,
+            runtime=30,
         shell:
-            "{MB} fixture --out {P.mirror} --seed {params.seed} --samples-per-task {params.n} > {log} 2>&1"
+            "{params.mb} fixture --out {params.mirror} --seed {params.seed}"
+            " --samples-per-task {params.n} > {log} 2>&1"
 
 
 rule fetch:
@@ -59,22 +142,62 @@ rule fetch:
     output:
         P.fetch_manifest,
     params:
+        mb=MB,
+        run=RUN.name,
         source=spec_hash(RUN.data),
     log:
         P.logs("fetch", "fetch"),
+    benchmark:
+        P.benchmark("fetch", "fetch")
+    container:
+        IMAGES[KIT_FAMILY]
+    resources:
+        mem_mb=4000,
+        runtime=720,
     shell:
-        "{MB} fetch --run {RUN.name} > {log} 2>&1"
+        "{params.mb} fetch --run {params.run} > {log} 2>&1"
 
 
 rule tiny_model:
     output:
         directory(P.model_dir("{model}")),
     params:
-        spec=lambda w: spec_hash(SPECS.models[w.model]),
+        mb=MB,
+        run=RUN.name,
+        spec=lambda w: spec_hash(MODELS[w.model].weights),
+        shape=lambda w: (MODELS[w.model].max_context_len, MODELS[w.model].n_tokens_per_image),
     log:
         P.logs("tiny_model", "{model}"),
+    benchmark:
+        P.benchmark("tiny_model", "{model}")
+    container:
+        IMAGES[KIT_FAMILY]
+    resources:
+        mem_mb=4000,
+        runtime=30,
     shell:
-        "{MB} tiny-model --run {RUN.name} --model {wildcards.model} > {log} 2>&1"
+        "{params.mb} tiny-model --run {params.run} --model {wildcards.model} > {log} 2>&1"
+
+
+rule build_image:
+    output:
+        update(str(RECORDS_DIR / "{family}.json")),
+    params:
+        mb=MB,
+        files=lambda w: content_key(family(w.family)),
+        base=f"--base {config['image_base']}" if config.get("image_base") else "",
+        ca=Untracked(f"--ca-bundle {config['image_ca_bundle']}" if config.get("image_ca_bundle") else ""),
+    log:
+        P.logs("build_image", "{family}"),
+    benchmark:
+        P.benchmark("build_image", "{family}")
+    container:
+        IMAGES[KIT_FAMILY]
+    resources:
+        mem_mb=2000,
+        runtime=120,
+    shell:
+        "{params.mb} image build --family {wildcards.family} {params.base} {params.ca} > {log} 2>&1"
 
 
 def regime_of(w):
@@ -90,29 +213,60 @@ rule preprocess:
         prepared=P.prepared("{task}", "{mode}", "{regime}"),
         manifest=P.prepared_manifest("{task}", "{mode}", "{regime}"),
     params:
+        mb=MB,
+        run=RUN.name,
         spec=lambda w: spec_hash(SPECS.tasks[w.task]),
         skip_bad=RUN.skip_bad_samples,
     threads: 2
     log:
         P.logs("preprocess", "{mode}.{regime}.{task}"),
+    benchmark:
+        P.benchmark("preprocess", "{mode}.{regime}.{task}")
+    container:
+        IMAGES[KIT_FAMILY]
+    resources:
+        mem_mb=4000,
+        runtime=120,
     shell:
-        "{MB} preprocess --run {RUN.name} --task {wildcards.task} --mode {wildcards.mode}"
+        "{params.mb} preprocess --run {params.run} --task {wildcards.task} --mode {wildcards.mode}"
         " --regime {wildcards.regime} --workers {threads} > {log} 2>&1"
+
+
+def infer_command(w):
+    """`infer` on the host or in Snakemake's container; `container-infer` in the family's Docker image."""
+    if not DOCKER:
+        return "infer"
+    gpus = " --gpus all" if RESOURCES[w.model].gpu else ""
+    return f"container-infer --runtime docker{gpus}"
 
 
 rule infer:
     input:
         prepared=lambda w: P.prepared(w.task, w.mode, regime_of(w)),
         model=lambda w: [P.model_dir(w.model)] if w.model in TINY else [],
+        image=lambda w: [RECORDS_DIR / f"{MODELS[w.model].container}.json"] if DOCKER else [],
     output:
-        P.predictions("{model}", "{task}", "{mode}"),
+        predictions=P.predictions("{model}", "{task}", "{mode}"),
+        provenance=P.infer_provenance("{model}", "{task}", "{mode}"),
     params:
-        spec=lambda w: spec_hash(SPECS.models[w.model]),
+        mb=MB,
+        run=RUN.name,
+        command=infer_command,
+        spec=lambda w: spec_hash(MODELS[w.model]),
+    threads: lambda w: RESOURCES[w.model].threads
     log:
         P.logs("infer", "{model}.{mode}.{task}"),
+    benchmark:
+        P.benchmark("infer", "{model}.{mode}.{task}")
+    container:
+        lambda w: IMAGES.get(MODELS[w.model].container or KIT_FAMILY, IMAGES[KIT_FAMILY])
+    resources:
+        gpu=lambda w: RESOURCES[w.model].gpu,
+        mem_mb=lambda w: RESOURCES[w.model].mem_mb,
+        runtime=lambda w: RESOURCES[w.model].runtime,
     shell:
-        "{MB} infer --run {RUN.name} --model {wildcards.model} --task {wildcards.task}"
-        " --mode {wildcards.mode} > {log} 2>&1"
+        "{params.mb} {params.command} --run {params.run} --model {wildcards.model}"
+        " --task {wildcards.task} --mode {wildcards.mode} > {log} 2>&1"
 
 
 rule score:
@@ -122,13 +276,47 @@ rule score:
     output:
         judgments=P.judgments("{model}", "{task}", "{mode}"),
         score=P.task_score("{model}", "{task}", "{mode}"),
+        provenance=P.score_provenance("{model}", "{task}", "{mode}"),
     params:
+        mb=MB,
+        run=RUN.name,
         spec=lambda w: spec_hash(SPECS.tasks[w.task]),
     log:
         P.logs("score", "{model}.{mode}.{task}"),
+    benchmark:
+        P.benchmark("score", "{model}.{mode}.{task}")
+    container:
+        IMAGES[KIT_FAMILY]
+    resources:
+        mem_mb=2000,
+        runtime=30,
     shell:
-        "{MB} score --run {RUN.name} --model {wildcards.model} --task {wildcards.task}"
+        "{params.mb} score --run {params.run} --model {wildcards.model} --task {wildcards.task}"
         " --mode {wildcards.mode} > {log} 2>&1"
+
+
+rule aggregate:
+    input:
+        [P.task_score(c.model, c.task, c.mode) for c in CELLS],
+    output:
+        aggregate=P.aggregate_json,
+        verdict=P.verdict_json,
+    params:
+        mb=MB,
+        run=RUN.name,
+        spec=spec_hash(RUN),
+        paper=spec_hash(SPECS.paper),
+    log:
+        P.logs("aggregate", "aggregate"),
+    benchmark:
+        P.benchmark("aggregate", "aggregate")
+    container:
+        IMAGES[KIT_FAMILY]
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    shell:
+        "{params.mb} aggregate --run {params.run} > {log} 2>&1"
 
 
 rule report:
@@ -137,9 +325,20 @@ rule report:
     output:
         html=P.report_html,
         tex=P.report_tex,
+        figures=directory(P.report_figures),
     params:
+        mb=MB,
+        run=RUN.name,
+        spec=spec_hash(RUN),
         paper=spec_hash(SPECS.paper),
     log:
         P.logs("report", "report"),
+    benchmark:
+        P.benchmark("report", "report")
+    container:
+        IMAGES[KIT_FAMILY]
+    resources:
+        mem_mb=4000,
+        runtime=60,
     shell:
-        "{MB} report --run {RUN.name} > {log} 2>&1"
+        "mkdir -p {output.figures} && {params.mb} report --run {params.run} > {log} 2>&1"

@@ -117,6 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base", default=None, help="Base image instead of the Dockerfile's pinned BASE.")
     p.add_argument("--ca-bundle", type=Path, default=None, help="Extra CA certificates (PEM) to trust.")
 
+    p = image.add_parser("uri", help="Print the registry reference runtime apptainer pulls for a family.")
+    p.set_defaults(target="milebench.containers.commands:image_uri")
+    p.add_argument("--family", required=True)
+    p.add_argument("--registry", required=True, help="e.g. docker://ghcr.io/<org>/milebench")
+
     p = add("container-infer", "milebench.containers.commands:container_infer", "Run `infer` in its image.")
     _job_args(p, model=True)
     p.add_argument("--runtime", choices=["local", "docker"], default="docker")

@@ -75,6 +75,18 @@ class RunPaths:
     def task_score(self, model: str, task: str, mode: Mode | str) -> Path:
         return self.out / "scores" / model / str(mode) / f"{task}.json"
 
+    def infer_provenance(self, model: str, task: str, mode: Mode | str) -> Path:
+        """Beside the predictions: the environment, specs, data and times of the job that wrote them."""
+        return self.out / "predictions" / model / str(mode) / f"{task}.jsonl.provenance.json"
+
+    def score_provenance(self, model: str, task: str, mode: Mode | str) -> Path:
+        """Beside the task score: the manifest of the score job."""
+        return self.out / "scores" / model / str(mode) / f"{task}.json.provenance.json"
+
+    def benchmark(self, rule: str, name: str) -> Path:
+        """Snakemake's per-job record of wall time, memory and I/O."""
+        return self.out / "benchmarks" / rule / f"{name}.tsv"
+
     @property
     def aggregate_json(self) -> Path:
         """Every model's task, group and overall scores with intervals and coverage."""
@@ -95,3 +107,8 @@ class RunPaths:
     @property
     def report_tex(self) -> Path:
         return self.reports / "report.tex"
+
+    @property
+    def report_figures(self) -> Path:
+        """The report's figures (PDF for the LaTeX, PNG for the HTML)."""
+        return self.reports / "figures"

@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from milebench.plan import cells, prepare_jobs
-from milebench.spec.registry import load_specs
+from milebench.provenance import read_provenance
+from milebench.spec.registry import load_specs, spec_hash
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
@@ -62,33 +63,138 @@ def test_smoke_dry_run_builds_fixture_and_tiny_model(tmp_path: Path) -> None:
     assert counts["preprocess"] == 2 * 29  # random reads the unlimited regime, tiny-llava its own
 
 
-def test_end_to_end_small_run(tmp_path: Path) -> None:
+E2E_TASKS = ["ActionSequence", "GPR1200", "TextNeedleInAHaystack"]
+
+
+def snakemake(cwd: Path, *args: str) -> str:
+    result = subprocess.run([*SNAKEMAKE, *args], cwd=cwd, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout + result.stderr
+
+
+@pytest.fixture(scope="module")
+def e2e(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """fixture -> fetch -> preprocess -> infer -> score -> report on three tasks with real commands."""
-    specs_dir = tmp_path / "specs"
+    root = tmp_path_factory.mktemp("e2e")
+    specs_dir = root / "specs"
     shutil.copytree(REPO / "specs", specs_dir)
-    tasks = ["ActionSequence", "GPR1200", "TextNeedleInAHaystack"]
     (specs_dir / "runs" / "e2e.yaml").write_text(
         yaml.safe_dump(
             {
                 "name": "e2e",
                 "description": "end-to-end test",
                 "models": ["random", "oracle"],
-                "tasks": tasks,
+                "tasks": E2E_TASKS,
                 "modes": ["multi-image"],
                 "data": {"kind": "fixture", "seed": 1, "samples_per_task": 2},
             }
         )
     )
-    subprocess.run(
-        [*SNAKEMAKE, "--cores", "2", "--config", "run=e2e", f"specs={specs_dir}"],
-        cwd=tmp_path,
-        check=True,
-        capture_output=True,
-    )
-    html = (tmp_path / "reports" / "e2e" / "report.html").read_text()
+    snakemake(root, "--cores", "2", *e2e_config(root))
+    return root
+
+
+def e2e_config(root: Path) -> list[str]:
+    return ["--config", "run=e2e", f"specs={root / 'specs'}"]
+
+
+def test_end_to_end_small_run(e2e: Path) -> None:
+    html = (e2e / "reports" / "e2e" / "report.html").read_text()
     assert "Oracle" in html or "oracle" in html
-    assert (tmp_path / "reports" / "e2e" / "report.tex").read_text().strip()
-    for task in tasks:
-        score = json.loads((tmp_path / f"results/e2e/scores/oracle/multi-image/{task}.json").read_text())
+    assert (e2e / "reports" / "e2e" / "report.tex").read_text().strip()
+    assert (e2e / "reports" / "e2e" / "figures").is_dir()
+    for task in E2E_TASKS:
+        score = json.loads((e2e / f"results/e2e/scores/oracle/multi-image/{task}.json").read_text())
         assert score["score"] == pytest.approx(100.0), task
         assert score["n_scored"] == 2
+    # every job leaves a benchmark record
+    assert len(list((e2e / "results/e2e/benchmarks/infer").glob("*.tsv"))) == 2 * len(E2E_TASKS)
+    assert (e2e / "results/e2e/benchmarks/report/report.tsv").is_file()
+
+
+def test_complete_run_has_nothing_to_do(e2e: Path) -> None:
+    out = snakemake(e2e, "-n", "--cores", "1", *e2e_config(e2e))
+    assert "Nothing to be done" in out, out[-2000:]
+
+
+def test_generation_edit_replans_only_that_models_jobs(e2e: Path) -> None:
+    """Changing oracle's max_new_tokens re-plans oracle's infer and score jobs and the report only."""
+    spec_file = e2e / "specs" / "models" / "oracle.yaml"
+    original = spec_file.read_text()
+    spec = yaml.safe_load(original)
+    spec.setdefault("generation", {})["max_new_tokens"] = 7
+    spec_file.write_text(yaml.safe_dump(spec))
+    try:
+        out = snakemake(e2e, "-n", "--cores", "1", *e2e_config(e2e))
+    finally:
+        spec_file.write_text(original)
+    counts = job_counts(out)
+    n = len(E2E_TASKS)
+    assert counts == {"infer": n, "score": n, "report": 1, "all": 1}, counts
+    assert "results/e2e/predictions/oracle/" in out and "results/e2e/predictions/random/" not in out
+    # the infer jobs are re-planned for their params (the model spec's hash), everything after them
+    # only because their inputs will change
+    reasons = re.findall(r"^(?:local)?rule (\w+):\n(?:.*\n)*?\s+reason: (.*)", out, re.M)
+    assert sorted(rule for rule, why in reasons if why.startswith("Params have changed")) == ["infer"] * n
+    assert all(
+        why.startswith("Input files updated by another job") for rule, why in reasons if rule != "infer"
+    )
+
+
+def test_task_spec_edit_replans_its_preprocess_and_scores(e2e: Path) -> None:
+    spec_file = e2e / "specs" / "tasks" / "GPR1200.yaml"
+    original = spec_file.read_text()
+    spec = yaml.safe_load(original)
+    spec["display_name"] = spec.get("display_name", "GPR1200") + " (edited)"
+    spec_file.write_text(yaml.safe_dump(spec))
+    try:
+        counts = job_counts(snakemake(e2e, "-n", "--quiet", "rules", "--cores", "1", *e2e_config(e2e)))
+    finally:
+        spec_file.write_text(original)
+    # one prepared file (both models read the unlimited regime), then both models' infer and score
+    assert counts == {"preprocess": 1, "infer": 2, "score": 2, "report": 1, "all": 1}, counts
+
+
+def test_named_targets(e2e: Path) -> None:
+    """Per-claim targets: one model's column and the main table are up to date; aggregate is not built."""
+    for target in ("model_oracle", "main_table"):
+        assert "Nothing to be done" in snakemake(e2e, "-n", "--cores", "1", *e2e_config(e2e), "--", target)
+    counts = job_counts(
+        snakemake(e2e, "-n", "--quiet", "rules", "--cores", "1", *e2e_config(e2e), "--", "aggregate")
+    )
+    assert counts == {"aggregate": 1}
+
+
+def test_lint_is_clean(tmp_path: Path) -> None:
+    result = subprocess.run([*SNAKEMAKE, "--lint"], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Lints for" not in result.stdout + result.stderr
+
+
+def test_every_infer_and_score_output_has_provenance(e2e: Path) -> None:
+    specs = load_specs(e2e / "specs")
+    fetch = json.loads((e2e / "results/e2e/data/fetch.json").read_text())
+    archives = {a["name"]: a["sha256"] for a in fetch["archives"]}
+    for model in ("random", "oracle"):
+        for task in E2E_TASKS:
+            for stage, path in (
+                ("infer", f"predictions/{model}/multi-image/{task}.jsonl.provenance.json"),
+                ("score", f"scores/{model}/multi-image/{task}.json.provenance.json"),
+            ):
+                record = read_provenance(e2e / "results/e2e" / path)
+                assert (record.stage, record.model, record.task, record.mode) == (
+                    stage,
+                    model,
+                    task,
+                    "multi-image",
+                )
+                assert record.specs["model"] == spec_hash(specs.models[model])
+                assert record.specs["task"] == spec_hash(specs.tasks[task])
+                assert record.data is not None and record.data.archives == archives
+                assert record.seeds == {"generation": 0, "fixture": 1}
+                assert record.weights_revision == "builtin"
+                assert record.environment.torch == "not loaded"  # builtin models never import torch
+                assert "pydantic" in record.environment.packages
+                assert record.started_at <= record.finished_at
+    html = (e2e / "reports" / "e2e" / "report.html").read_text()
+    assert "job environment 1" in html and "infer oracle/multi-image/GPR1200" in html

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sys
 from pathlib import Path
 
 from milebench.containers.docker_runtime import (
@@ -15,9 +16,10 @@ from milebench.containers.docker_runtime import (
     job_spec,
     run_container,
 )
-from milebench.containers.image import ImageError, build_image, client_from_env, recorded_image
+from milebench.containers.image import ImageError, build_image, client_from_env, recorded_image, registry_uri
 from milebench.infer.commands import model_spec
 from milebench.paths import RunPaths
+from milebench.provenance import COMMIT_VAR, DIRTY_VAR, IMAGE_ID_VAR, kit_version
 from milebench.spec.base import SpecError
 from milebench.spec.model import ModelSpec
 from milebench.spec.registry import load_specs
@@ -31,6 +33,16 @@ SIGTERM_EXIT = 143
 def image_build(args: argparse.Namespace) -> int:
     try:
         build_image(args.family, base=args.base, ca_bundle=args.ca_bundle)
+    except ImageError as err:
+        log.error("%s", err)
+        return 1
+    return 0
+
+
+def image_uri(args: argparse.Namespace) -> int:
+    """Print the registry reference a family's image must be pushed to for runtime apptainer."""
+    try:
+        sys.stdout.write(registry_uri(args.registry, args.family) + "\n")
     except ImageError as err:
         log.error("%s", err)
         return 1
@@ -53,6 +65,16 @@ def local_data(run: RunSpec) -> tuple[Path, ...]:
     if isinstance(run.data, LocalSource) and Path(run.data.path).is_dir():
         return (Path(run.data.path).resolve(),)
     return ()
+
+
+def provenance_env(image_id: str) -> dict[str, str]:
+    """What the job's provenance cannot see from inside the image: the image itself and the host's
+    checkout (the image was built from it: a stale image is refused before the job starts)."""
+    kit = kit_version()
+    env = {IMAGE_ID_VAR: image_id, COMMIT_VAR: kit.commit}
+    if kit.dirty is not None:
+        env[DIRTY_VAR] = "1" if kit.dirty else "0"
+    return env
 
 
 def container_infer(args: argparse.Namespace) -> int:
@@ -85,6 +107,7 @@ def container_infer(args: argparse.Namespace) -> int:
             api_network=args.api_network,
             user=caller_user(),
             labels={"org.milebench.run": run.name, "org.milebench.model": model.name},
+            env=provenance_env(record.image_id),
         )
         run_container(client, spec)
     except ImageError as err:

@@ -111,8 +111,11 @@ def job_spec(
     api_network: str = "bridge",
     user: str | None = None,
     labels: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> ContainerSpec:
-    """The container for one kit command on one model: paths keep their host names inside."""
+    """The container for one kit command on one model: paths keep their host names inside.
+
+    ``env`` adds non-secret settings (the job's provenance facts) to the fixed ones."""
     mounts = [same_path(specs_root, read_only=True)]
     mounts += [same_path(p, read_only=True) for p in readable]
     mounts += [same_path(p, read_only=False) for p in writable]
@@ -124,7 +127,7 @@ def job_spec(
         command=("--specs", str(specs_root.absolute()), *command),
         working_dir=str(workdir.absolute()),
         mounts=tuple(mounts),
-        env=fixed_env(network),
+        env=fixed_env(network) | dict(env or {}),
         passthrough=passthrough_names(model),
         network_mode=network,
         gpus=gpus,

@@ -146,6 +146,25 @@ def build_args(base: str | None, with_ca_bundle: bool) -> dict[str, str]:
     return args
 
 
+def content_key(fam: Family) -> str:
+    """Hash of what a family's image is built from in the checkout (Dockerfile, lock, kit source),
+    independent of any engine: the tag images carry in a registry, and what the DAG tracks."""
+    return sha256_text(
+        canonical_json(
+            {
+                "dockerfile": sha256_file(fam.dockerfile),
+                "lock": sha256_file(fam.lock),
+                "source": source_sha256(fam.root),
+            }
+        )
+    )
+
+
+def registry_uri(registry: str, family_name: str, root: Path = REPO_ROOT) -> str:
+    """Where runtime apptainer pulls a family's image: ``<registry>/<family>:<content key>``."""
+    return f"{registry}/{family_name}:{content_key(family(family_name, root))[:12]}"
+
+
 def image_tag(family_name: str, key: str) -> str:
     return f"milebench-{family_name}:{key[:12]}"
 

@@ -14,6 +14,7 @@ from milebench.io import read_jsonl
 from milebench.paths import RunPaths
 from milebench.preprocess.commands import task_spec
 from milebench.preprocess.regime import model_regime
+from milebench.provenance import job_provenance, utc_now, write_provenance
 from milebench.records import PreparedSample
 from milebench.spec.base import SpecError
 from milebench.spec.model import HubWeights, ModelSpec
@@ -93,6 +94,7 @@ def infer(args: argparse.Namespace) -> int:
     from milebench.infer.engine import run_model
     from milebench.infer.registry import load_adapter
 
+    started = utc_now()
     specs = load_specs(args.specs)
     paths = RunPaths.for_run(specs.run(args.run))
     spec = pin_weights(model_spec(specs, args.model), specs.root)
@@ -111,6 +113,18 @@ def infer(args: argparse.Namespace) -> int:
     except AdapterError as err:
         log.error("%s", err)
         return 1
+    record = job_provenance(
+        stage="infer",
+        specs=specs,
+        run=specs.run(args.run),
+        model=spec,
+        task=task.name,
+        mode=mode.value,
+        outputs=(out,),
+        fetch_manifest=paths.fetch_manifest,
+        started_at=started,
+    )
+    write_provenance(paths.infer_provenance(spec.name, task.name, mode), record)
     return failure_verdict(summary, specs.run(args.run).max_failure_rate, out)
 
 

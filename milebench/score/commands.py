@@ -10,6 +10,7 @@ from milebench.io import atomic_write_json, atomic_write_jsonl
 from milebench.paths import RunPaths
 from milebench.plan import applies
 from milebench.preprocess.regime import model_regime
+from milebench.provenance import job_provenance, utc_now, write_provenance
 from milebench.records import Judgment, Prediction, PreparedSample
 from milebench.score.aggregate import TaskScore, summarise
 from milebench.score.inputs import read_predictions, read_prepared
@@ -90,6 +91,7 @@ def _points(value: float | None) -> str:
 
 
 def score(args: argparse.Namespace) -> int:
+    started = utc_now()
     specs = load_specs(args.specs)
     run = specs.run(args.run)
     run_file = specs.root / "runs" / f"{run.name}.yaml"
@@ -110,4 +112,16 @@ def score(args: argparse.Namespace) -> int:
     preds = read_predictions(paths.predictions(args.model, task.name, mode), task.name, args.model, mode)
     judgments, task_score = score_task(task, args.model, mode, samples, preds)
     write_scores(paths, judgments, task_score)
+    record = job_provenance(
+        stage="score",
+        specs=specs,
+        run=run,
+        model=specs.models[args.model],
+        task=task.name,
+        mode=mode.value,
+        outputs=(paths.judgments(args.model, task.name, mode), paths.task_score(args.model, task.name, mode)),
+        fetch_manifest=paths.fetch_manifest,
+        started_at=started,
+    )
+    write_provenance(paths.score_provenance(args.model, task.name, mode), record)
     return 0

@@ -63,6 +63,15 @@ class CombinedSource(StrEnum):
     KIT = "kit"
 
 
+class Runtime(StrEnum):
+    """Where inference jobs run: the host's Python, the model family's Docker image (Docker SDK), or
+    Snakemake's own container support (Apptainer, images pulled from ``image_registry``; HPC)."""
+
+    LOCAL = "local"
+    DOCKER = "docker"
+    APPTAINER = "apptainer"
+
+
 DataSource = Annotated[HubSource | MirrorSource | LocalSource | FixtureSource, Field(discriminator="kind")]
 
 
@@ -98,6 +107,19 @@ class RunSpec(Spec):
         ge=0,
         le=1,
         description="An inference job whose share of failed samples exceeds this exits non-zero.",
+    )
+
+    runtime: Runtime = Field(
+        default=Runtime.LOCAL,
+        description="local: the host's Python; docker: each model family's image via the Docker engine; "
+        "apptainer: Snakemake's container support (run with --software-deployment-method apptainer).",
+    )
+    image_registry: str | None = Field(
+        default=None,
+        pattern=r"^(docker|oras|library|shub)://\S+[^/]$",
+        description="Runtime apptainer: where the family images are pushed, as an Apptainer URI prefix "
+        "(docker://ghcr.io/<org>/milebench gives docker://ghcr.io/<org>/milebench/<family>:<tag>, the tag "
+        "printed by `milebench image uri`); null: local SIF files results/images/<family>.sif.",
     )
 
     @property

@@ -1,0 +1,182 @@
+"""Runtimes in the DAG: dry runs of a run spec with runtime docker and apptainer show the right jobs,
+inputs, commands and images; the Docker runtime hands the job its provenance facts."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from milebench.containers import image
+from milebench.containers.commands import provenance_env
+from milebench.containers.docker_runtime import job_spec
+from milebench.io import read_jsonl
+from milebench.provenance import COMMIT_VAR, DIRTY_VAR, IMAGE_ID_VAR, provenance_path, read_provenance
+from milebench.spec.registry import load_specs
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
+REGISTRY = "docker://ghcr.io/example/milebench"
+GPU_CELL = "predictions/llava-1.5-7b/multi-image/ActionSequence.jsonl"
+CPU_CELL = "predictions/random/multi-image/ActionSequence.jsonl"
+LOCAL_BASE = "milebench-base:bookworm"
+HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
+
+
+def write_run(root: Path, name: str, **extra: object) -> None:
+    specs = root / "specs"
+    if not specs.exists():
+        specs.mkdir()
+        for part in ("tasks", "models", "locks", "paper.yaml"):
+            src = REPO / "specs" / part
+            (specs / part).symlink_to(src, target_is_directory=src.is_dir())
+        (specs / "runs").mkdir()
+    run = {
+        "name": name,
+        "description": f"{name} dry run",
+        "models": ["random", "llava-1.5-7b"],
+        "tasks": ["ActionSequence"],
+        "data": {"kind": "fixture", "seed": 0, "samples_per_task": 2},
+        **extra,
+    }
+    (specs / "runs" / f"{name}.yaml").write_text(yaml.safe_dump(run))
+
+
+def dry_run(
+    root: Path, run: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    targets = [f"results/{run}/{GPU_CELL}", f"results/{run}/{CPU_CELL}"]
+    config = ["--config", f"run={run}", f"specs={root / 'specs'}"]
+    return subprocess.run(
+        [*SNAKEMAKE, "-n", "-p", "--cores", "1", *config, *args, "--", *targets],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+
+
+def shell_commands(output: str) -> list[str]:
+    prefix = "Shell command: "
+    return [line.removeprefix(prefix) for line in output.splitlines() if line.startswith(prefix)]
+
+
+def test_docker_runtime_builds_images_and_runs_infer_in_them(tmp_path: Path) -> None:
+    write_run(tmp_path, "dock", runtime="docker")
+    result = dry_run(tmp_path, "dock")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout + result.stderr
+    commands = shell_commands(out)
+    infer = [c for c in commands if " infer " in c or "container-infer" in c]
+    assert len(infer) == 2
+    assert all("container-infer --runtime docker" in c for c in infer)
+    gpu = next(c for c in infer if "--model llava-1.5-7b" in c)
+    cpu = next(c for c in infer if "--model random" in c)
+    assert "--gpus all" in gpu and "--gpus" not in cpu
+    builds = sorted(re.findall(r"image build --family (\S+)", out))
+    assert builds == ["kit", "llava15"]
+    # the infer jobs take the image records as input, so a new image re-runs inference
+    assert re.search(r"input: \S+ActionSequence.jsonl, results/images/llava15.json", out)
+    assert re.search(r"input: \S+ActionSequence.jsonl, results/images/kit.json", out)
+    # preprocessing and scoring stay on the host
+    assert all(" preprocess " not in c or "container" not in c for c in commands)
+
+
+def test_apptainer_runtime_pulls_each_familys_image(tmp_path: Path) -> None:
+    write_run(tmp_path, "appt", runtime="apptainer", image_registry=REGISTRY)
+    refused = dry_run(tmp_path, "appt")
+    assert refused.returncode != 0
+    message = refused.stdout + refused.stderr
+    assert "--software-deployment-method apptainer" in message and "appt.yaml" in message
+
+    stub = tmp_path / "bin" / "apptainer"  # Snakemake checks the binary's version even in a dry run
+    stub.parent.mkdir()
+    stub.write_text('#!/bin/sh\necho "apptainer version 1.3.4"\n')
+    stub.chmod(0o755)
+    env = {"PATH": f"{stub.parent}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    result = dry_run(tmp_path, "appt", "--software-deployment-method", "apptainer", env=env)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout + result.stderr
+    pulled = set(re.findall(r"Singularity image (\S+) will be pulled", out))
+    assert pulled == {
+        image.registry_uri(REGISTRY, "kit"),
+        image.registry_uri(REGISTRY, "llava15"),
+    }
+    commands = shell_commands(out)
+    assert commands and all(c.startswith("python -m milebench --specs ") for c in commands)
+    assert not any("container-infer" in c for c in commands)
+
+
+def test_registry_uri_is_tagged_by_content(tmp_path: Path) -> None:
+    uri = image.registry_uri(REGISTRY, "kit")
+    assert re.fullmatch(re.escape(REGISTRY) + r"/kit:[0-9a-f]{12}", uri)
+    assert image.registry_uri(REGISTRY, "kit") == uri
+    with pytest.raises(image.ImageError, match="nope"):
+        image.registry_uri(REGISTRY, "nope")
+
+
+def test_docker_job_receives_provenance_facts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(COMMIT_VAR, "a" * 40)
+    monkeypatch.setenv(DIRTY_VAR, "1")
+    env = provenance_env("sha256:" + "b" * 64)
+    assert env == {IMAGE_ID_VAR: "sha256:" + "b" * 64, COMMIT_VAR: "a" * 40, DIRTY_VAR: "1"}
+    specs = load_specs()
+    spec = job_spec(
+        image="img",
+        model=specs.models["random"],
+        command=("infer",),
+        specs_root=specs.root,
+        writable=(),
+        model_cache=None,
+        workdir=Path.cwd(),
+        env=env,
+    )
+    assert spec.env[IMAGE_ID_VAR] == "sha256:" + "b" * 64
+    assert spec.env["HF_HUB_OFFLINE"] == "1"  # the fixed settings stay
+
+
+@pytest.mark.docker
+def test_docker_runtime_through_snakemake_matches_the_host(tmp_path: Path) -> None:
+    """One infer job per runtime through the DAG: same answers; the docker one records its image, and
+    a touched but identical image record re-runs nothing."""
+    engine = subprocess.run(["docker", "image", "inspect", LOCAL_BASE], capture_output=True, check=False)
+    if shutil.which("docker") is None or engine.returncode != 0:
+        pytest.skip(f"docker: no engine or no base image {LOCAL_BASE} (run .ci/docker-setup.sh)")
+    shutil.copytree(REPO / "specs", tmp_path / "specs")  # a real folder: the container mounts only it
+    write_run(tmp_path, "host", models=["random"])
+    write_run(tmp_path, "box", models=["random"], runtime="docker")
+    build = [f"image_base={LOCAL_BASE}"] + ([f"image_ca_bundle={HOST_CA}"] if HOST_CA.is_file() else [])
+
+    def run(name: str, *args: str) -> str:
+        config = ["--config", f"run={name}", f"specs={tmp_path / 'specs'}", *build]
+        done = subprocess.run(
+            [*SNAKEMAKE, "--cores", "2", *config, *args, "--", f"results/{name}/{CPU_CELL}"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        return done.stdout + done.stderr
+
+    run("host")
+    run("box")
+
+    def answers(name: str) -> list[tuple[int, str | None, str]]:
+        rows = read_jsonl(tmp_path / "results" / name / CPU_CELL)
+        return [(r["sample_id"], r["response"], r["cache_key"]) for r in rows]
+
+    assert answers("box") == answers("host") and answers("host")
+    record = json.loads((tmp_path / "results/images/kit.json").read_text())
+    box = read_provenance(provenance_path(tmp_path / "results/box" / CPU_CELL))
+    host = read_provenance(provenance_path(tmp_path / "results/host" / CPU_CELL))
+    assert box.environment.image_id == record["image_id"] and host.environment.image_id is None
+    assert box.kit.commit == host.kit.commit
+
+    (tmp_path / "results/images/kit.json").touch()
+    assert "Nothing to be done" in run("box", "-n")
