@@ -23,12 +23,20 @@ def _run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", default="smoke", help="Run spec name (specs/runs/<name>.yaml).")
 
 
-def _job_args(p: argparse.ArgumentParser, model: bool) -> None:
+def _job_args(p: argparse.ArgumentParser, model: bool, task_required: bool = True) -> None:
     _run_args(p)
     if model:
         p.add_argument("--model", required=True)
-    p.add_argument("--task", required=True)
+    p.add_argument("--task", required=task_required)
     p.add_argument("--mode", required=True, type=Mode, choices=list(Mode))
+
+
+def _official_args(p: argparse.ArgumentParser, required: bool) -> None:
+    help_text = "An official outputs/<model>/ folder of <Task>/pred.json files."
+    p.add_argument(
+        "--official-outputs", "--outputs", dest="outputs", type=Path, required=required, help=help_text
+    )
+    p.add_argument("--data-dir", type=Path, default=None, help="MileBench/ data root (default: the run's).")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,7 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     _job_args(p, model=True)
 
     p = add("score", "milebench.score.commands:score", "Score one model's predictions for one task.")
-    _job_args(p, model=True)
+    _job_args(p, model=True, task_required=False)
+    _official_args(p, required=False)
 
     p = add("report", "milebench.report.commands:report", "Render the HTML and LaTeX report of a run.")
     _run_args(p)
@@ -106,8 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     _run_args(p)
     p.add_argument("--model", required=True, help="The run's model the predictions belong to.")
     p.add_argument("--mode", type=Mode, choices=list(Mode), default=Mode.MULTI_IMAGE)
-    p.add_argument("--outputs", type=Path, required=True, help="The official outputs/<model>/ folder.")
-    p.add_argument("--data-dir", type=Path, default=None, help="MileBench/ data root (default: the run's).")
+    _official_args(p, required=True)
 
     p = add("image", "milebench.containers.commands:image_build", "Container images of the model families.")
     image = p.add_subparsers(dest="image_command", required=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from test_score_command import CHOICES, paths_of, sample, specs_dir  # noqa: F401
 
+from milebench import cli
 from milebench.io import atomic_write_jsonl, read_jsonl
 from milebench.score.official import OfficialFormatError, import_official, read_official
 from milebench.spec.base import SpecError
@@ -126,3 +127,15 @@ def test_nothing_to_import_and_unknown_model_fail(setup: tuple[Path, Path, Path]
     other.model = "nobody"
     with pytest.raises(SpecError, match="'nobody' is not part of run 't'"):
         import_official(other)
+
+
+def test_score_command_takes_an_official_outputs_folder(setup: tuple[Path, Path, Path]) -> None:
+    """`milebench score --official-outputs DIR` scores every task found there, like import-official."""
+    specs_dir, data, outputs = setup  # noqa: F811
+    argv = ["--specs", str(specs_dir), "score", "--run", "t", "--model", "random", "--mode", "multi-image"]
+    assert cli.main([*argv, "--official-outputs", str(outputs), "--data-dir", str(data)]) == 0
+    judgments = paths_of(specs_dir).judgments("random", "ActionSequence", Mode.MULTI_IMAGE)
+    paper = [j["extracted"] for j in read_jsonl(judgments) if j["scorer"] == "paper"]
+    assert paper == ["B", "AC", None]
+    with pytest.raises(SystemExit, match="--task is required"):
+        cli.main(argv)

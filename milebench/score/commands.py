@@ -91,6 +91,13 @@ def _points(value: float | None) -> str:
 
 
 def score(args: argparse.Namespace) -> int:
+    """Score one task's predictions, or, with ``--official-outputs``, every task of an official run."""
+    if args.outputs is not None:
+        from milebench.score.official import import_official
+
+        return import_official(args)
+    if args.task is None:
+        raise SystemExit("milebench score: --task is required (or --official-outputs DIR)")
     started = utc_now()
     specs = load_specs(args.specs)
     run = specs.run(args.run)
