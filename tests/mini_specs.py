@@ -12,6 +12,7 @@ def task_spec(
     scorer: ScorerKind,
     has_adversarial: bool = True,
     labelled_choices: bool = True,
+    n_samples: int = 200,
 ) -> TaskSpec:
     return TaskSpec(
         name=name,
@@ -22,7 +23,7 @@ def task_spec(
         question_type=question_type,
         metric=Metric.ROUGE_L if scorer is ScorerKind.ROUGE_L else Metric.ACCURACY,
         scorer=scorer,
-        n_samples=200,
+        n_samples=n_samples,
         has_adversarial=has_adversarial,
         labelled_choices=labelled_choices,
         source_dataset=name,

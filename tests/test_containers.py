@@ -22,6 +22,7 @@ import docker
 import pytest
 import yaml
 from docker.errors import ImageNotFound
+from mini_specs import task_spec
 
 from milebench import cli
 from milebench.containers import commands, docker_runtime, image
@@ -42,7 +43,7 @@ from milebench.spec.base import SpecError
 from milebench.spec.model import ModelSpec
 from milebench.spec.paper import ContaminationTable, ImageQuantityTable, MainTable, PaperSpec
 from milebench.spec.run import FixtureSource, Mode, RunSpec
-from milebench.spec.task import TaskSpec
+from milebench.spec.task import Group, QuestionType, ScorerKind
 
 REPO = Path(__file__).resolve().parents[1]
 FAMILIES = ("kit", "api", "hf-current", "llava15")
@@ -495,19 +496,7 @@ def write_specs(root: Path, out: Path) -> None:
     """Specs on disk (the container reads them): one task, random in the kit image, two runs."""
     write_yaml(
         root / "tasks" / "WebQA.yaml",
-        TaskSpec(
-            name="WebQA",
-            display_name="WebQA",
-            group="S-1",
-            group_name="Knowledge Grounded QA",
-            category="realistic-semantic",
-            question_type="multi-choice",
-            metric="accuracy",
-            scorer="choice",
-            n_samples=4,
-            has_adversarial=True,
-            source_dataset="WebQA",
-        ),
+        task_spec("WebQA", Group.S1, QuestionType.MULTI_CHOICE, ScorerKind.CHOICE, n_samples=4),
     )
     write_yaml(root / "models" / "random.yaml", model(notes="random baseline"))
     for name in ("host", "box"):

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import torch
+from mini_specs import task_spec
 from PIL import Image
 
 from milebench.infer import commands
@@ -27,7 +28,7 @@ from milebench.spec.model import BatchRule, Generation, ModelSpec
 from milebench.spec.paper import ContaminationTable, ImageQuantityTable, MainTable, PaperSpec
 from milebench.spec.registry import Specs
 from milebench.spec.run import FixtureSource, Mode, RunSpec
-from milebench.spec.task import QuestionType, TaskSpec
+from milebench.spec.task import Group, QuestionType, ScorerKind
 
 PATHS = RunPaths(out=Path("unused"), reports=Path("unused"))
 
@@ -356,19 +357,7 @@ def test_unported_adapter_names_the_spec() -> None:
 
 
 def test_preprocess_then_infer_handlers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    task = TaskSpec(
-        name="WebQA",
-        display_name="WebQA",
-        group="S-1",
-        group_name="Knowledge Grounded QA",
-        category="realistic-semantic",
-        question_type="multi-choice",
-        metric="accuracy",
-        scorer="choice",
-        n_samples=3,
-        has_adversarial=True,
-        source_dataset="WebQA",
-    )
+    task = task_spec("WebQA", Group.S1, QuestionType.MULTI_CHOICE, ScorerKind.CHOICE, n_samples=3)
     run = RunSpec(
         name="t",
         description="t",

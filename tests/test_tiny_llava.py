@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from mini_specs import task_spec
 from PIL import Image
 from transformers import LlavaForConditionalGeneration
 
@@ -24,7 +25,7 @@ from milebench.spec.model import ModelSpec
 from milebench.spec.paper import ContaminationTable, ImageQuantityTable, MainTable, PaperSpec
 from milebench.spec.registry import Specs
 from milebench.spec.run import FixtureSource, Mode, RunSpec
-from milebench.spec.task import TaskSpec
+from milebench.spec.task import Group, QuestionType, ScorerKind
 
 
 def tiny_spec(seed: int = 0, n_tokens: int = 16) -> ModelSpec:
@@ -84,19 +85,7 @@ def samples(paths: RunPaths) -> list[PreparedSample]:
     ]
     source = folder / "SlideVQA.json"
     source.write_text(json.dumps({"meta_data": meta, "data": data}))
-    task = TaskSpec(
-        name="SlideVQA",
-        display_name="SlideVQA",
-        group="S-2",
-        group_name="Text-Rich Images QA",
-        category="realistic-semantic",
-        question_type="multi-choice",
-        metric="accuracy",
-        scorer="choice",
-        n_samples=2,
-        has_adversarial=True,
-        source_dataset="SlideVQA",
-    )
+    task = task_spec("SlideVQA", Group.S2, QuestionType.MULTI_CHOICE, ScorerKind.CHOICE, n_samples=2)
     task_file = TaskFile.model_validate_json(source.read_text())
     return [
         build_sample(task, task_file.meta_data, s, Mode.MULTI_IMAGE, paths.data_root, source)
