@@ -217,7 +217,8 @@ rule preprocess:
         run=RUN.name,
         spec=lambda w: spec_hash(SPECS.tasks[w.task]),
         skip_bad=RUN.skip_bad_samples,
-    threads: 2
+    # Threads tile combined pictures; the other modes build prompts in one thread.
+    threads: lambda w: 2 if w.mode == "combined-image" else 1
     log:
         P.logs("preprocess", "{mode}.{regime}.{task}"),
     benchmark:
