@@ -20,6 +20,7 @@ from milebench.data.fetch import fetch_run
 from milebench.data.hub_lock import write_hub_lock
 from milebench.data.lock import load_lock
 from milebench.data.verify import VerificationError
+from milebench.hub import hub_errors
 from milebench.paths import RunPaths
 from milebench.spec.base import SpecError
 from milebench.spec.registry import Specs
@@ -301,3 +302,16 @@ def test_lock_command_uses_the_hub_api(tmp_path: Path, monkeypatch: pytest.Monke
     assert load_lock(out).archives[0].size == 7
     monkeypatch.setattr(hub_lock, "HfApi", lambda: FakeApi([]))
     assert commands.lock(argparse.Namespace(repo_id="o/d", revision="v1", out=tmp_path / "none.yaml")) == 1
+
+
+def test_lock_command_on_an_unreachable_hub_fails_cleanly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class DownApi:
+        def dataset_info(self, repo_id: str, **_: object) -> FakeInfo:
+            raise hub_errors()[-1]("Name or service not known")
+
+    monkeypatch.setattr(hub_lock, "HfApi", DownApi)
+    out = tmp_path / "hub.lock.yaml"
+    assert commands.lock(argparse.Namespace(repo_id="o/d", revision="v1", out=out)) == 1
+    assert not out.exists()

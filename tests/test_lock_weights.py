@@ -42,3 +42,20 @@ def test_resolves_exactly_the_open_hub_revisions(tmp_path) -> None:
 def test_missing_commit_is_an_error() -> None:
     with pytest.raises(RuntimeError, match="no commit"):
         resolve_revisions(load_specs().models, FakeHub(sha=None))
+
+
+def test_unreachable_hub_is_a_clear_error_not_a_traceback(monkeypatch, caplog) -> None:
+    import huggingface_hub
+
+    from milebench import cli
+    from milebench.hub import hub_errors
+
+    network_error = hub_errors()[-1]
+
+    class DownHub:
+        def model_info(self, repo_id: str, revision: str | None = None) -> Info:
+            raise network_error("Name or service not known")
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", DownHub)
+    assert cli.main(["lock-weights"]) == 1
+    assert "cannot resolve model revisions on the hub: Name or service not known" in caplog.text

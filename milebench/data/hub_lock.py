@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from huggingface_hub import HfApi
-from huggingface_hub.errors import HfHubHTTPError
 
 from milebench.data.errors import FetchError
 from milebench.data.lock import ArchiveEntry, DataLock, dump_lock
+from milebench.hub import hub_errors
 from milebench.io import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,7 @@ def resolve_hub_lock(repo_id: str, revision: str, api: DatasetInfoApi | None = N
     hub = api if api is not None else HfApi()
     try:
         info = hub.dataset_info(repo_id, revision=revision, files_metadata=True)
-    except HfHubHTTPError as err:
+    except hub_errors() as err:
         raise FetchError(f"cannot read dataset {repo_id} at {revision!r}: {err}") from err
     where = f"dataset {repo_id} at {revision!r} (commit {info.sha})"
     siblings = [s for s in info.siblings or () if ARCHIVE.match(s.rfilename)]

@@ -10,6 +10,7 @@ from typing import Protocol
 
 import yaml
 
+from milebench.hub import hub_errors
 from milebench.io import atomic_write_text
 from milebench.spec.model import HubWeights, ModelSpec
 from milebench.spec.registry import load_specs
@@ -50,7 +51,11 @@ def lock_weights(args: argparse.Namespace) -> int:
     from huggingface_hub import HfApi
 
     specs = load_specs(args.specs)
-    lock = resolve_revisions(specs.models, HfApi(), ref=args.ref)
+    try:
+        lock = resolve_revisions(specs.models, HfApi(), ref=args.ref)
+    except hub_errors() as err:
+        log.error("cannot resolve model revisions on the hub: %s", err)
+        return 1
     out = Path(args.specs) / WEIGHTS_LOCK
     atomic_write_text(out, yaml.safe_dump(lock.model_dump(mode="json"), sort_keys=False))
     log.info("wrote %d revisions to %s", len(lock.revisions), out)
