@@ -12,10 +12,10 @@ import yaml
 from milebench.data.schema import quantity_level
 from milebench.io import atomic_write_jsonl
 from milebench.paths import RunPaths
+from milebench.record_files import RecordError
 from milebench.records import FailureKind, Prediction, PreparedSample
 from milebench.score.aggregate import TaskScore
 from milebench.score.commands import score
-from milebench.score.inputs import RecordError
 from milebench.spec.base import Spec, SpecError
 from milebench.spec.model import AdapterKind, BuiltinModel, ModelSpec, Section
 from milebench.spec.run import FixtureSource, Mode, RunSpec

@@ -10,12 +10,11 @@ from pathlib import Path
 
 from milebench.infer.adapter import AdapterError
 from milebench.infer.engine import InferSummary
-from milebench.io import read_jsonl
 from milebench.paths import RunPaths
 from milebench.preprocess.commands import task_spec
 from milebench.preprocess.regime import model_regime
 from milebench.provenance import job_provenance, utc_now, write_provenance
-from milebench.records import PreparedSample
+from milebench.record_files import RecordError, read_prepared
 from milebench.spec.base import SpecError
 from milebench.spec.model import HubWeights, ModelSpec
 from milebench.spec.registry import Specs, load_specs
@@ -49,12 +48,6 @@ def pin_weights(spec: ModelSpec, specs_root: Path) -> ModelSpec:
         )
         return spec
     return spec.model_copy(update={"weights": weights.model_copy(update={"revision": commit})})
-
-
-def read_prepared(path: Path) -> list[PreparedSample]:
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: prepared samples not found; run `milebench preprocess` first")
-    return [PreparedSample.model_validate(row) for row in read_jsonl(path)]
 
 
 def install_dir(build: Path, target: Path) -> None:
@@ -104,7 +97,7 @@ def infer(args: argparse.Namespace) -> int:
         regime = model_regime(specs, specs.run(args.run), spec.name, mode)
         samples = read_prepared(paths.prepared(task.name, mode, regime.id))
         adapter = load_adapter(spec, paths, paths.data_root)
-    except (FileNotFoundError, AdapterError) as err:
+    except (RecordError, AdapterError) as err:
         log.error("%s", err)
         return 1
     out = paths.predictions(spec.name, task.name, mode)

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from milebench.paths import UNLIMITED_REGIME, RunPaths
+from milebench.record_files import read_records
 from milebench.records import Judgment, PreparedSample
-from milebench.score.inputs import read_records
 from milebench.spec.run import Mode
 
 R = TypeVar("R", Judgment, PreparedSample)

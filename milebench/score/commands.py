@@ -11,9 +11,10 @@ from milebench.paths import RunPaths
 from milebench.plan import applies
 from milebench.preprocess.regime import model_regime
 from milebench.provenance import job_provenance, utc_now, write_provenance
+from milebench.record_files import read_prepared
 from milebench.records import Judgment, Prediction, PreparedSample
 from milebench.score.aggregate import TaskScore, summarise
-from milebench.score.inputs import read_predictions, read_prepared
+from milebench.score.inputs import read_predictions
 from milebench.score.registry import DEFAULT_SCORER, SCORERS
 from milebench.score.standard import SCORER_NAME as STANDARD
 from milebench.spec.base import SpecError

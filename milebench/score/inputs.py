@@ -1,42 +1,15 @@
-"""Read the score stage's inputs (prepared samples, predictions), naming the file and record that is bad."""
+"""Read a score job's predictions, refusing records that belong to another task, model or mode."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TypeVar
 
-from pydantic import BaseModel, ValidationError
-
-from milebench.io import read_jsonl
-from milebench.records import Prediction, PreparedSample
-from milebench.spec.base import field_path
+from milebench.record_files import RecordError, read_records
+from milebench.records import Prediction
 from milebench.spec.run import Mode
 
 log = logging.getLogger(__name__)
-
-R = TypeVar("R", bound=BaseModel)
-
-
-class RecordError(ValueError):
-    """A record in an input file is malformed or belongs to another task, model or mode."""
-
-
-def read_records(path: Path, model: type[R]) -> list[R]:
-    records = []
-    for number, row in enumerate(read_jsonl(path), start=1):
-        try:
-            records.append(model.model_validate(row))
-        except ValidationError as err:
-            problems = "; ".join(f"{field_path(e['loc'])}: {e['msg']}" for e in err.errors())
-            raise RecordError(f"{path}: record {number}: {problems}") from None
-    return records
-
-
-def read_prepared(path: Path) -> list[PreparedSample]:
-    if not path.exists():
-        raise RecordError(f"{path}: prepared samples not found (run the preprocess stage first)")
-    return read_records(path, PreparedSample)
 
 
 def read_predictions(path: Path, task: str, model: str, mode: Mode) -> dict[int, Prediction]:

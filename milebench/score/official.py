@@ -23,10 +23,10 @@ from milebench.io import atomic_write_jsonl, canonical_json, sha256_text
 from milebench.paths import RunPaths
 from milebench.plan import applies
 from milebench.preprocess.commands import read_task_file, task_source
+from milebench.record_files import read_prepared
 from milebench.records import Prediction
 from milebench.score.commands import score_task, write_scores
-from milebench.score.inputs import read_prepared
-from milebench.spec.base import SpecError, field_path
+from milebench.spec.base import SpecError, describe_errors
 from milebench.spec.registry import load_specs
 from milebench.spec.run import Mode
 from milebench.spec.task import TaskSpec
@@ -63,8 +63,7 @@ def read_official(path: Path) -> list[OfficialRecord]:
         try:
             records.append(OfficialRecord.model_validate(row))
         except ValidationError as err:
-            problems = "; ".join(f"{field_path(e['loc'])}: {e['msg']}" for e in err.errors())
-            raise OfficialFormatError(f"{path}: record {index}: {problems}") from None
+            raise OfficialFormatError(f"{path}: record {index}: {describe_errors(err)}") from None
     return records
 
 

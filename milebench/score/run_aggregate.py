@@ -18,6 +18,7 @@ from milebench.data.schema import QuantityLevel
 from milebench.io import atomic_write_json
 from milebench.paths import RunPaths
 from milebench.plan import applies
+from milebench.record_files import read_records
 from milebench.records import FailureKind, Judgment
 from milebench.score.aggregate import (
     OVERALL_REAL,
@@ -28,7 +29,6 @@ from milebench.score.aggregate import (
     coverage,
     pooled_levels,
 )
-from milebench.score.inputs import read_records
 from milebench.score.registry import DEFAULT_SCORER
 from milebench.score.standard import SCORER_NAME as STANDARD
 from milebench.score.uncertainty import Estimate, TaskSamples, bootstrap_table, point_columns, task_samples

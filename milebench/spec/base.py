@@ -33,6 +33,11 @@ def field_path(loc: tuple[int | str, ...]) -> str:
     return ".".join(str(part) for part in loc) or "<root>"
 
 
+def describe_errors(err: ValidationError) -> str:
+    """All field errors of a validation failure on one line: ``field.path: message; ...``."""
+    return "; ".join(f"{field_path(e['loc'])}: {e['msg']}" for e in err.errors())
+
+
 def validate_mapping(path: Path | str, data: object, model: type[S]) -> S:
     """Validate already-parsed data against ``model``, turning errors into a SpecError for ``path``."""
     try:

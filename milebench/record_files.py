@@ -1,0 +1,34 @@
+"""Read stage records (prepared samples, predictions, judgments) from JSONL, naming a bad file and record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from milebench.io import read_jsonl
+from milebench.records import PreparedSample
+from milebench.spec.base import describe_errors
+
+R = TypeVar("R", bound=BaseModel)
+
+
+class RecordError(ValueError):
+    """A record in an input file is malformed or belongs to another task, model or mode."""
+
+
+def read_records(path: Path, model: type[R]) -> list[R]:
+    records = []
+    for number, row in enumerate(read_jsonl(path), start=1):
+        try:
+            records.append(model.model_validate(row))
+        except ValidationError as err:
+            raise RecordError(f"{path}: record {number}: {describe_errors(err)}") from None
+    return records
+
+
+def read_prepared(path: Path) -> list[PreparedSample]:
+    if not path.exists():
+        raise RecordError(f"{path}: prepared samples not found (run the preprocess stage first)")
+    return read_records(path, PreparedSample)
