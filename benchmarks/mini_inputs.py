@@ -18,6 +18,12 @@ from milebench.records import PreparedSample
 from milebench.spec.run import Mode
 from milebench.spec.task import TaskSpec
 
+FILLER_WORDS = (
+    *("the", "red", "cube", "moves", "left", "while", "a", "small", "blue", "sphere", "stays", "on"),
+    *("the", "table", "near", "the", "door"),
+)
+"""Words for synthetic prompt text and long answers."""
+
 
 def prepared_fixture(
     paths: RunPaths,

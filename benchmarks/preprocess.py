@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from mini_inputs import FILLER_WORDS
 from PIL import Image, ImageDraw
 
 from milebench.infer.tiny import build_tokenizer
@@ -27,25 +28,6 @@ from milebench.records import IMAGE_PLACEHOLDER
 from milebench.spec.run import TruncationMode
 
 IMAGES_PER_SAMPLE = 4
-WORDS = [
-    "the",
-    "red",
-    "cube",
-    "moves",
-    "left",
-    "while",
-    "a",
-    "small",
-    "blue",
-    "sphere",
-    "stays",
-    "on",
-    "the",
-    "table",
-    "near",
-    "the",
-    "door",
-]
 
 
 def synthetic_image(rng: random.Random, path: Path) -> None:
@@ -91,7 +73,7 @@ def truncation(n_prompts: int) -> list[tuple[str, float]]:
     prompts = []
     for _ in range(n_prompts):
         n_images = rng.randint(2, 40)
-        pieces = [" ".join(rng.choices(WORDS, k=rng.randint(5, 30))) for _ in range(n_images + 1)]
+        pieces = [" ".join(rng.choices(FILLER_WORDS, k=rng.randint(5, 30))) for _ in range(n_images + 1)]
         prompts.append((IMAGE_PLACEHOLDER.join(pieces), [f"{k}.jpg" for k in range(n_images)]))
     instruction = "Answer the question based on the images."
 

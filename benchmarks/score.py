@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mini_inputs import bench_paths, prepared_fixture
+from mini_inputs import FILLER_WORDS, bench_paths, prepared_fixture
 
 from milebench.records import Prediction, PreparedSample
 from milebench.score.commands import score_task
@@ -44,25 +44,6 @@ FIXTURE_SAMPLES = 6
 """Fixture samples per task; they are repeated up to the task's real count."""
 ROUNDING = 3
 """The official evaluator writes per-sample ROUGE-L rounded to this many decimals."""
-FILLER = [
-    "the",
-    "red",
-    "cube",
-    "moves",
-    "left",
-    "while",
-    "a",
-    "small",
-    "blue",
-    "sphere",
-    "stays",
-    "on",
-    "the",
-    "table",
-    "near",
-    "the",
-    "door",
-]
 
 
 @dataclass(frozen=True)
@@ -77,7 +58,7 @@ class TaskSet:
 def answer(rng: random.Random, sample: PreparedSample) -> str:
     """One answer in a style models write; about a third of the styles are right when the model is."""
     gold = sample.response
-    ramble = " ".join(rng.choices(FILLER, k=rng.randint(20, 120)))
+    ramble = " ".join(rng.choices(FILLER_WORDS, k=rng.randint(20, 120)))
     if sample.choices:
         index = rng.randrange(len(sample.choices))
         key, text = chr(65 + index % 26), sample.choices[index]
