@@ -55,12 +55,12 @@ def test_paper_dry_run_lists_every_job_without_data(tmp_path: Path) -> None:
     assert "fixture" not in counts
 
 
-def test_smoke_dry_run_builds_fixture_and_tiny_model(tmp_path: Path) -> None:
+def test_smoke_dry_run_builds_fixture_and_tiny_models(tmp_path: Path) -> None:
     counts = dry_run("smoke", tmp_path)
     assert counts["fixture"] == 1
-    assert counts["tiny_model"] == 1
-    assert counts["infer"] == 2 * 29
-    assert counts["preprocess"] == 2 * 29  # random reads the unlimited regime, tiny-llava its own
+    assert counts["tiny_model"] == 2
+    assert counts["infer"] == 3 * 29
+    assert counts["preprocess"] == 3 * 29  # random reads the unlimited regime, each tiny model its own
 
 
 E2E_TASKS = ["ActionSequence", "GPR1200", "TextNeedleInAHaystack"]

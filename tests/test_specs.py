@@ -116,8 +116,8 @@ def test_models_cover_the_paper_table(specs: Specs) -> None:
         model = specs.models[row.model]
         assert (model.paper_name, model.section, model.size) == (row.paper_name, row.section, row.size)
     kit = {n for n, m in specs.models.items() if m.section is Section.KIT}
-    assert kit == {"oracle", "tiny-llava"}
-    assert len(specs.models) == 25
+    assert kit == {"oracle", "tiny-llava", "tiny-qwen2-vl"}
+    assert len(specs.models) == 26
 
 
 def test_model_paper_names_match_csv(specs: Specs) -> None:
@@ -156,7 +156,7 @@ def test_model_settings_follow_the_reference(specs: Specs) -> None:
 def test_runs(specs: Specs) -> None:
     assert set(specs.runs) == {"smoke", "paper"}
     smoke, paper = specs.runs["smoke"], specs.runs["paper"]
-    assert smoke.models == ("random", "tiny-llava")
+    assert smoke.models == ("random", "tiny-llava", "tiny-qwen2-vl")
     assert smoke.modes == (Mode.MULTI_IMAGE,)
     assert isinstance(smoke.data, FixtureSource) and smoke.data.samples_per_task == 3
     paper_models = {row.model for row in specs.paper.main_table.rows}
@@ -284,4 +284,4 @@ def test_schemas_are_fresh(tmp_path: Path) -> None:
 def test_check_specs_cli_accepts_the_real_specs(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO):
         assert main(["--specs", str(DEFAULT_SPECS), "check-specs"]) == 0
-    assert "29 tasks, 25 models, 2 runs, 23 paper rows" in caplog.text
+    assert "29 tasks, 26 models, 2 runs, 23 paper rows" in caplog.text

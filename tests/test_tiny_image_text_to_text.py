@@ -4,7 +4,7 @@ AutoProcessor + AutoModelForImageTextToText, content parts per image in order, c
 from __future__ import annotations
 
 import pytest
-from PIL import Image
+from picture_samples import picture_sample, write_pictures
 from transformers import AutoProcessor, LlavaForConditionalGeneration
 
 from milebench.infer.adapter import AdapterError, SampleFailure
@@ -12,10 +12,8 @@ from milebench.infer.hf_image_text_to_text import HfImageTextToTextAdapter
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import build_tiny_llava
 from milebench.paths import RunPaths
-from milebench.records import FailureKind, PreparedSample
+from milebench.records import FailureKind
 from milebench.spec.model import ModelSpec
-from milebench.spec.run import Mode
-from milebench.spec.task import QuestionType
 
 TEMPLATE = (
     "{% for message in messages %}{{ message['role'] | upper }}: "
@@ -25,7 +23,9 @@ TEMPLATE = (
 )
 
 
-def spec(adapter: str = "hf-image-text-to-text", max_context_len: int = 2048) -> ModelSpec:
+def spec(
+    adapter: str = "hf-image-text-to-text", max_context_len: int = 2048, sample_timeout_s: float | None = None
+) -> ModelSpec:
     return ModelSpec.model_validate(
         {
             "name": "tiny-generic",
@@ -36,6 +36,7 @@ def spec(adapter: str = "hf-image-text-to-text", max_context_len: int = 2048) ->
             "max_context_len": max_context_len,
             "n_tokens_per_image": 16,
             "generation": {"max_new_tokens": 6},
+            "sample_timeout_s": sample_timeout_s,
         }
     )
 
@@ -49,52 +50,30 @@ def paths(tmp_path_factory: pytest.TempPathFactory) -> RunPaths:
     processor = AutoProcessor.from_pretrained(folder)
     processor.chat_template = TEMPLATE
     processor.save_pretrained(folder)
-    images = run_paths.data_root / "WebQA/images"
-    images.mkdir(parents=True)
-    for i, size in enumerate([(40, 30), (32, 32), (20, 50)]):
-        Image.new("RGB", size, (80 * i, 200 - 60 * i, 40)).save(images / f"{i}.png")
+    write_pictures(run_paths, [(40, 30), (32, 32), (20, 50)])
     return run_paths
-
-
-def sample(sample_id: int, n_images: int) -> PreparedSample:
-    marks = "".join(f"<ImageHere> slide {i} " for i in range(n_images))
-    return PreparedSample(
-        task="WebQA",
-        mode=Mode.MULTI_IMAGE,
-        sample_id=sample_id,
-        instruction="Answer.",
-        context=f"{marks}which is red?",
-        images=tuple(f"WebQA/images/{i}.png" for i in range(n_images)),
-        image_sha256=tuple(f"{i:064x}" for i in range(n_images)),
-        prompt_sha256=f"{sample_id:064x}",
-        question_type=QuestionType.OPEN_ENDED,
-        choices=None,
-        response="x",
-        image_quantity_level="Few",
-        n_images=n_images,
-    )
 
 
 def test_loads_through_auto_classes_and_renders_parts_in_order(paths: RunPaths) -> None:
     adapter = load_adapter(spec(), paths, paths.data_root)
     assert type(adapter) is HfImageTextToTextAdapter
     assert isinstance(adapter.model, LlavaForConditionalGeneration)
-    assert adapter.render(sample(0, 3)) == (
+    assert adapter.render(picture_sample(0, 3)) == (
         "USER: Answer.\n<image> slide 0 <image> slide 1 <image> slide 2 which is red?ASSISTANT:"
     )
-    inputs = adapter.encode([sample(0, 3)])
+    inputs = adapter.encode([picture_sample(0, 3)])
     assert int((inputs["input_ids"] == adapter.processor.image_token_id).sum()) == 48
     assert inputs["pixel_values"].shape[0] == 3
 
 
 def test_generates_deterministically_for_one_and_three_images(paths: RunPaths) -> None:
     adapter = load_adapter(spec(), paths, paths.data_root)
-    batch = [sample(0, 1), sample(1, 3)]
+    batch = [picture_sample(0, 1), picture_sample(1, 3)]
     first = adapter.generate(batch)
     assert all(isinstance(a, str) and a for a in first)
     assert adapter.generate(batch) == first
     assert load_adapter(spec(), paths, paths.data_root).generate(batch) == first
-    alone = adapter.generate([sample(1, 3)])
+    alone = adapter.generate([picture_sample(1, 3)])
     assert alone == first[1:]
     usage = adapter.last_usage()
     assert usage[0].input_tokens is not None and usage[0].input_tokens > 48
@@ -103,13 +82,25 @@ def test_generates_deterministically_for_one_and_three_images(paths: RunPaths) -
 
 def test_input_longer_than_the_context_fails_as_overflow(paths: RunPaths) -> None:
     adapter = load_adapter(spec(max_context_len=60), paths, paths.data_root)
-    answers = adapter.generate([sample(0, 3), sample(1, 1)])
+    answers = adapter.generate([picture_sample(0, 3), picture_sample(1, 1)])
     assert isinstance(answers[0], SampleFailure)
     assert answers[0].kind is FailureKind.CONTEXT_OVERFLOW
     assert "exceeds max_context_len 60" in answers[0].detail
     assert isinstance(answers[1], str) and answers[1]
-    reference = load_adapter(spec(), paths, paths.data_root).generate([sample(1, 1)])
+    reference = load_adapter(spec(), paths, paths.data_root).generate([picture_sample(1, 1)])
     assert answers[1:] == reference
+
+
+def test_generation_past_the_time_limit_is_a_timeout(paths: RunPaths) -> None:
+    batch = [picture_sample(0, 1), picture_sample(1, 3)]
+    reference = load_adapter(spec(), paths, paths.data_root).generate(batch)
+    assert load_adapter(spec(sample_timeout_s=3600), paths, paths.data_root).generate(batch) == reference
+    strict = load_adapter(spec(sample_timeout_s=1e-9), paths, paths.data_root)
+    answers = strict.generate(batch)
+    assert [a.kind if isinstance(a, SampleFailure) else a for a in answers] == [FailureKind.TIMEOUT] * 2
+    assert isinstance(answers[0], SampleFailure)
+    assert answers[0].detail == "generation passed 1e-09 s per sample (2 in the batch) after 1 new tokens"
+    assert [u.output_tokens for u in strict.last_usage()] == [1, 1]
 
 
 def test_wrong_tiny_family_for_the_adapter_is_refused(paths: RunPaths) -> None:

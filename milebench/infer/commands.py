@@ -62,7 +62,7 @@ def install_dir(build: Path, target: Path) -> None:
 
 
 def tiny_model(args: argparse.Namespace) -> int:
-    from milebench.infer.tiny import build_tiny_llava
+    from milebench.infer.tiny import build_tiny
 
     specs = load_specs(args.specs)
     paths = RunPaths.for_run(specs.run(args.run))
@@ -72,7 +72,7 @@ def tiny_model(args: argparse.Namespace) -> int:
     build = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.build."))
     build.chmod(0o755)
     try:
-        build_tiny_llava(spec, build)
+        build_tiny(spec, build)
         install_dir(build, target)
     except AdapterError as err:
         log.error("%s", err)

@@ -78,15 +78,19 @@ class HfImageTextToTextAdapter:
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
         try:
-            self.processor = AutoProcessor.from_pretrained(source, **kwargs)
+            self.processor = self.load_processor(source, kwargs)
             self.model: PreTrainedModel = self.model_class.from_pretrained(source, dtype=dtype, **kwargs)
-        except (OSError, ValueError) as err:
+        except (OSError, ValueError, ImportError) as err:
             raise AdapterError(f"model spec {spec.name!r}: cannot load {source} {kwargs}: {err}") from err
         self.processor.tokenizer.padding_side = "left"
         if self.processor.tokenizer.pad_token is None:
             self.processor.tokenizer.pad_token = self.processor.tokenizer.eos_token
         self.model.to(self.device).eval()
         self._usage: list[TokenUsage] = []
+
+    def load_processor(self, source: str, kwargs: dict[str, Any]) -> Any:
+        """What turns a prompt and its images into model inputs: the checkpoint's own processor."""
+        return AutoProcessor.from_pretrained(source, **kwargs)
 
     def render(self, sample: PreparedSample) -> str:
         """The model's text input: one user turn through the processor's chat template."""
@@ -123,7 +127,7 @@ class HfImageTextToTextAdapter:
         inputs = self.encode(samples)
         too_long = self.overflowing(samples, inputs)
         fitting = [s for i, s in enumerate(samples) if i not in too_long]
-        answers: list[str] = []
+        answers: list[str | SampleFailure] = []
         usage: list[TokenUsage] = []
         if fitting:
             if too_long:
@@ -140,24 +144,47 @@ class HfImageTextToTextAdapter:
                 self._usage.append(usage.pop(0))
         return results
 
-    def decode_batch(self, inputs: BatchFeature) -> tuple[list[str], list[TokenUsage]]:
-        """Greedy answers and token counts (input without padding, output without padding)."""
+    def decode_batch(self, inputs: BatchFeature) -> tuple[list[str | SampleFailure], list[TokenUsage]]:
+        """Greedy answers and token counts (input without padding, output without padding); rows cut
+        short by the spec's time limit are timeouts."""
         torch.manual_seed(self.spec.generation.seed)
         tokenizer = self.processor.tokenizer
+        rows = int(inputs["input_ids"].shape[0])
+        limit = self.spec.sample_timeout_s
         output = self.model.generate(
             **inputs,
             do_sample=self.spec.generation.do_sample,
             max_new_tokens=self.spec.generation.max_new_tokens,
             min_new_tokens=self.spec.generation.min_new_tokens,
             pad_token_id=tokenizer.pad_token_id,
+            **({"max_time": limit * rows} if limit else {}),
         )
         new_tokens = output[:, inputs["input_ids"].shape[1] :]
         usage = [
             TokenUsage(int(mask.sum()), int((row != tokenizer.pad_token_id).sum()))
             for mask, row in zip(inputs["attention_mask"], new_tokens, strict=True)
         ]
-        answers = [text.strip() for text in tokenizer.batch_decode(new_tokens, skip_special_tokens=True)]
+        texts = [text.strip() for text in tokenizer.batch_decode(new_tokens, skip_special_tokens=True)]
+        cut = self.cut_short(new_tokens) if limit else [False] * rows
+        answers: list[str | SampleFailure] = [
+            SampleFailure(
+                FailureKind.TIMEOUT,
+                f"generation passed {limit:g} s per sample ({rows} in the batch) after "
+                f"{new_tokens.shape[1]} new tokens",
+            )
+            if stopped
+            else text
+            for text, stopped in zip(texts, cut, strict=True)
+        ]
         return answers, usage
+
+    def cut_short(self, new_tokens: torch.Tensor) -> list[bool]:
+        """Rows that neither ended nor used their whole token budget: the time limit stopped them."""
+        if new_tokens.shape[1] >= self.spec.generation.max_new_tokens:
+            return [False] * new_tokens.shape[0]
+        eos = self.model.generation_config.eos_token_id
+        ends = torch.tensor(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        return [not bool(torch.isin(row, ends).any()) for row in new_tokens]
 
     def last_usage(self) -> list[TokenUsage]:
         return list(self._usage)

@@ -14,7 +14,7 @@ ADAPTERS: dict[AdapterKind, str] = {
     AdapterKind.ORACLE: "milebench.infer.oracle:OracleAdapter",
     AdapterKind.HF_LLAVA: "milebench.infer.hf_llava:HfLlavaAdapter",
     AdapterKind.HF_IMAGE_TEXT_TO_TEXT: "milebench.infer.hf_image_text_to_text:HfImageTextToTextAdapter",
-    AdapterKind.HF_QWEN2_VL: "milebench.infer.hf_image_text_to_text:HfImageTextToTextAdapter",
+    AdapterKind.HF_QWEN2_VL: "milebench.infer.hf_qwen2_vl:HfQwen2VLAdapter",
     AdapterKind.OPENAI_CHAT: "milebench.infer.api.openai:OpenAIChatAdapter",
     AdapterKind.ANTHROPIC: "milebench.infer.api.anthropic:AnthropicAdapter",
     AdapterKind.GEMINI: "milebench.infer.api.gemini:GeminiAdapter",

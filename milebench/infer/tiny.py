@@ -1,13 +1,15 @@
-"""A tiny random-weight LLaVA built offline, so smoke runs and tests exercise the real HF code path.
+"""Tiny random-weight checkpoints built offline, so smoke runs and tests exercise the real HF code path.
 
-Everything is derived from the model spec and code in this file: a byte-level BPE tokenizer trained on a
-fixed corpus, a 32x32 CLIP vision tower with 8x8 patches (16 patches, the CLS feature dropped) and a
-two-layer Llama. The same spec seed gives bit-identical weights.
+Everything is derived from the model spec and code: a byte-level BPE tokenizer trained on a fixed
+corpus and a two-layer model of the spec's family. The LLaVA lives here (a 32x32 CLIP vision tower with
+8x8 patches: 16 patches, the CLS feature dropped, and a Llama); the Qwen2-VL in ``tiny_qwen2_vl``. The
+same spec seed gives bit-identical weights.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -49,11 +51,36 @@ CORPUS = (
 )
 
 
-def tiny_weights(spec: ModelSpec) -> TinyWeights:
+@dataclass(frozen=True)
+class TinyShape:
+    """What a tiny build takes from its model spec."""
+
+    seed: int
+    max_context_len: int
+    n_tokens_per_image: int
+
+
+def tiny_shape(spec: ModelSpec, family: str) -> TinyShape:
+    """The spec's tiny build settings, checked to be of ``family`` and complete."""
     weights = spec.weights
-    if not isinstance(weights, TinyWeights) or weights.family != "llava":
-        raise AdapterError(f"model spec {spec.name!r}: weights are not kind tiny, family llava")
-    return weights
+    if not isinstance(weights, TinyWeights) or weights.family != family:
+        raise AdapterError(f"model spec {spec.name!r}: weights are not kind tiny, family {family}")
+    if spec.n_tokens_per_image is None or spec.max_context_len is None:
+        raise AdapterError(
+            f"model spec {spec.name!r}: tiny models need max_context_len and n_tokens_per_image"
+        )
+    return TinyShape(weights.seed, spec.max_context_len, spec.n_tokens_per_image)
+
+
+def build_tiny(spec: ModelSpec, out_dir: Path) -> None:
+    """Write the tiny checkpoint of ``spec``'s family into ``out_dir``."""
+    weights = spec.weights
+    if isinstance(weights, TinyWeights) and weights.family == "qwen2-vl":
+        from milebench.infer.tiny_qwen2_vl import build_tiny_qwen2_vl
+
+        build_tiny_qwen2_vl(spec, out_dir)
+    else:
+        build_tiny_llava(spec, out_dir)
 
 
 def train_bpe(special_tokens: tuple[str, ...], unk_token: str | None) -> Tokenizer:
@@ -105,13 +132,9 @@ def vision_config(n_tokens_per_image: int) -> CLIPVisionConfig:
 
 def build_tiny_llava(spec: ModelSpec, out_dir: Path) -> None:
     """Write model and processor of ``spec`` into ``out_dir`` (``from_pretrained`` loads it)."""
-    weights = tiny_weights(spec)
-    if spec.n_tokens_per_image is None or spec.max_context_len is None:
-        raise AdapterError(
-            f"model spec {spec.name!r}: tiny models need max_context_len and n_tokens_per_image"
-        )
+    shape = tiny_shape(spec, "llava")
     tokenizer = build_tokenizer()
-    vision = vision_config(spec.n_tokens_per_image)
+    vision = vision_config(shape.n_tokens_per_image)
     text = LlamaConfig(
         vocab_size=len(tokenizer),
         hidden_size=HIDDEN,
@@ -119,7 +142,7 @@ def build_tiny_llava(spec: ModelSpec, out_dir: Path) -> None:
         num_hidden_layers=LAYERS,
         num_attention_heads=HEADS,
         num_key_value_heads=HEADS,
-        max_position_embeddings=spec.max_context_len,
+        max_position_embeddings=shape.max_context_len,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
@@ -128,11 +151,11 @@ def build_tiny_llava(spec: ModelSpec, out_dir: Path) -> None:
         vision_config=vision,
         text_config=text,
         image_token_index=tokenizer.convert_tokens_to_ids(IMAGE_TOKEN),
-        image_seq_length=spec.n_tokens_per_image,
+        image_seq_length=shape.n_tokens_per_image,
         vision_feature_select_strategy=FEATURE_STRATEGY,
         vision_feature_layer=-1,
     )
-    torch.manual_seed(weights.seed)
+    torch.manual_seed(shape.seed)
     model = LlavaForConditionalGeneration(config)
     processor = LlavaProcessor(
         image_processor=CLIPImageProcessor(

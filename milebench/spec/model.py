@@ -142,6 +142,14 @@ class ModelSpec(Spec):
     )
     generation: Generation = Generation()
     batch: BatchRule = BatchRule()
+    sample_timeout_s: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "Local models: seconds of generation per sample (a batch of n gets n times this); a sample "
+            "still unfinished then is recorded as a timeout. null: no limit."
+        ),
+    )
     container: str | None = Field(default=None, description="Folder under containers/ holding its image.")
     notes: str | None = None
 

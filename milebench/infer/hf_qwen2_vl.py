@@ -1,0 +1,68 @@
+"""Qwen2-VL / Qwen2.5-VL through ``transformers``, images only.
+
+The model's processor class cannot be built without torchvision in transformers 5 (its video half needs
+it, and MileBench has no video), so this adapter composes the checkpoint's tokenizer (with its chat
+template) and image processor, and expands each image pad token to the image's merged patch count, as
+the model's processor does. Images are sized so that each one costs at most the spec's
+``n_tokens_per_image`` tokens, which is what truncation counted when the prompt was prepared.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from PIL import Image
+from transformers import AutoImageProcessor, AutoTokenizer, BatchFeature, PreTrainedTokenizerBase
+
+from milebench.infer.adapter import AdapterError
+from milebench.infer.hf_image_text_to_text import HfImageTextToTextAdapter
+
+DEFAULT_IMAGE_TOKEN = "<|image_pad|>"
+
+
+class Qwen2VLInputs:
+    """The part of Qwen2-VL's processor that images need: chat template, pixels, image token expansion."""
+
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, image_processor: Any, max_tokens_per_image: int):
+        self.tokenizer = tokenizer
+        self.image_processor = image_processor
+        self.image_token = getattr(tokenizer, "image_token", None) or DEFAULT_IMAGE_TOKEN
+        self.image_token_id = tokenizer.convert_tokens_to_ids(self.image_token)
+        self.merge = int(image_processor.merge_size)
+        token_pixels = (int(image_processor.patch_size) * self.merge) ** 2
+        self.size = {"shortest_edge": token_pixels, "longest_edge": max_tokens_per_image * token_pixels}
+
+    def apply_chat_template(self, conversation: list[dict[str, Any]], **kwargs: Any) -> str:
+        return self.tokenizer.apply_chat_template(conversation, **kwargs)
+
+    def __call__(
+        self, text: Sequence[str], images: Sequence[Image.Image] | None, **kwargs: Any
+    ) -> BatchFeature:
+        """Token ids with every image pad repeated to its image's token count, plus the pixel inputs."""
+        pixels: dict[str, Any] = {}
+        texts = list(text)
+        if images:
+            pixels = dict(self.image_processor(images=list(images), return_tensors="pt", size=self.size))
+            counts = iter((pixels["image_grid_thw"].prod(-1) // self.merge**2).tolist())
+            pad = re.compile(re.escape(self.image_token))
+            slots = sum(len(pad.findall(t)) for t in texts)
+            if slots != len(images):
+                raise AdapterError(f"the prompts hold {slots} image slots for {len(images)} images")
+            texts = [pad.sub(lambda _: self.image_token * next(counts), t) for t in texts]
+        encoded = self.tokenizer(texts, **kwargs)
+        return BatchFeature({**encoded, **pixels}, tensor_type=kwargs.get("return_tensors"))
+
+
+class HfQwen2VLAdapter(HfImageTextToTextAdapter):
+    """The generic adapter with Qwen2-VL's inputs built from tokenizer and image processor."""
+
+    def load_processor(self, source: str, kwargs: dict[str, Any]) -> Qwen2VLInputs:
+        if self.spec.n_tokens_per_image is None:
+            raise AdapterError(f"model spec {self.spec.name!r}: hf-qwen2-vl needs n_tokens_per_image")
+        return Qwen2VLInputs(
+            AutoTokenizer.from_pretrained(source, **kwargs),
+            AutoImageProcessor.from_pretrained(source, **kwargs),
+            self.spec.n_tokens_per_image,
+        )

@@ -1,0 +1,116 @@
+"""A tiny random-weight Qwen2-VL, written in the layout of a hub checkpoint (model, tokenizer with its chat
+template, image processor config), so the hf-qwen2-vl adapter loads it exactly as it loads the real one.
+
+Images are cut into 8x8 patches and 2x2 patches merge into one token, so an image of 16x16 pixels is one
+token; the adapter sizes images from the spec's ``n_tokens_per_image``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from transformers import (
+    PreTrainedTokenizerFast,
+    Qwen2VLConfig,
+    Qwen2VLForConditionalGeneration,
+    Qwen2VLImageProcessorPil,
+)
+
+from milebench.infer.tiny import HEADS, HIDDEN, LAYERS, tiny_shape, train_bpe
+from milebench.spec.model import ModelSpec
+
+PAD, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
+VISION_START, VISION_END, IMAGE_PAD, VIDEO_PAD = (
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+)
+SPECIAL_TOKENS = (PAD, IM_START, IM_END, VISION_START, VISION_END, IMAGE_PAD, VIDEO_PAD)
+PATCH = 8
+MERGE = 2
+MROPE_SECTION = (2, 3, 3)
+"""Rotary sections (time, height, width); they sum to half the head size (HIDDEN // HEADS // 2)."""
+
+CHAT_TEMPLATE = (
+    "{% if messages[0]['role'] != 'system' %}<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
+    "{% endif %}{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}{% else %}"
+    "{% for part in message['content'] %}{% if part['type'] == 'image' %}"
+    "<|vision_start|><|image_pad|><|vision_end|>{% elif part['type'] == 'text' %}{{ part['text'] }}"
+    "{% endif %}{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+"""Qwen2-VL's chat format: a default system turn, each image as vision-start, image pad, vision-end."""
+
+
+def build_tokenizer() -> PreTrainedTokenizerFast:
+    """Qwen-style special tokens around the trained BPE, with the chat template."""
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=train_bpe(SPECIAL_TOKENS, None),
+        eos_token=IM_END,
+        pad_token=PAD,
+        padding_side="left",
+        extra_special_tokens={
+            "image_token": IMAGE_PAD,
+            "video_token": VIDEO_PAD,
+            "vision_bos_token": VISION_START,
+            "vision_eos_token": VISION_END,
+        },
+    )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
+
+
+def build_tiny_qwen2_vl(spec: ModelSpec, out_dir: Path) -> None:
+    """Write model, tokenizer and image processor of ``spec`` into ``out_dir``."""
+    shape = tiny_shape(spec, "qwen2-vl")
+    tokenizer = build_tokenizer()
+    token_id = tokenizer.convert_tokens_to_ids
+    config = Qwen2VLConfig(
+        text_config={
+            "vocab_size": len(tokenizer),
+            "hidden_size": HIDDEN,
+            "intermediate_size": 2 * HIDDEN,
+            "num_hidden_layers": LAYERS,
+            "num_attention_heads": HEADS,
+            "num_key_value_heads": HEADS,
+            "max_position_embeddings": shape.max_context_len,
+            "rope_parameters": {
+                "rope_type": "default",
+                "rope_theta": 10000.0,
+                "mrope_section": list(MROPE_SECTION),
+            },
+            "bos_token_id": None,
+            "eos_token_id": tokenizer.eos_token_id,
+            "pad_token_id": tokenizer.pad_token_id,
+        },
+        vision_config={
+            "depth": LAYERS,
+            "embed_dim": HIDDEN,
+            "hidden_size": HIDDEN,
+            "num_heads": HEADS,
+            "mlp_ratio": 2,
+            "patch_size": PATCH,
+            "spatial_merge_size": MERGE,
+        },
+        image_token_id=token_id(IMAGE_PAD),
+        video_token_id=token_id(VIDEO_PAD),
+        vision_start_token_id=token_id(VISION_START),
+        vision_end_token_id=token_id(VISION_END),
+    )
+    torch.manual_seed(shape.seed)
+    model = Qwen2VLForConditionalGeneration(config)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    token_pixels = (PATCH * MERGE) ** 2
+    image_processor = Qwen2VLImageProcessorPil(
+        patch_size=PATCH,
+        merge_size=MERGE,
+        min_pixels=token_pixels,
+        max_pixels=shape.n_tokens_per_image * token_pixels,
+    )
+    model.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+    image_processor.save_pretrained(out_dir)
