@@ -65,14 +65,29 @@ def atomic_write_jsonl(path: Path, rows: Iterable[Any]) -> None:
     atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
-def append_jsonl(path: Path, row: Any) -> None:
-    """Append one record and fsync, so a killed job keeps every record it finished."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
+class JsonlAppender:
+    """A JSONL file held open for a job's appends: each ``append`` returns only once its records are
+    fsync'd, so a killed job keeps every record whose append returned, without reopening the file per
+    record."""
+
+    def __init__(self, path: Path) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - held open until close()
+
+    def append(self, rows: Iterable[Any]) -> None:
+        self._fh.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __enter__(self) -> JsonlAppender:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:

@@ -2,7 +2,7 @@
 
 Each finished batch is appended (fsync'd) to the predictions file at once, so a killed job loses at most
 the batch in flight. A rerun skips every sample whose stored answer has the current cache key; failed
-samples are retried. At the end the file is rewritten with current records only, in prepared order.
+samples are retried. At the end the output is written with current records only, in prepared order.
 
 A batch that runs out of GPU memory is halved and retried down to single samples; each prediction
 records the batch size that answered it.
@@ -29,7 +29,7 @@ from milebench.infer.adapter import (
     TokenUsage,
 )
 from milebench.infer.progress import Progress
-from milebench.io import append_jsonl, atomic_write_jsonl, canonical_json, read_jsonl, sha256_text
+from milebench.io import JsonlAppender, atomic_write_jsonl, canonical_json, read_jsonl, sha256_text
 from milebench.records import FailureKind, Prediction, PreparedSample
 from milebench.spec.model import (
     ApiLimits,
@@ -274,7 +274,9 @@ def run_model(
 
     Answers are appended to ``journal`` (default: ``out`` itself) as each batch finishes. A workflow
     manager deletes a job's declared output before re-running it and after a failure, so the job passes a
-    journal outside its outputs: finished answers then survive both and are never bought twice.
+    journal outside its outputs: finished answers then survive both and are never bought twice. A
+    separate journal is left in finishing order: it holds exactly the current records, and only ``out``
+    needs prepared order.
     """
     journal = journal or out
     ids = [s.sample_id for s in samples]
@@ -284,27 +286,25 @@ def run_model(
     keys = {s.sample_id: cache_key(spec, s, adapter.version) for s in samples}
     records = load_done(out, keys) | load_done(journal, keys)
     reused = len(records)
-    # Start from a clean journal: no stale records, and no torn last line for the appends to join.
-    atomic_write_jsonl(journal, (records[i].model_dump(mode="json") for i in ids if i in records))
+    if records or journal.exists():
+        # Start from a clean journal: no stale records, and no torn last line for the appends to join.
+        atomic_write_jsonl(journal, (records[i].model_dump(mode="json") for i in ids if i in records))
     pending = [s for s in samples if s.sample_id not in records]
     failures: Counter[str] = Counter()
     label = f"{spec.name} {samples[0].task} {samples[0].mode}" if samples else spec.name
-    with Progress(label, len(pending)) as progress:
+    with Progress(label, len(pending)) as progress, JsonlAppender(journal) as appender:
         for batch in plan_batches(pending, spec.batch):
             too_many = over_image_limit(spec, batch, keys)
             skipped = {p.sample_id for p in too_many}
             runnable = [s for s in batch if s.sample_id not in skipped]
             predictions = too_many + (run_batch(adapter, spec, runnable, keys) if runnable else [])
+            appender.append(pred.model_dump(mode="json") for pred in predictions)
             for pred in predictions:
-                append_jsonl(journal, pred.model_dump(mode="json"))
                 records[pred.sample_id] = pred
                 if pred.failure is not None:
                     failures[pred.failure.value] += 1
             progress.update(len(predictions), sum(p.failure is not None for p in predictions))
-    rows = [records[i].model_dump(mode="json") for i in ids]
-    atomic_write_jsonl(journal, rows)
-    if out != journal:
-        atomic_write_jsonl(out, rows)
+    atomic_write_jsonl(out, (records[i].model_dump(mode="json") for i in ids))
     summary = InferSummary(
         total=len(samples),
         reused=reused,
