@@ -46,7 +46,7 @@ from milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.spec.task import Group, QuestionType, ScorerKind
 
 REPO = Path(__file__).resolve().parents[1]
-FAMILIES = ("kit", "api", "hf-current", "llava15")
+FAMILIES = ("kit", "api", "hf-current", "llava15", "qwen-vl-chat")
 LOCAL_BASE = "milebench-base:bookworm"
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 SECRET = "sk-do-not-log-0123456789"
@@ -103,9 +103,11 @@ def test_family_lock_pins_every_requirement_with_a_hash(name: str) -> None:
     requirement_lines = [ln for ln in text.splitlines() if re.match(r"^[A-Za-z0-9]", ln)]
     assert len(blocks) == len(requirement_lines) > 0
     assert pinned["rouge"] == "1.0.1" and "pydantic" in pinned and "setuptools" in pinned
-    if name == "llava15":
+    if name in ("llava15", "qwen-vl-chat"):
         assert pinned["transformers"] == "4.37.2" and pinned["torch"] == "2.1.2"
         assert pinned["numpy"].startswith("1.")
+    if name == "qwen-vl-chat":
+        assert pinned["torchvision"] == "0.16.2" and {"tiktoken", "einops"} <= set(pinned)
     if name == "hf-current":
         assert "torch" in pinned and "transformers" in pinned
 

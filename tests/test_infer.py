@@ -176,6 +176,13 @@ def test_cache_key_covers_images_prompt_and_adapter_version() -> None:
     assert cache_key(spec, prepared(1), "v1") == key
 
 
+def test_cache_key_ignores_the_time_limit_but_not_generation_settings() -> None:
+    base = prepared(1)
+    key = cache_key(model(), base, "v1")
+    assert cache_key(model(sample_timeout_s=30), base, "v1") == key
+    assert cache_key(model(generation=Generation(max_new_tokens=7)), base, "v1") != key
+
+
 def test_failed_batch_recorded_and_run_continues(tmp_path: Path) -> None:
     spec = model(batch=ONE_PER_BATCH)
     samples = [prepared(i) for i in range(4)]

@@ -5,19 +5,20 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 from mini_specs import task_spec
 from PIL import Image
-from transformers import LlavaForConditionalGeneration
+from transformers import AutoProcessor, LlavaForConditionalGeneration
 
 from milebench.data.schema import TaskFile
 from milebench.infer import commands
 from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_llava import HfLlavaAdapter
 from milebench.infer.registry import load_adapter
-from milebench.infer.tiny import build_tiny_llava
+from milebench.infer.tiny import LLAVA_HF_CHAT_TEMPLATE, build_tiny_llava
 from milebench.paths import RunPaths
 from milebench.preprocess.prompt import build_sample
 from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
@@ -130,6 +131,24 @@ def test_prompt_format(adapter: HfLlavaAdapter, samples: list[PreparedSample]) -
     )
     assert text.endswith("Your answer is:  ASSISTANT:")
     assert IMAGE_PLACEHOLDER not in text
+
+
+def test_llava_hf_template_keeps_images_in_prompt_order(
+    paths: RunPaths, samples: list[PreparedSample], tmp_path: Path
+) -> None:
+    """The llava-hf templates put image parts before all text; the adapter sends image tokens in place."""
+    with_template = RunPaths(out=tmp_path, reports=tmp_path)
+    folder = with_template.model_dir("tiny-llava")
+    shutil.copytree(paths.model_dir("tiny-llava"), folder)
+    processor = AutoProcessor.from_pretrained(folder)
+    processor.chat_template = LLAVA_HF_CHAT_TEMPLATE
+    processor.save_pretrained(folder)
+    adapter = load_adapter(tiny_spec(), with_template, paths.data_root)
+    assert adapter.render(samples[1]) == (
+        "USER: Answer the question about the slides.\n<image>\n<image>\n then <image>: which is red?\n"
+        "Choice list: \nA. red\nB. green\nYour answer is:  ASSISTANT:"
+    )
+    assert all(isinstance(a, str) and a for a in adapter.generate(samples))
 
 
 def test_generate_is_deterministic(adapter: HfLlavaAdapter, samples: list[PreparedSample]) -> None:

@@ -3,27 +3,20 @@ from the spec's token budget, image pad expansion, deterministic generation, the
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import pytest
-from picture_samples import picture_sample, write_pictures
+from picture_samples import picture_sample
 from PIL import Image
+from tiny_checks import answers_every_fixture_task, same_seed_same_weights, tiny_run
 from transformers import Qwen2VLForConditionalGeneration
 
-from milebench.fixture.prepared import prepared_fixture
 from milebench.infer.adapter import AdapterError
-from milebench.infer.engine import run_model
 from milebench.infer.hf_qwen2_vl import HfQwen2VLAdapter
 from milebench.infer.registry import load_adapter
-from milebench.infer.tiny import build_tiny
-from milebench.io import read_jsonl
 from milebench.paths import RunPaths
-from milebench.preprocess.regime import regime_for
-from milebench.records import Prediction
 from milebench.spec.model import ModelSpec
 from milebench.spec.registry import load_specs
-from milebench.spec.run import FixtureSource, Mode, RunSpec
 
 SIZES = [(40, 30), (32, 32), (20, 50), (500, 90)]
 """Width x height; with 16 pixels per merged token and a budget of 4 tokens: 4, 4, 3 and 4 tokens."""
@@ -38,10 +31,7 @@ def spec(n_tokens: int = 4, seed: int = 0) -> ModelSpec:
 @pytest.fixture(scope="module")
 def paths(tmp_path_factory: pytest.TempPathFactory) -> RunPaths:
     root = tmp_path_factory.mktemp("qwen2vl")
-    run_paths = RunPaths(out=root, reports=root / "reports")
-    build_tiny(spec(), run_paths.model_dir("tiny-qwen2-vl"))
-    write_pictures(run_paths, SIZES)
-    return run_paths
+    return tiny_run(root, spec(), SIZES)
 
 
 @pytest.fixture(scope="module")
@@ -51,23 +41,12 @@ def adapter(paths: RunPaths) -> HfQwen2VLAdapter:
     return loaded
 
 
-def weights_hash(folder: Path) -> str:
-    digest = hashlib.sha256()
-    for name, tensor in sorted(Qwen2VLForConditionalGeneration.from_pretrained(folder).state_dict().items()):
-        digest.update(name.encode())
-        digest.update(tensor.numpy().tobytes())
-    return digest.hexdigest()
-
-
 def test_checkpoint_has_the_hub_layout_and_seeded_weights(paths: RunPaths, tmp_path: Path) -> None:
     folder = paths.model_dir("tiny-qwen2-vl")
     assert {"config.json", "model.safetensors", "tokenizer.json", "preprocessor_config.json"} <= {
         p.name for p in folder.iterdir()
     }
-    build_tiny(spec(seed=0), tmp_path / "again")
-    build_tiny(spec(seed=1), tmp_path / "other")
-    assert weights_hash(tmp_path / "again") == weights_hash(folder)
-    assert weights_hash(tmp_path / "other") != weights_hash(folder)
+    same_seed_same_weights(lambda seed: spec(seed=seed), folder, tmp_path, Qwen2VLForConditionalGeneration)
 
 
 def test_prompt_follows_the_qwen_chat_format(adapter: HfQwen2VLAdapter) -> None:
@@ -117,20 +96,4 @@ def test_generation_is_deterministic_and_batch_independent(
 
 
 def test_answers_every_fixture_task_through_the_engine(tmp_path: Path) -> None:
-    """Every task of the mini-MileBench, prepared for the model's own regime, answered without failures."""
-    specs = load_specs()
-    model = spec()
-    paths = RunPaths(out=tmp_path / "out", reports=tmp_path / "reports")
-    build_tiny(model, paths.model_dir(model.name))
-    run = RunSpec(name="t", description="t", models=(model.name,), data=FixtureSource(kind="fixture"))
-    regime = regime_for(model, run, Mode.MULTI_IMAGE, specs.root)
-    tasks = prepared_fixture(paths, list(specs.tasks.values()), 1, regime=regime)
-    adapter = load_adapter(model, paths, paths.data_root)
-    assert len(tasks) == 29
-    for task, samples in tasks.items():
-        out = tmp_path / "predictions" / f"{task}.jsonl"
-        summary = run_model(adapter, model, samples, out)
-        assert (summary.total, summary.failed) == (len(samples), 0), task
-        predictions = [Prediction.model_validate(r) for r in read_jsonl(out)]
-        assert [p.sample_id for p in predictions] == [s.sample_id for s in samples]
-        assert all(p.response is not None and p.input_tokens for p in predictions), task
+    answers_every_fixture_task(spec(), tmp_path)

@@ -56,13 +56,14 @@ def weights_revision(spec: ModelSpec) -> str:
 
 
 def answer_spec(spec: ModelSpec) -> ModelSpec:
-    """The spec without settings that cannot change an answer (API limits and prices), so tuning them
-    never re-buys finished API answers."""
+    """The spec without settings that cannot change an answer (time limits, API limits and prices), so
+    tuning them never re-buys finished answers; failed samples are retried anyway."""
+    neutral = spec.model_copy(update={"sample_timeout_s": None})
     weights = spec.weights
     if not isinstance(weights, ApiModel):
-        return spec
-    neutral = weights.model_copy(update={"limits": ApiLimits(), "pricing": ApiPricing()})
-    return spec.model_copy(update={"weights": neutral})
+        return neutral
+    api = weights.model_copy(update={"limits": ApiLimits(), "pricing": ApiPricing()})
+    return neutral.model_copy(update={"weights": api})
 
 
 def cache_key(spec: ModelSpec, sample: PreparedSample, adapter_version: str) -> str:

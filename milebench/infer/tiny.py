@@ -2,8 +2,9 @@
 
 Everything is derived from the model spec and code: a byte-level BPE tokenizer trained on a fixed
 corpus and a two-layer model of the spec's family. The LLaVA lives here (a 32x32 CLIP vision tower with
-8x8 patches: 16 patches, the CLS feature dropped, and a Llama); the Qwen2-VL in ``tiny_qwen2_vl``. The
-same spec seed gives bit-identical weights.
+8x8 patches: 16 patches, the CLS feature dropped, and a Llama); the Qwen2-VL in ``tiny_qwen2_vl``, the
+LLaVA-NeXT in ``tiny_llava_next``, the Idefics2 in ``tiny_idefics2``. The same spec seed gives
+bit-identical weights.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -51,6 +53,33 @@ CORPUS = (
 )
 
 
+LLAVA_HF_CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{% if message['role'] != 'system' %}{{ message['role'].upper() + ': ' }}{% endif %}"
+    "{% for part in message['content'] if part['type'] == 'image' %}{{ '<image>\n' }}{% endfor %}"
+    "{% for part in message['content'] if part['type'] == 'text' %}{{ part['text'] + ' ' }}{% endfor %}"
+    "{% endfor %}{% if add_generation_prompt %}{{ 'ASSISTANT:' }}{% endif %}"
+)
+"""The llava-hf Vicuna format, which puts every image part before all text parts (the adapter keeps
+MileBench's interleaving by sending image tokens inside the text)."""
+
+
+def text_fields(tokenizer: PreTrainedTokenizerFast, max_context_len: int) -> dict[str, Any]:
+    """The language model's shape, shared by every tiny family: two layers of width HIDDEN."""
+    return {
+        "vocab_size": len(tokenizer),
+        "hidden_size": HIDDEN,
+        "intermediate_size": 2 * HIDDEN,
+        "num_hidden_layers": LAYERS,
+        "num_attention_heads": HEADS,
+        "num_key_value_heads": HEADS,
+        "max_position_embeddings": max_context_len,
+        "bos_token_id": tokenizer.bos_token_id,
+        "eos_token_id": tokenizer.eos_token_id,
+        "pad_token_id": tokenizer.pad_token_id,
+    }
+
+
 @dataclass(frozen=True)
 class TinyShape:
     """What a tiny build takes from its model spec."""
@@ -79,6 +108,14 @@ def build_tiny(spec: ModelSpec, out_dir: Path) -> None:
         from milebench.infer.tiny_qwen2_vl import build_tiny_qwen2_vl
 
         build_tiny_qwen2_vl(spec, out_dir)
+    elif isinstance(weights, TinyWeights) and weights.family == "llava-next":
+        from milebench.infer.tiny_llava_next import build_tiny_llava_next
+
+        build_tiny_llava_next(spec, out_dir)
+    elif isinstance(weights, TinyWeights) and weights.family == "idefics2":
+        from milebench.infer.tiny_idefics2 import build_tiny_idefics2
+
+        build_tiny_idefics2(spec, out_dir)
     else:
         build_tiny_llava(spec, out_dir)
 
@@ -135,18 +172,7 @@ def build_tiny_llava(spec: ModelSpec, out_dir: Path) -> None:
     shape = tiny_shape(spec, "llava")
     tokenizer = build_tokenizer()
     vision = vision_config(shape.n_tokens_per_image)
-    text = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=HIDDEN,
-        intermediate_size=2 * HIDDEN,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=HEADS,
-        num_key_value_heads=HEADS,
-        max_position_embeddings=shape.max_context_len,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
+    text = LlamaConfig(**text_fields(tokenizer, shape.max_context_len))
     config = LlavaConfig(
         vision_config=vision,
         text_config=text,

@@ -17,7 +17,7 @@ from transformers import (
     Qwen2VLImageProcessorPil,
 )
 
-from milebench.infer.tiny import HEADS, HIDDEN, LAYERS, tiny_shape, train_bpe
+from milebench.infer.tiny import HEADS, HIDDEN, LAYERS, text_fields, tiny_shape, train_bpe
 from milebench.spec.model import ModelSpec
 
 PAD, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
@@ -70,21 +70,12 @@ def build_tiny_qwen2_vl(spec: ModelSpec, out_dir: Path) -> None:
     token_id = tokenizer.convert_tokens_to_ids
     config = Qwen2VLConfig(
         text_config={
-            "vocab_size": len(tokenizer),
-            "hidden_size": HIDDEN,
-            "intermediate_size": 2 * HIDDEN,
-            "num_hidden_layers": LAYERS,
-            "num_attention_heads": HEADS,
-            "num_key_value_heads": HEADS,
-            "max_position_embeddings": shape.max_context_len,
+            **text_fields(tokenizer, shape.max_context_len),
             "rope_parameters": {
                 "rope_type": "default",
                 "rope_theta": 10000.0,
                 "mrope_section": list(MROPE_SECTION),
             },
-            "bos_token_id": None,
-            "eos_token_id": tokenizer.eos_token_id,
-            "pad_token_id": tokenizer.pad_token_id,
         },
         vision_config={
             "depth": LAYERS,

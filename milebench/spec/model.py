@@ -93,7 +93,7 @@ class TinyWeights(Spec):
     """A tiny random-weight checkpoint the kit builds offline from a config (smoke runs, tests)."""
 
     kind: Literal["tiny"]
-    family: Literal["llava", "qwen2-vl"]
+    family: Literal["llava", "qwen2-vl", "llava-next", "idefics2"]
     seed: int = 0
 
 

@@ -1,0 +1,19 @@
+"""LLaVA-NeXT (LLaVA-1.6) models through ``transformers``: llava-hf conversions and the kit's tiny ones.
+
+Prompting is LLaVA's (``hf_llava``: adjacent-image fix, image tokens in place inside one text part,
+since the llava-hf templates would put images first). Images are any-res: the processor tiles each one
+by its aspect ratio, expands its image token to the tile features and returns ``image_sizes``, which
+``generate`` takes with the pixels; so an image costs a size-dependent number of tokens.
+"""
+
+from __future__ import annotations
+
+from transformers import LlavaNextForConditionalGeneration
+
+from milebench.infer.hf_llava import HfLlavaAdapter
+
+
+class HfLlavaNextAdapter(HfLlavaAdapter):
+    """LLaVA's prompting with LLaVA-NeXT's model class."""
+
+    model_class = LlavaNextForConditionalGeneration

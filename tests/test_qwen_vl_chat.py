@@ -1,0 +1,188 @@
+"""Qwen-VL-Chat through the hf-qwen-vl-chat adapter, on a stand-in remote-code checkpoint loaded by
+``from_pretrained(..., trust_remote_code=True)`` exactly as the hub repository is: the interleaved query,
+greedy deterministic answers, exact token counts, per-sample failures and the engine end to end."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from picture_samples import picture_sample, write_pictures
+from PIL import Image
+from safetensors.torch import save_file
+from transformers import AutoConfig, AutoModelForCausalLM
+
+from milebench.infer.adapter import AdapterError, SampleFailure
+from milebench.infer.engine import run_model
+from milebench.infer.hf_qwen_vl_chat import HfQwenVLChatAdapter
+from milebench.infer.registry import load_adapter
+from milebench.io import read_jsonl
+from milebench.paths import RunPaths
+from milebench.records import FailureKind, Prediction
+from milebench.spec.model import ModelSpec
+from milebench.spec.registry import load_specs
+
+STANDIN = Path(__file__).parent / "qwen_vl_chat_standin"
+SIZES = [(40, 30), (32, 32), (20, 50), (64, 16)]
+IMAGE_SPAN = 258
+"""Tokens per image in the stand-in, as in Qwen-VL-Chat: <img>, 256 path or pad tokens, </img>."""
+
+
+def build_standin(folder: Path, seed: int) -> Path:
+    """The stand-in's code and configs plus weights initialised from ``seed``."""
+    shutil.copytree(STANDIN, folder)
+    config = AutoConfig.from_pretrained(folder, trust_remote_code=True)
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, trust_remote_code=True)
+    weights = {name: tensor.contiguous() for name, tensor in model.state_dict().items()}
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+    return folder
+
+
+def spec(folder: Path, **fields: Any) -> ModelSpec:
+    """The kit's qwen-vl-chat spec with the stand-in as its hub repository."""
+    data = load_specs().models["qwen-vl-chat"].model_dump()
+    data.update(
+        weights={"kind": "hf", "repo_id": str(folder), "trust_remote_code": True},
+        generation={"max_new_tokens": 6},
+    )
+    data.update(fields)
+    return ModelSpec.model_validate(data)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_standin(tmp_path_factory.mktemp("standin") / "qwen-vl-chat-standin", seed=0)
+
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory: pytest.TempPathFactory) -> RunPaths:
+    root = tmp_path_factory.mktemp("qwenvlchat")
+    run_paths = RunPaths(out=root, reports=root / "reports")
+    write_pictures(run_paths, SIZES)
+    return run_paths
+
+
+@pytest.fixture(scope="module")
+def adapter(checkpoint: Path, paths: RunPaths) -> HfQwenVLChatAdapter:
+    loaded = load_adapter(spec(checkpoint), paths, paths.data_root)
+    assert isinstance(loaded, HfQwenVLChatAdapter)
+    return loaded
+
+
+def test_query_interleaves_pictures_in_prompt_order(adapter: HfQwenVLChatAdapter, paths: RunPaths) -> None:
+    folder = (paths.data_root / "WebQA/images").resolve()
+    assert adapter.query(picture_sample(0, 3)) == (
+        f"Answer.\nPicture 1: <img>{folder}/0.png</img>\n slide 0 "
+        f"Picture 2: <img>{folder}/1.png</img>\n slide 1 "
+        f"Picture 3: <img>{folder}/2.png</img>\n slide 2 which is red?"
+    )
+
+
+def test_answers_are_greedy_deterministic_and_counted(
+    adapter: HfQwenVLChatAdapter, checkpoint: Path, paths: RunPaths
+) -> None:
+    batch = [picture_sample(0, 3), picture_sample(1, 1)]
+    first = adapter.generate(batch)
+    assert all(isinstance(a, str) and a for a in first), first
+    usage = adapter.last_usage()
+    queries = [adapter.query(s) for s in batch]
+    assert [u.input_tokens for u in usage] == [adapter.input_tokens(q) for q in queries]
+    assert usage[0].input_tokens is not None and usage[0].input_tokens > 3 * IMAGE_SPAN
+    assert all(u.output_tokens is not None and 1 <= u.output_tokens <= 6 for u in usage)
+    assert adapter.generate(batch) == first
+    assert adapter.generate(batch[1:]) == first[1:]
+    for seed in (1, 2, 3):
+        reseeded = spec(checkpoint, generation={"max_new_tokens": 6, "seed": seed})
+        assert load_adapter(reseeded, paths, paths.data_root).generate(batch) == first, "greedy, not sampled"
+
+
+def test_answers_depend_on_the_pictures(checkpoint: Path, paths: RunPaths, tmp_path: Path) -> None:
+    """The same prompt over one other picture gets another answer: the model reads the files."""
+    recoloured = RunPaths(out=tmp_path, reports=tmp_path / "reports")
+    write_pictures(recoloured, SIZES)
+    Image.new("RGB", SIZES[0], (0, 0, 255)).save(recoloured.data_root / "WebQA/images/0.png")
+    sample = picture_sample(0, 3)
+    original = load_adapter(spec(checkpoint), paths, paths.data_root).generate([sample])
+    assert load_adapter(spec(checkpoint), recoloured, recoloured.data_root).generate([sample]) != original
+
+
+def test_context_limit_is_exact_and_skips_the_model(
+    checkpoint: Path, paths: RunPaths, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sample = picture_sample(0, 2)
+    unlimited = load_adapter(spec(checkpoint), paths, paths.data_root)
+    answer = unlimited.generate([sample])
+    n_tokens = unlimited.last_usage()[0].input_tokens
+    assert n_tokens is not None
+    exact = load_adapter(spec(checkpoint, max_context_len=n_tokens), paths, paths.data_root)
+    assert exact.generate([sample]) == answer
+    short = load_adapter(spec(checkpoint, max_context_len=n_tokens - 1), paths, paths.data_root)
+    monkeypatch.setattr(short.model, "chat", _no_call)
+    [failure] = short.generate([sample])
+    assert failure == SampleFailure(
+        FailureKind.CONTEXT_OVERFLOW, f"input of {n_tokens} tokens exceeds max_context_len {n_tokens - 1}"
+    )
+
+
+def _no_call(*args: Any, **kwargs: Any) -> None:
+    raise AssertionError("the model was called")
+
+
+def test_a_missing_picture_fails_that_sample_only(adapter: HfQwenVLChatAdapter, paths: RunPaths) -> None:
+    missing = picture_sample(7, 2).model_copy(update={"images": ("WebQA/images/0.png", "WebQA/images/9.png")})
+    failure, answer = adapter.generate([missing, picture_sample(1, 1)])
+    assert isinstance(failure, SampleFailure) and failure.kind is FailureKind.ADAPTER_ERROR
+    assert "task WebQA, sample 7" in failure.detail and "9.png" in failure.detail
+    assert answer == adapter.generate([picture_sample(1, 1)])[0]
+
+
+def test_the_standin_opens_the_paths_it_is_given(adapter: HfQwenVLChatAdapter, tmp_path: Path) -> None:
+    query = adapter.tokenizer.from_list_format([{"image": str(tmp_path / "absent.png")}, {"text": "hi"}])
+    with pytest.raises(FileNotFoundError, match=r"absent\.png"):
+        adapter.model.chat(adapter.tokenizer, query, history=None)
+
+
+def test_a_time_limit_stops_generation_as_a_timeout(checkpoint: Path, paths: RunPaths) -> None:
+    """A limit shorter than one token: generation stops after the first (never an end token, since
+    min_new_tokens is 1), so the answer is recorded as a timeout."""
+    limited = load_adapter(spec(checkpoint, sample_timeout_s=1e-9), paths, paths.data_root)
+    [failure] = limited.generate([picture_sample(0, 1)])
+    assert isinstance(failure, SampleFailure) and failure.kind is FailureKind.TIMEOUT
+    assert limited.last_usage()[0].output_tokens == 1
+
+
+def test_remote_code_must_be_trusted(checkpoint: Path, paths: RunPaths) -> None:
+    untrusted = spec(checkpoint, weights={"kind": "hf", "repo_id": str(checkpoint)})
+    with pytest.raises(AdapterError, match="trust_remote_code: true"):
+        load_adapter(untrusted, paths, paths.data_root)
+
+
+def test_engine_answers_and_resumes(checkpoint: Path, paths: RunPaths, tmp_path: Path) -> None:
+    """Samples over max_images fail as context overflow without a model call; the rest are answered
+    once, with token counts, and a rerun reuses every answer."""
+    model = spec(checkpoint, max_images=2)
+    adapter = load_adapter(model, paths, paths.data_root)
+    calls: list[str] = []
+    chat = adapter.model.chat
+
+    def counted(tokenizer: Any, query: str, **kwargs: Any) -> Any:
+        calls.append(query)
+        return chat(tokenizer, query, **kwargs)
+
+    adapter.model.chat = counted
+    samples = [picture_sample(0, 1), picture_sample(1, 3), picture_sample(2, 2), picture_sample(3, 1)]
+    out = tmp_path / "predictions.jsonl"
+    summary = run_model(adapter, model, samples, out)
+    assert (summary.total, summary.failed, summary.failures) == (4, 1, {"context_overflow": 1})
+    predictions = {p.sample_id: p for p in (Prediction.model_validate(r) for r in read_jsonl(out))}
+    assert predictions[1].failure is FailureKind.CONTEXT_OVERFLOW
+    assert len(calls) == 3 and not any("Picture 3" in q for q in calls), "one call per answered sample"
+    answered = [predictions[i] for i in (0, 2, 3)]
+    assert all(p.response and p.input_tokens and p.output_tokens for p in answered)
+    assert predictions[0].response == predictions[3].response, "same pictures and prompt text"
+    rerun = run_model(adapter, model, samples, out)
+    assert (rerun.reused, len(calls)) == (3, 3)

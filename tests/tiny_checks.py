@@ -1,0 +1,86 @@
+"""Checks every tiny transformers family shares: seeded weights, a test checkpoint with pictures, and the
+whole mini-MileBench answered through the engine."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from picture_samples import write_pictures
+
+from milebench.fixture.prepared import prepared_fixture
+from milebench.infer.engine import run_model
+from milebench.infer.registry import load_adapter
+from milebench.infer.tiny import build_tiny
+from milebench.io import read_jsonl
+from milebench.paths import RunPaths
+from milebench.preprocess.regime import regime_for
+from milebench.records import Prediction
+from milebench.spec.model import ModelSpec
+from milebench.spec.registry import load_specs
+from milebench.spec.run import FixtureSource, Mode, RunSpec
+
+
+def tiny_spec(name: str, adapter: str, family: str, n_tokens: int, seed: int = 0) -> ModelSpec:
+    """A kit-section spec of a tiny checkpoint: 2,048 tokens of context, 8 new tokens."""
+    return ModelSpec.model_validate(
+        {
+            "name": name,
+            "display_name": name,
+            "section": "kit",
+            "adapter": adapter,
+            "weights": {"kind": "tiny", "family": family, "seed": seed},
+            "max_context_len": 2048,
+            "n_tokens_per_image": n_tokens,
+            "generation": {"max_new_tokens": 8},
+        }
+    )
+
+
+def weights_hash(folder: Path, model_class: Any) -> str:
+    """Hash of every tensor of the checkpoint, as ``model_class.from_pretrained`` loads it."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model_class.from_pretrained(folder).state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.numpy().tobytes())
+    return digest.hexdigest()
+
+
+def same_seed_same_weights(
+    spec: Callable[[int], ModelSpec], folder: Path, scratch: Path, model_class: Any
+) -> None:
+    """Rebuilding ``folder``'s checkpoint with seed 0 gives the same tensors; seed 1 gives others."""
+    build_tiny(spec(0), scratch / "again")
+    build_tiny(spec(1), scratch / "other")
+    reference = weights_hash(folder, model_class)
+    assert weights_hash(scratch / "again", model_class) == reference
+    assert weights_hash(scratch / "other", model_class) != reference
+
+
+def tiny_run(root: Path, spec: ModelSpec, sizes: Sequence[tuple[int, int]]) -> RunPaths:
+    """A run layout in ``root`` holding the spec's tiny checkpoint and pictures of ``sizes``."""
+    paths = RunPaths(out=root, reports=root / "reports")
+    build_tiny(spec, paths.model_dir(spec.name))
+    write_pictures(paths, sizes)
+    return paths
+
+
+def answers_every_fixture_task(model: ModelSpec, root: Path) -> None:
+    """Every task of the mini-MileBench, prepared for the model's own regime, answered without failures."""
+    specs = load_specs()
+    paths = RunPaths(out=root / "out", reports=root / "reports")
+    build_tiny(model, paths.model_dir(model.name))
+    run = RunSpec(name="t", description="t", models=(model.name,), data=FixtureSource(kind="fixture"))
+    regime = regime_for(model, run, Mode.MULTI_IMAGE, specs.root)
+    tasks = prepared_fixture(paths, list(specs.tasks.values()), 1, regime=regime)
+    adapter = load_adapter(model, paths, paths.data_root)
+    assert len(tasks) == 29
+    for task, samples in tasks.items():
+        out = root / "predictions" / f"{task}.jsonl"
+        summary = run_model(adapter, model, samples, out)
+        assert (summary.total, summary.failed) == (len(samples), 0), task
+        predictions = [Prediction.model_validate(r) for r in read_jsonl(out)]
+        assert [p.sample_id for p in predictions] == [s.sample_id for s in samples]
+        assert all(p.response is not None and p.input_tokens for p in predictions), task
