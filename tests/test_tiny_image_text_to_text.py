@@ -103,6 +103,14 @@ def test_generation_past_the_time_limit_is_a_timeout(paths: RunPaths) -> None:
     assert [u.output_tokens for u in strict.last_usage()] == [1, 1]
 
 
+def test_a_model_class_this_transformers_lacks_is_a_clear_error(paths: RunPaths) -> None:
+    class FutureAdapter(HfImageTextToTextAdapter):
+        model_class = "NotYetAModelClass"
+
+    with pytest.raises(AdapterError, match=r"transformers \S+ has no NotYetAModelClass; run it in a"):
+        FutureAdapter(spec(), paths, paths.data_root)
+
+
 def test_wrong_tiny_family_for_the_adapter_is_refused(paths: RunPaths) -> None:
     with pytest.raises(AdapterError, match=r"tiny family 'llava' cannot run on adapter 'hf-qwen2-vl'"):
         load_adapter(spec(adapter="hf-qwen2-vl"), paths, paths.data_root)

@@ -14,8 +14,9 @@ from typing import Any, ClassVar
 
 import torch
 import transformers
+from packaging.version import Version
 from PIL import Image
-from transformers import AutoModelForImageTextToText, AutoProcessor, BatchFeature, PreTrainedModel
+from transformers import AutoProcessor, BatchFeature, PreTrainedModel
 
 from milebench.infer.adapter import AdapterError, SampleFailure, TokenUsage
 from milebench.infer.hf_checkpoint import checkpoint
@@ -35,6 +36,10 @@ def split_segments(prompt: str) -> list[dict[str, str]]:
     return segments
 
 
+DTYPE_ARGUMENT = "dtype" if Version(transformers.__version__) >= Version("4.56") else "torch_dtype"
+"""``from_pretrained`` took ``torch_dtype`` before transformers 4.56."""
+
+
 class HfImageTextToTextAdapter:
     """Greedy batched generation with left padding; seeded so any sampling path is reproducible too.
 
@@ -43,17 +48,18 @@ class HfImageTextToTextAdapter:
     """
 
     version = f"1+transformers-{transformers.__version__}+torch-{torch.__version__}"
-    model_class: ClassVar[Any] = AutoModelForImageTextToText
+    model_class: ClassVar[str] = "AutoModelForImageTextToText"
+    """The transformers class that loads the model, looked up at load time: the module then imports
+    under the older transformers of the paper-era containers, and only a class they lack is an error."""
 
     def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path) -> None:
         self.spec = spec
         self.data_root = data_root
         source, kwargs = checkpoint(spec, paths)
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
         try:
             self.processor = self.load_processor(source, kwargs)
-            self.model: PreTrainedModel = self.model_class.from_pretrained(source, dtype=dtype, **kwargs)
+            self.model = self.load_model(source, kwargs)
         except (OSError, ValueError, ImportError) as err:
             raise AdapterError(f"model spec {spec.name!r}: cannot load {source} {kwargs}: {err}") from err
         self.processor.tokenizer.padding_side = "left"
@@ -61,6 +67,17 @@ class HfImageTextToTextAdapter:
             self.processor.tokenizer.pad_token = self.processor.tokenizer.eos_token
         self.model.to(self.device).eval()
         self._usage: list[TokenUsage] = []
+
+    def load_model(self, source: str, kwargs: dict[str, Any]) -> PreTrainedModel:
+        """The model in bfloat16 on a GPU, float32 on the CPU."""
+        model_class = getattr(transformers, self.model_class, None)
+        if model_class is None:
+            raise AdapterError(
+                f"model spec {self.spec.name!r}: transformers {transformers.__version__} has no "
+                f"{self.model_class}; run it in a container with a newer transformers"
+            )
+        dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
+        return model_class.from_pretrained(source, **{DTYPE_ARGUMENT: dtype}, **kwargs)
 
     def load_processor(self, source: str, kwargs: dict[str, Any]) -> Any:
         """What turns a prompt and its images into model inputs: the checkpoint's own processor."""

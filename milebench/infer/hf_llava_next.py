@@ -8,12 +8,10 @@ by its aspect ratio, expands its image token to the tile features and returns ``
 
 from __future__ import annotations
 
-from transformers import LlavaNextForConditionalGeneration
-
 from milebench.infer.hf_llava import HfLlavaAdapter
 
 
 class HfLlavaNextAdapter(HfLlavaAdapter):
     """LLaVA's prompting with LLaVA-NeXT's model class."""
 
-    model_class = LlavaNextForConditionalGeneration
+    model_class = "LlavaNextForConditionalGeneration"

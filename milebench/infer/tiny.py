@@ -195,3 +195,5 @@ def build_tiny_llava(spec: ModelSpec, out_dir: Path) -> None:
     )
     model.save_pretrained(out_dir)
     processor.save_pretrained(out_dir)
+    # Hub checkpoints also carry the image processor on its own, which transformers before 5 reads.
+    processor.image_processor.save_pretrained(out_dir)
