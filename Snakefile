@@ -267,7 +267,7 @@ rule infer:
         runtime=lambda w: RESOURCES[w.model].runtime,
     shell:
         "{params.mb} {params.command} --run {params.run} --model {wildcards.model}"
-        " --task {wildcards.task} --mode {wildcards.mode} > {log} 2>&1"
+        " --task {wildcards.task} --mode {wildcards.mode} --threads {threads} > {log} 2>&1"
 
 
 rule score:

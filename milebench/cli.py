@@ -23,6 +23,15 @@ def _run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", default="smoke", help="Run spec name (specs/runs/<name>.yaml).")
 
 
+def _threads_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="CPU threads the model's libraries may use (the job's allotment); default: all cores.",
+    )
+
+
 def _job_args(p: argparse.ArgumentParser, model: bool, task_required: bool = True) -> None:
     _run_args(p)
     if model:
@@ -85,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("infer", "milebench.infer.commands:infer", "Run one model over one prepared task.")
     _job_args(p, model=True)
+    _threads_arg(p)
 
     p = add("score", "milebench.score.commands:score", "Score one model's predictions for one task.")
     _job_args(p, model=True, task_required=False)
@@ -132,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("container-infer", "milebench.containers.commands:container_infer", "Run `infer` in its image.")
     _job_args(p, model=True)
+    _threads_arg(p)
     p.add_argument("--runtime", choices=["local", "docker"], default="docker")
     p.add_argument("--gpus", default=None, help='"all" or comma-separated device ids (default: none).')
     p.add_argument("--api-network", default="bridge", help="Docker network of API models (others: none).")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -407,12 +409,24 @@ def test_preprocess_then_infer_handlers(tmp_path: Path, monkeypatch: pytest.Monk
         specs=tmp_path,
         regime="full",
         workers=1,
+        threads=None,
     )
     assert preprocess_commands.preprocess(args) == 0
     assert commands.infer(args) == 0
     saved = records(paths.predictions("random", task.name, Mode.MULTI_IMAGE))
     assert [r.sample_id for r in saved] == [0, 1, 2]
     assert all(r.response in {"A", "B", "C"} and r.model == "random" for r in saved)
+
+
+def test_thread_limit_reaches_torch_whether_or_not_it_is_loaded() -> None:
+    """In fresh interpreters: torch imported after the limit, and torch imported before it."""
+    check = (
+        "import sys; from milebench.infer.commands import limit_threads; {before}"
+        "limit_threads(1); import torch, os; "
+        "sys.exit(0 if torch.get_num_threads() == 1 and os.environ['OMP_NUM_THREADS'] == '1' else 1)"
+    )
+    for before in ("", "import torch; torch.set_num_threads(2); "):
+        assert subprocess.run([sys.executable, "-c", check.format(before=before)]).returncode == 0, before
 
 
 def test_weights_lock_pins_hub_revision(tmp_path: Path) -> None:

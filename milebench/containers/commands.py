@@ -90,7 +90,8 @@ def container_infer(args: argparse.Namespace) -> int:
     paths = RunPaths.for_run(run)
     paths.out.mkdir(parents=True, exist_ok=True)
     cell = ("--run", run.name, "--model", model.name, "--task", args.task, "--mode", str(args.mode))
-    command = (*(("-v",) if args.verbose else ()), "infer", *cell)
+    threads = ("--threads", str(args.threads)) if args.threads else ()
+    command = (*(("-v",) if args.verbose else ()), "infer", *cell, *threads)
     try:
         client = client_from_env()
         record = recorded_image(family_name, client=client)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -24,6 +26,20 @@ from milebench.spec.weights_lock import load_weights_lock
 log = logging.getLogger(__name__)
 
 WEIGHTS_LOCK = Path("locks") / "weights.lock.yaml"
+
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def limit_threads(threads: int | None) -> None:
+    """Keep the model's libraries to the job's CPU allotment: without it torch starts one thread per
+    core in every job, and parallel jobs (or a cluster's one-CPU slot) oversubscribe the cores."""
+    if threads is None:
+        return
+    for name in THREAD_VARIABLES:
+        os.environ[name] = str(threads)
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
 
 
 def model_spec(specs: Specs, name: str) -> ModelSpec:
@@ -93,6 +109,7 @@ def infer(args: argparse.Namespace) -> int:
     spec = pin_weights(model_spec(specs, args.model), specs.root)
     task = task_spec(specs, args.task)
     mode = Mode(args.mode)
+    limit_threads(args.threads)
     try:
         regime = model_regime(specs, specs.run(args.run), spec.name, mode)
         samples = read_prepared(paths.prepared(task.name, mode, regime.id))
