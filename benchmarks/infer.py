@@ -3,13 +3,14 @@
 The tiny LLaVA is built offline into a scratch folder and fed the mini-MileBench fixture, prepared for
 its own regime (context length, tokens per image, tokenizer) exactly as a run prepares it. Each task is
 run through the engine (``run_model``: cache keys, batching, adapter, journal appends with fsync,
-progress), as an ``infer`` job does. The model's own ``generate`` is wrapped with a timer during the
-same runs, so the baseline is the generate time for exactly the same inputs. Harness overhead is the
-end-to-end wall time per sample divided by that generate time (goal: under 1.10). Two parts of the
-overhead are shown apart: the adapter's input building (prompt, image loading, processor) and the
-engine's own time outside the adapter (cache keys, batching, journal appends, progress). Throughput is
-measured with one sample per batch and with the official batching; ratios are against the unbatched
-generate rate of the same run. Run: ``python benchmarks/infer.py [--samples-per-task N] [--repeats N]``.
+progress), as an ``infer`` job does, with the job's thread allotment. The model's own ``generate`` is
+wrapped with a timer during the same runs, so the baseline is the generate time for exactly the same
+inputs. Harness overhead is the end-to-end wall time per sample divided by that generate time (goal:
+under 1.10). Two parts of the overhead are shown apart: the adapter's input building (prompt, image
+loading, processor) and the engine's own time outside the adapter (cache keys, batching, journal
+appends, progress). Throughput is measured with one sample per batch and with the official batching;
+ratios are against the unbatched generate rate of the same run.
+Run: ``python benchmarks/infer.py [--samples-per-task N] [--repeats N]``.
 """
 
 from __future__ import annotations
@@ -30,9 +31,11 @@ from mini_inputs import bench_paths
 
 from milebench.fixture.prepared import prepared_fixture
 from milebench.infer.adapter import Adapter
+from milebench.infer.commands import limit_threads
 from milebench.infer.engine import run_model
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import build_tiny_llava
+from milebench.job_resources import infer_resources
 from milebench.paths import RunPaths
 from milebench.preprocess.regime import regime_for
 from milebench.records import PreparedSample
@@ -128,6 +131,8 @@ def main() -> int:
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     load = os.getloadavg()[0]
+    threads = infer_resources(load_specs().models[MODEL]).threads
+    limit_threads(threads)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         spec, paths, tasks = setup(root, args.samples_per_task)
@@ -148,7 +153,8 @@ def main() -> int:
     base_rate = base.samples / base.generate
     lines = [
         f"{base.samples} samples ({args.samples_per_task} per task, 29 tasks), tiny LLaVA on CPU, "
-        f"max_new_tokens {spec.generation.max_new_tokens}, fastest of {args.repeats}; load average "
+        f"max_new_tokens {spec.generation.max_new_tokens}, {threads} thread(s) as its infer jobs get, "
+        f"fastest of {args.repeats}; load average "
         f"{load:.2f} on {os.cpu_count()} cores at the start (other load slows generate far more than input "
         "building and makes the overhead look smaller)",
         f"{'':44} {'samples/s':>10} {'ratio':>7} {'overhead':>9} {'encode':>7} {'engine':>7}",
