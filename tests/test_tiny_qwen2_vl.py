@@ -6,10 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 from picture_samples import picture_sample
 from PIL import Image
 from tiny_checks import answers_every_fixture_task, same_seed_same_weights, tiny_run
-from transformers import Qwen2VLForConditionalGeneration
+from transformers import Qwen2VLForConditionalGeneration, Qwen2VLProcessor
+from transformers.processing_utils import ProcessorMixin
 
 from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_qwen2_vl import HfQwen2VLAdapter
@@ -72,6 +74,35 @@ def test_a_larger_budget_gives_more_tokens_per_image(paths: RunPaths) -> None:
     wide = load_adapter(spec(n_tokens=16), paths, paths.data_root)
     grid = wide.encode([picture_sample(0, 4)])["image_grid_thw"].tolist()
     assert [t * h * w // 4 for t, h, w in grid] == [4, 4, 3, 9], "only the large picture grows"
+
+
+def test_inputs_equal_the_model_processors(
+    adapter: HfQwen2VLAdapter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The transformers Qwen2VLProcessor, built without its video half (only its type check needs
+    torchvision), gives the same tensors, so the model sees exactly what its own processor makes."""
+    check = ProcessorMixin.check_argument_for_proper_class
+    monkeypatch.setattr(
+        ProcessorMixin,
+        "check_argument_for_proper_class",
+        lambda self, name, arg: None if name == "video_processor" and arg is None else check(self, name, arg),
+    )
+    inputs = adapter.processor
+    real = Qwen2VLProcessor(
+        image_processor=inputs.image_processor,
+        tokenizer=inputs.tokenizer,
+        video_processor=None,
+        chat_template=inputs.tokenizer.chat_template,
+    )
+    batch = [picture_sample(0, 4), picture_sample(1, 1)]
+    texts = [adapter.render(s) for s in batch]
+    images = [image for s in batch for image in adapter.load_images(s)]
+    ours = inputs(text=texts, images=images, return_tensors="pt", padding=True)
+    sizing = {"size": inputs.size}
+    theirs = real(text=texts, images=images, return_tensors="pt", padding=True, images_kwargs=sizing)
+    assert sorted(ours) == sorted(theirs)
+    for name in theirs:
+        assert torch.equal(ours[name], theirs[name]), name
 
 
 def test_image_slots_must_match_the_images(adapter: HfQwen2VLAdapter) -> None:

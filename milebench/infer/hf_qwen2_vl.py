@@ -2,9 +2,10 @@
 
 The model's processor class cannot be built without torchvision in transformers 5 (its video half needs
 it, and MileBench has no video), so this adapter composes the checkpoint's tokenizer (with its chat
-template) and image processor, and expands each image pad token to the image's merged patch count, as
-the model's processor does. Images are sized so that each one costs at most the spec's
-``n_tokens_per_image`` tokens, which is what truncation counted when the prompt was prepared.
+template) and image processor, expands each image pad token to the image's merged patch count and
+marks the image tokens, giving the same tensors as the model's processor. Images are sized so that each
+one costs at most the spec's ``n_tokens_per_image`` tokens, which is what truncation counted when the
+prompt was prepared.
 """
 
 from __future__ import annotations
@@ -51,8 +52,13 @@ class Qwen2VLInputs:
             if slots != len(images):
                 raise AdapterError(f"the prompts hold {slots} image slots for {len(images)} images")
             texts = [pad.sub(lambda _: self.image_token * next(counts), t) for t in texts]
-        encoded = self.tokenizer(texts, **kwargs)
-        return BatchFeature({**encoded, **pixels}, tensor_type=kwargs.get("return_tensors"))
+        tensor_type = kwargs.pop("return_tensors", None)
+        encoded = dict(self.tokenizer(texts, **kwargs))
+        if images:
+            # Image tokens 1, text 0: the model's multimodal rotary positions are computed from it.
+            rows = encoded["input_ids"]
+            encoded["mm_token_type_ids"] = [[int(t == self.image_token_id) for t in row] for row in rows]
+        return BatchFeature({**encoded, **pixels}, tensor_type=tensor_type)
 
 
 class HfQwen2VLAdapter(HfImageTextToTextAdapter):
