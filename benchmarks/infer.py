@@ -131,11 +131,11 @@ def main() -> int:
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     load = os.getloadavg()[0]
-    threads = infer_resources(load_specs().models[MODEL]).threads
-    limit_threads(threads)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         spec, paths, tasks = setup(root, args.samples_per_task)
+        threads = infer_resources(spec).threads
+        limit_threads(threads)
         adapter = load_adapter(spec, paths, paths.data_root)
         warm = next(iter(tasks.values()))[:1]
         adapter.generate(warm)

@@ -21,6 +21,7 @@ from milebench.infer.engine import InferSummary, cache_key, plan_batches, run_mo
 from milebench.infer.oracle import OracleAdapter
 from milebench.infer.random import RandomAdapter
 from milebench.infer.registry import load_adapter
+from milebench.infer.time_limit import cut_by_time_limit
 from milebench.io import read_jsonl
 from milebench.paths import RunPaths
 from milebench.preprocess import commands as preprocess_commands
@@ -416,6 +417,13 @@ def test_preprocess_then_infer_handlers(tmp_path: Path, monkeypatch: pytest.Monk
     saved = records(paths.predictions("random", task.name, Mode.MULTI_IMAGE))
     assert [r.sample_id for r in saved] == [0, 1, 2]
     assert all(r.response in {"A", "B", "C"} and r.model == "random" for r in saved)
+
+
+def test_only_a_generation_without_an_end_and_short_of_its_budget_was_cut_by_time() -> None:
+    assert cut_by_time_limit([5, 6], max_new_tokens=8, eos=2)
+    assert not cut_by_time_limit([5, 2, 0], max_new_tokens=8, eos=2), "ended before the limit"
+    assert not cut_by_time_limit([5] * 8, max_new_tokens=8, eos=[2, 3]), "used its whole budget"
+    assert cut_by_time_limit([], max_new_tokens=8, eos=None)
 
 
 def test_thread_limit_reaches_torch_whether_or_not_it_is_loaded() -> None:

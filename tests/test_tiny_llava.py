@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import shutil
 from pathlib import Path
+from typing import get_args
 
 import pytest
 from mini_specs import task_spec
 from PIL import Image
+from tiny_checks import same_seed_same_weights, weights_hash
 from transformers import AutoProcessor, LlavaForConditionalGeneration
 
 from milebench.data.schema import TaskFile
@@ -18,11 +19,11 @@ from milebench.infer import commands
 from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_llava import HfLlavaAdapter
 from milebench.infer.registry import load_adapter
-from milebench.infer.tiny import LLAVA_HF_CHAT_TEMPLATE, build_tiny_llava
+from milebench.infer.tiny import BUILDERS, LLAVA_HF_CHAT_TEMPLATE, build_tiny, build_tiny_llava
 from milebench.paths import RunPaths
 from milebench.preprocess.prompt import build_sample
 from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
-from milebench.spec.model import ModelSpec
+from milebench.spec.model import BuiltinModel, ModelSpec, TinyWeights
 from milebench.spec.paper import ContaminationTable, ImageQuantityTable, MainTable, PaperSpec
 from milebench.spec.registry import Specs
 from milebench.spec.run import FixtureSource, Mode, RunSpec
@@ -42,15 +43,6 @@ def tiny_spec(seed: int = 0, n_tokens: int = 16) -> ModelSpec:
             "generation": {"max_new_tokens": 8},
         }
     )
-
-
-def state_hash(folder: Path) -> str:
-    model = LlavaForConditionalGeneration.from_pretrained(folder)
-    digest = hashlib.sha256()
-    for name, tensor in sorted(model.state_dict().items()):
-        digest.update(name.encode())
-        digest.update(tensor.numpy().tobytes())
-    return digest.hexdigest()
 
 
 @pytest.fixture(scope="module")
@@ -102,11 +94,8 @@ def adapter(paths: RunPaths) -> HfLlavaAdapter:
 
 
 def test_same_seed_same_weights(paths: RunPaths, tmp_path: Path) -> None:
-    build_tiny_llava(tiny_spec(seed=0), tmp_path / "again")
-    build_tiny_llava(tiny_spec(seed=1), tmp_path / "other")
-    reference = state_hash(paths.model_dir("tiny-llava"))
-    assert state_hash(tmp_path / "again") == reference
-    assert state_hash(tmp_path / "other") != reference
+    folder = paths.model_dir("tiny-llava")
+    same_seed_same_weights(lambda seed: tiny_spec(seed=seed), folder, tmp_path, LlavaForConditionalGeneration)
     assert (tmp_path / "again/tokenizer.json").read_bytes() == (
         paths.model_dir("tiny-llava") / "tokenizer.json"
     ).read_bytes()
@@ -169,6 +158,13 @@ def test_missing_checkpoint_is_a_clear_error(tmp_path: Path) -> None:
         load_adapter(tiny_spec(), empty, tmp_path)
 
 
+def test_every_tiny_family_has_a_builder_and_other_weights_are_refused(tmp_path: Path) -> None:
+    assert set(BUILDERS) == set(get_args(TinyWeights.model_fields["family"].annotation))
+    builtin = tiny_spec().model_copy(update={"weights": BuiltinModel(kind="builtin")})
+    with pytest.raises(AdapterError, match="weights are 'builtin', not tiny"):
+        build_tiny(builtin, tmp_path / "none")
+
+
 def test_token_count_must_fit_the_tiny_tower(tmp_path: Path) -> None:
     with pytest.raises(AdapterError, match="n_tokens_per_image 15"):
         build_tiny_llava(tiny_spec(n_tokens=15), tmp_path / "bad")
@@ -193,9 +189,9 @@ def test_tiny_model_command_installs_and_replaces(tmp_path: Path, monkeypatch: p
     args = argparse.Namespace(run="t", model="tiny-llava", specs=tmp_path)
     target = RunPaths.for_run(run).model_dir("tiny-llava")
     assert commands.tiny_model(args) == 0
-    first = state_hash(target)
+    first = weights_hash(target, LlavaForConditionalGeneration)
     (target / "stale.txt").write_text("from an older build")
     assert commands.tiny_model(args) == 0
     assert not (target / "stale.txt").exists()
-    assert state_hash(target) == first
+    assert weights_hash(target, LlavaForConditionalGeneration) == first
     assert sorted(p.name for p in target.parent.iterdir()) == ["tiny-llava"]

@@ -20,6 +20,7 @@ from transformers import AutoProcessor, BatchFeature, PreTrainedModel
 
 from milebench.infer.adapter import AdapterError, SampleFailure, TokenUsage
 from milebench.infer.hf_checkpoint import checkpoint
+from milebench.infer.time_limit import cut_by_time_limit, timeout_failure
 from milebench.paths import RunPaths
 from milebench.records import IMAGE_PLACEHOLDER, FailureKind, PreparedSample
 from milebench.spec.model import ModelSpec
@@ -155,27 +156,16 @@ class HfImageTextToTextAdapter:
             TokenUsage(int(mask.sum()), int((row != tokenizer.pad_token_id).sum()))
             for mask, row in zip(inputs["attention_mask"], new_tokens, strict=True)
         ]
-        texts = [text.strip() for text in tokenizer.batch_decode(new_tokens, skip_special_tokens=True)]
-        cut = self.cut_short(new_tokens) if limit else [False] * rows
         answers: list[str | SampleFailure] = [
-            SampleFailure(
-                FailureKind.TIMEOUT,
-                f"generation passed {limit:g} s per sample ({rows} in the batch) after "
-                f"{new_tokens.shape[1]} new tokens",
-            )
-            if stopped
-            else text
-            for text, stopped in zip(texts, cut, strict=True)
+            text.strip() for text in tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
         ]
+        if limit:
+            max_new, eos = self.spec.generation.max_new_tokens, self.model.generation_config.eos_token_id
+            answers = [
+                timeout_failure(limit, rows, len(row)) if cut_by_time_limit(row, max_new, eos) else answer
+                for answer, row in zip(answers, new_tokens.tolist(), strict=True)
+            ]
         return answers, usage
-
-    def cut_short(self, new_tokens: torch.Tensor) -> list[bool]:
-        """Rows that neither ended nor used their whole token budget: the time limit stopped them."""
-        if new_tokens.shape[1] >= self.spec.generation.max_new_tokens:
-            return [False] * new_tokens.shape[0]
-        eos = self.model.generation_config.eos_token_id
-        ends = torch.tensor(eos if isinstance(eos, list) else [eos] if eos is not None else [])
-        return [not bool(torch.isin(row, ends).any()) for row in new_tokens]
 
     def last_usage(self) -> list[TokenUsage]:
         return list(self._usage)

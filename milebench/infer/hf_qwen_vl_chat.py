@@ -23,6 +23,7 @@ from transformers.generation.streamers import BaseStreamer
 from milebench.infer.adapter import AdapterError, SampleFailure, TokenUsage
 from milebench.infer.engine import failure_kind
 from milebench.infer.hf_checkpoint import checkpoint
+from milebench.infer.time_limit import cut_by_time_limit, timeout_failure
 from milebench.paths import RunPaths
 from milebench.records import IMAGE_PLACEHOLDER, FailureKind, PreparedSample
 from milebench.spec.model import ModelSpec
@@ -158,18 +159,11 @@ class HfQwenVLChatAdapter:
             detail = f"task {sample.task}, sample {sample.sample_id}: {type(err).__name__}: {err}"
             return SampleFailure(kind, detail), None, None
         n_output = len(counter.new_tokens)
-        if self.cut_short(counter.new_tokens):
-            detail = f"generation passed {self.spec.sample_timeout_s:g} s after {n_output} new tokens"
-            return SampleFailure(FailureKind.TIMEOUT, detail), counter.input_tokens, n_output
+        limit = self.spec.sample_timeout_s
+        config = self.generation_config
+        if limit and cut_by_time_limit(counter.new_tokens, config.max_new_tokens, config.eos_token_id):
+            return timeout_failure(limit, 1, n_output), counter.input_tokens, n_output
         return response.strip(), counter.input_tokens, n_output
-
-    def cut_short(self, new_tokens: list[int]) -> bool:
-        """Whether the time limit stopped generation: neither ended nor used its whole token budget."""
-        if self.spec.sample_timeout_s is None or len(new_tokens) >= self.generation_config.max_new_tokens:
-            return False
-        eos = self.generation_config.eos_token_id
-        ends = set(eos) if isinstance(eos, list) else {eos}
-        return not new_tokens or new_tokens[-1] not in ends
 
     def last_usage(self) -> list[TokenUsage]:
         return list(self._usage)

@@ -9,6 +9,7 @@ bit-identical weights.
 
 from __future__ import annotations
 
+import importlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,23 +102,22 @@ def tiny_shape(spec: ModelSpec, family: str) -> TinyShape:
     return TinyShape(weights.seed, spec.max_context_len, spec.n_tokens_per_image)
 
 
+BUILDERS: dict[str, str] = {
+    "llava": "milebench.infer.tiny:build_tiny_llava",
+    "qwen2-vl": "milebench.infer.tiny_qwen2_vl:build_tiny_qwen2_vl",
+    "llava-next": "milebench.infer.tiny_llava_next:build_tiny_llava_next",
+    "idefics2": "milebench.infer.tiny_idefics2:build_tiny_idefics2",
+}
+"""The builder of each tiny family, imported only when used."""
+
+
 def build_tiny(spec: ModelSpec, out_dir: Path) -> None:
     """Write the tiny checkpoint of ``spec``'s family into ``out_dir``."""
     weights = spec.weights
-    if isinstance(weights, TinyWeights) and weights.family == "qwen2-vl":
-        from milebench.infer.tiny_qwen2_vl import build_tiny_qwen2_vl
-
-        build_tiny_qwen2_vl(spec, out_dir)
-    elif isinstance(weights, TinyWeights) and weights.family == "llava-next":
-        from milebench.infer.tiny_llava_next import build_tiny_llava_next
-
-        build_tiny_llava_next(spec, out_dir)
-    elif isinstance(weights, TinyWeights) and weights.family == "idefics2":
-        from milebench.infer.tiny_idefics2 import build_tiny_idefics2
-
-        build_tiny_idefics2(spec, out_dir)
-    else:
-        build_tiny_llava(spec, out_dir)
+    if not isinstance(weights, TinyWeights):
+        raise AdapterError(f"model spec {spec.name!r}: weights are {weights.kind!r}, not tiny")
+    module_name, function = BUILDERS[weights.family].split(":")
+    getattr(importlib.import_module(module_name), function)(spec, out_dir)
 
 
 def train_bpe(special_tokens: tuple[str, ...], unk_token: str | None) -> Tokenizer:
