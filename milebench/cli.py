@@ -28,7 +28,8 @@ def _threads_arg(p: argparse.ArgumentParser) -> None:
         "--threads",
         type=int,
         default=None,
-        help="CPU threads the model's libraries may use (the job's allotment); default: all cores.",
+        help="The job's CPU threads: from 2 on, one builds the next inputs in a worker process and the "
+        "rest go to the model's libraries; default: all cores to the model, inputs built in line.",
     )
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from milebench.spec.model import ModelSpec
 from milebench.spec.task import GROUP_CATEGORY, Group, Metric, QuestionType, ScorerKind, TaskSpec
 
 
@@ -40,3 +43,16 @@ MINI_TASKS: tuple[TaskSpec, ...] = (
     task_spec("ImageNeedleInAHaystack", Group.N2, OE, ScorerKind.NEEDLE, has_adversarial=False),
     task_spec("GPR1200", Group.I1, MC, ScorerKind.CHOICE, has_adversarial=False, labelled_choices=False),
 )
+
+
+def builtin_model(name: str = "random", adapter: str = "random", **kw: Any) -> ModelSpec:
+    """A baseline-section spec of a built-in model; ``kw`` sets or overrides any other field."""
+    fields: dict[str, Any] = {
+        "name": name,
+        "display_name": name,
+        "section": "baseline",
+        "adapter": adapter,
+        "weights": {"kind": "builtin"},
+    }
+    fields.update(kw)
+    return ModelSpec.model_validate(fields)

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 import torch
+from mini_specs import builtin_model as model
 from mini_specs import task_spec
 from PIL import Image
 
-from milebench.infer import commands
+from milebench.infer import commands, engine
 from milebench.infer.adapter import AdapterError, SampleFailure, TokenUsage
 from milebench.infer.engine import InferSummary, cache_key, plan_batches, run_model
 from milebench.infer.oracle import OracleAdapter
@@ -27,25 +28,13 @@ from milebench.paths import RunPaths
 from milebench.preprocess import commands as preprocess_commands
 from milebench.preprocess.prompt import option_label
 from milebench.records import FailureKind, Prediction, PreparedSample
-from milebench.spec.model import BatchRule, Generation, ModelSpec
+from milebench.spec.model import BatchRule, Generation
 from milebench.spec.paper import ContaminationTable, ImageQuantityTable, MainTable, PaperSpec
 from milebench.spec.registry import Specs
 from milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.spec.task import Group, QuestionType, ScorerKind
 
 PATHS = RunPaths(out=Path("unused"), reports=Path("unused"))
-
-
-def model(name: str = "random", adapter: str = "random", **kw: Any) -> ModelSpec:
-    fields: dict[str, Any] = {
-        "name": name,
-        "display_name": name,
-        "section": "baseline",
-        "adapter": adapter,
-        "weights": {"kind": "builtin"},
-    }
-    fields.update(kw)
-    return ModelSpec.model_validate(fields)
 
 
 def prepared(
@@ -410,10 +399,25 @@ def test_preprocess_then_infer_handlers(tmp_path: Path, monkeypatch: pytest.Monk
         specs=tmp_path,
         regime="full",
         workers=1,
-        threads=None,
+        threads=3,
     )
     assert preprocess_commands.preprocess(args) == 0
-    assert commands.infer(args) == 0
+    calls: list[dict[str, Any]] = []
+
+    def noting_run_model(*a: Any, **kw: Any) -> InferSummary:
+        calls.append(kw)
+        return run_model(*a, **kw)
+
+    monkeypatch.setattr(engine, "run_model", noting_run_model)
+    for name in commands.THREAD_VARIABLES:
+        monkeypatch.setenv(name, "unset")
+    torch_threads = torch.get_num_threads()
+    try:
+        assert commands.infer(args) == 0
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(torch_threads)
+    assert calls == [{"input_workers": 1}]
     saved = records(paths.predictions("random", task.name, Mode.MULTI_IMAGE))
     assert [r.sample_id for r in saved] == [0, 1, 2]
     assert all(r.response in {"A", "B", "C"} and r.model == "random" for r in saved)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from milebench.paths import RunPaths
 from milebench.records import FailureKind, PreparedSample
@@ -60,3 +61,29 @@ class ReportsUsage(Protocol):
     def last_usage(self) -> list[TokenUsage]:
         """Token counts of the samples of the latest ``generate`` call, in order."""
         ...
+
+
+@runtime_checkable
+class BuildsInputs(Protocol):
+    """Adapters whose input building (image decoding, the model's processor) is apart from generation,
+    so the engine can build the next batch's inputs in a worker process while this batch generates.
+    ``generate(samples)`` must equal ``answer(samples, encode(samples))``."""
+
+    def encode(self, samples: Sequence[PreparedSample]) -> Any:
+        """The model inputs of a batch; runs in a worker process, so it must not touch the model."""
+        ...
+
+    def answer(self, samples: Sequence[PreparedSample], inputs: Any) -> list[str | SampleFailure]:
+        """``generate`` from inputs already built by ``encode``."""
+        ...
+
+
+def failure_kind(err: Exception) -> FailureKind:
+    """The adapter's own kind, or OOM when torch says so; torch is looked up, not imported, so
+    torch-free adapters stay light."""
+    if isinstance(err, InferenceError):
+        return err.kind
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(err, torch.cuda.OutOfMemoryError):
+        return FailureKind.OOM
+    return FailureKind.ADAPTER_ERROR

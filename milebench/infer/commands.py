@@ -42,6 +42,15 @@ def limit_threads(threads: int | None) -> None:
         sys.modules["torch"].set_num_threads(threads)
 
 
+def split_threads(threads: int | None) -> tuple[int | None, int]:
+    """The job's threads as (model threads, input workers): with two or more, one goes to a worker
+    process that builds the next batch's inputs while the model generates; with one, or none given,
+    inputs are built in line."""
+    if threads is None or threads < 2:
+        return threads, 0
+    return threads - 1, 1
+
+
 def model_spec(specs: Specs, name: str) -> ModelSpec:
     if name not in specs.models:
         raise SpecError(specs.root / "models", [("name", f"no model spec {name!r}")])
@@ -109,7 +118,8 @@ def infer(args: argparse.Namespace) -> int:
     spec = pin_weights(model_spec(specs, args.model), specs.root)
     task = task_spec(specs, args.task)
     mode = Mode(args.mode)
-    limit_threads(args.threads)
+    model_threads, input_workers = split_threads(args.threads)
+    limit_threads(model_threads)
     try:
         regime = model_regime(specs, specs.run(args.run), spec.name, mode)
         samples = read_prepared(paths.prepared(task.name, mode, regime.id))
@@ -119,7 +129,8 @@ def infer(args: argparse.Namespace) -> int:
         return 1
     out = paths.predictions(spec.name, task.name, mode)
     try:
-        summary = run_model(adapter, spec, samples, out, paths.journal(spec.name, task.name, mode))
+        journal = paths.journal(spec.name, task.name, mode)
+        summary = run_model(adapter, spec, samples, out, journal, input_workers=input_workers)
     except AdapterError as err:
         log.error("%s", err)
         return 1

@@ -5,7 +5,8 @@ the batch in flight. A rerun skips every sample whose stored answer has the curr
 samples are retried. At the end the output is written with current records only, in prepared order.
 
 A batch that runs out of GPU memory is halved and retried down to single samples; each prediction
-records the batch size that answered it.
+records the batch size that answered it. With an input worker (a job of two or more threads), the next
+batches' inputs are built in another process while the model answers this one (``prefetch``).
 """
 
 from __future__ import annotations
@@ -14,20 +15,23 @@ import logging
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
 from milebench.infer.adapter import (
     Adapter,
     AdapterError,
-    InferenceError,
+    BuildsInputs,
     ReportsUsage,
     SampleFailure,
     TokenUsage,
+    failure_kind,
 )
+from milebench.infer.prefetch import InputFailure, prefetched
 from milebench.infer.progress import Progress
 from milebench.io import JsonlAppender, atomic_write_jsonl, canonical_json, read_jsonl, sha256_text
 from milebench.records import FailureKind, Prediction, PreparedSample
@@ -97,17 +101,6 @@ def plan_batches(samples: Sequence[PreparedSample], rule: BatchRule) -> list[lis
         size = 1 if single else max(rule.batch_image // max(n_images, 1), 1)
         batches += [group[i : i + size] for i in range(0, len(group), size)]
     return batches
-
-
-def failure_kind(err: Exception) -> FailureKind:
-    """The adapter's own kind, or OOM when torch says so; torch is looked up, not imported, so
-    torch-free adapters stay light."""
-    if isinstance(err, InferenceError):
-        return err.kind
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(err, torch.cuda.OutOfMemoryError):
-        return FailureKind.OOM
-    return FailureKind.ADAPTER_ERROR
 
 
 def cost_usd(spec: ModelSpec, usage: TokenUsage) -> float | None:
@@ -183,7 +176,7 @@ def failed_prediction(
 
 
 def over_image_limit(
-    spec: ModelSpec, batch: Sequence[PreparedSample], keys: dict[int, str]
+    spec: ModelSpec, samples: Sequence[PreparedSample], keys: dict[int, str]
 ) -> list[Prediction]:
     """Samples with more images than the model accepts fail as context overflow without a call."""
     limit = spec.max_images
@@ -196,20 +189,39 @@ def over_image_limit(
             f"{len(s.images)} images, model {spec.name!r} accepts at most {limit}",
             0.0,
         )
-        for s in batch
+        for s in samples
         if limit is not None and len(s.images) > limit
     ]
 
 
-def run_batch(
-    adapter: Adapter, spec: ModelSpec, batch: Sequence[PreparedSample], keys: dict[int, str]
+def failed_batch(
+    model: str,
+    batch: Sequence[PreparedSample],
+    keys: dict[int, str],
+    kind: FailureKind,
+    detail: str,
+    seconds: float,
 ) -> list[Prediction]:
-    """Answers for one batch. An exception in the adapter fails every sample of the batch, except
-    out-of-memory, which halves the batch and retries each half."""
+    log.warning("%s: batch of %d failed (%s): %s", model, len(batch), kind, detail[:DETAIL_LIMIT])
+    return [failed_prediction(model, s, keys[s.sample_id], kind, detail, seconds) for s in batch]
+
+
+def run_batch(
+    adapter: Adapter,
+    spec: ModelSpec,
+    batch: Sequence[PreparedSample],
+    keys: dict[int, str],
+    inputs: Any = None,
+) -> list[Prediction]:
+    """Answers for one batch, from ``inputs`` already built when given. An exception in the adapter
+    fails every sample of the batch, except out-of-memory, which halves the batch and retries each half
+    (building the halves' inputs anew)."""
     model = spec.name
+    if isinstance(inputs, InputFailure):
+        return failed_batch(model, batch, keys, inputs.kind, inputs.detail, 0.0)
     start = time.perf_counter()
     try:
-        answers = adapter.generate(batch)
+        answers = adapter.generate(batch) if inputs is None else adapter.answer(batch, inputs)  # type: ignore[attr-defined]
         if len(answers) != len(batch):
             raise RuntimeError(f"adapter returned {len(answers)} answers for {len(batch)} samples")
         usage = adapter.last_usage() if isinstance(adapter, ReportsUsage) else []
@@ -230,9 +242,7 @@ def run_batch(
                     adapter, spec, batch[half:], keys
                 )
         seconds = (time.perf_counter() - start) / len(batch)
-        detail = f"{type(err).__name__}: {err}"
-        log.warning("%s: batch of %d failed (%s): %s", model, len(batch), kind, detail[:DETAIL_LIMIT])
-        return [failed_prediction(model, s, keys[s.sample_id], kind, detail, seconds) for s in batch]
+        return failed_batch(model, batch, keys, kind, f"{type(err).__name__}: {err}", seconds)
     seconds = (time.perf_counter() - start) / len(batch)
     usage = usage if len(usage) == len(batch) else [TokenUsage(None, None)] * len(batch)
     predictions = []
@@ -264,12 +274,32 @@ def run_batch(
     return predictions
 
 
+def answered_batches(
+    adapter: Adapter,
+    spec: ModelSpec,
+    batches: Sequence[Sequence[PreparedSample]],
+    keys: dict[int, str],
+    input_workers: int,
+    refused: list[Prediction],
+) -> Iterator[list[Prediction]]:
+    """The predictions of each batch as it finishes, after the samples refused without a call."""
+    if refused:
+        yield refused
+    if not isinstance(adapter, BuildsInputs):
+        for batch in batches:
+            yield run_batch(adapter, spec, batch, keys)
+        return
+    for batch, inputs in prefetched(batches, adapter.encode, input_workers):
+        yield run_batch(adapter, spec, batch, keys, inputs)
+
+
 def run_model(
     adapter: Adapter,
     spec: ModelSpec,
     samples: Sequence[PreparedSample],
     out: Path,
     journal: Path | None = None,
+    input_workers: int = 0,
 ) -> InferSummary:
     """Answer every sample not already answered under its current key; write ``out`` when done.
 
@@ -277,7 +307,8 @@ def run_model(
     manager deletes a job's declared output before re-running it and after a failure, so the job passes a
     journal outside its outputs: finished answers then survive both and are never bought twice. A
     separate journal is left in finishing order: it holds exactly the current records, and only ``out``
-    needs prepared order.
+    needs prepared order. ``input_workers`` processes build the next batches' inputs while the model
+    generates, for adapters that keep input building apart (``BuildsInputs``).
     """
     journal = journal or out
     ids = [s.sample_id for s in samples]
@@ -293,12 +324,11 @@ def run_model(
     pending = [s for s in samples if s.sample_id not in records]
     failures: Counter[str] = Counter()
     label = f"{spec.name} {samples[0].task} {samples[0].mode}" if samples else spec.name
+    too_many = over_image_limit(spec, pending, keys)
+    skipped = {p.sample_id for p in too_many}
+    batches = plan_batches([s for s in pending if s.sample_id not in skipped], spec.batch)
     with Progress(label, len(pending)) as progress, JsonlAppender(journal) as appender:
-        for batch in plan_batches(pending, spec.batch):
-            too_many = over_image_limit(spec, batch, keys)
-            skipped = {p.sample_id for p in too_many}
-            runnable = [s for s in batch if s.sample_id not in skipped]
-            predictions = too_many + (run_batch(adapter, spec, runnable, keys) if runnable else [])
+        for predictions in answered_batches(adapter, spec, batches, keys, input_workers, too_many):
             appender.append(pred.model_dump(mode="json") for pred in predictions)
             for pred in predictions:
                 records[pred.sample_id] = pred

@@ -67,6 +67,7 @@ class HfImageTextToTextAdapter:
         if self.processor.tokenizer.pad_token is None:
             self.processor.tokenizer.pad_token = self.processor.tokenizer.eos_token
         self.model.to(self.device).eval()
+        torch.manual_seed(spec.generation.seed)
         self._usage: list[TokenUsage] = []
 
     def load_model(self, source: str, kwargs: dict[str, Any]) -> PreTrainedModel:
@@ -114,9 +115,12 @@ class HfImageTextToTextAdapter:
             if n > limit
         }
 
-    @torch.inference_mode()
     def generate(self, samples: Sequence[PreparedSample]) -> list[str | SampleFailure]:
-        inputs = self.encode(samples)
+        return self.answer(samples, self.encode(samples))
+
+    @torch.inference_mode()
+    def answer(self, samples: Sequence[PreparedSample], inputs: BatchFeature) -> list[str | SampleFailure]:
+        """Answers from the batch's encoded inputs; samples longer than the context fail on their own."""
         too_long = self.overflowing(samples, inputs)
         fitting = [s for i, s in enumerate(samples) if i not in too_long]
         answers: list[str | SampleFailure] = []
@@ -136,21 +140,27 @@ class HfImageTextToTextAdapter:
                 self._usage.append(usage.pop(0))
         return results
 
+    def generation_kwargs(self, rows: int) -> dict[str, Any]:
+        """``generate`` settings from the spec; a batch of ``rows`` gets ``rows`` times the time limit."""
+        generation, limit = self.spec.generation, self.spec.sample_timeout_s
+        return {
+            "do_sample": generation.do_sample,
+            "max_new_tokens": generation.max_new_tokens,
+            "min_new_tokens": generation.min_new_tokens,
+            "pad_token_id": self.processor.tokenizer.pad_token_id,
+            **({"max_time": limit * rows} if limit else {}),
+        }
+
     def decode_batch(self, inputs: BatchFeature) -> tuple[list[str | SampleFailure], list[TokenUsage]]:
         """Greedy answers and token counts (input without padding, output without padding); rows cut
-        short by the spec's time limit are timeouts."""
-        torch.manual_seed(self.spec.generation.seed)
+        short by the spec's time limit are timeouts. Sampling is seeded again per batch, so a resumed job
+        draws as an uninterrupted one; greedy decoding draws nothing (seeded once, at load)."""
+        if self.spec.generation.do_sample:
+            torch.manual_seed(self.spec.generation.seed)
         tokenizer = self.processor.tokenizer
         rows = int(inputs["input_ids"].shape[0])
         limit = self.spec.sample_timeout_s
-        output = self.model.generate(
-            **inputs,
-            do_sample=self.spec.generation.do_sample,
-            max_new_tokens=self.spec.generation.max_new_tokens,
-            min_new_tokens=self.spec.generation.min_new_tokens,
-            pad_token_id=tokenizer.pad_token_id,
-            **({"max_time": limit * rows} if limit else {}),
-        )
+        output = self.model.generate(**inputs, **self.generation_kwargs(rows))
         new_tokens = output[:, inputs["input_ids"].shape[1] :]
         usage = [
             TokenUsage(int(mask.sum()), int((row != tokenizer.pad_token_id).sum()))

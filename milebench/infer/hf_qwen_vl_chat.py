@@ -20,8 +20,7 @@ import transformers
 from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 from transformers.generation.streamers import BaseStreamer
 
-from milebench.infer.adapter import AdapterError, SampleFailure, TokenUsage
-from milebench.infer.engine import failure_kind
+from milebench.infer.adapter import AdapterError, SampleFailure, TokenUsage, failure_kind
 from milebench.infer.hf_checkpoint import checkpoint
 from milebench.infer.time_limit import cut_by_time_limit, timeout_failure
 from milebench.paths import RunPaths
