@@ -12,6 +12,7 @@ from mini_specs import builtin_model
 from picture_samples import picture_sample
 from tiny_checks import tiny_run, tiny_spec
 
+from milebench.infer import prefetch
 from milebench.infer.adapter import BuildsInputs, InferenceError
 from milebench.infer.commands import split_threads
 from milebench.infer.engine import run_model
@@ -138,3 +139,9 @@ def test_tiny_llava_answers_the_same_with_an_input_worker(tmp_path: Path) -> Non
     in_line = answers(tmp_path / "line.jsonl")
     assert answers(tmp_path / "worker.jsonl") == in_line
     assert all(row[1] is not None and row[5] is None for row in in_line)
+
+
+def test_without_fork_inputs_are_built_in_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(prefetch.multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    batches = [[picture_sample(i, 1)] for i in range(MIN_WORKER_BATCHES)]
+    assert {inputs["pid"] for _, inputs in prefetched(batches, PidAdapter().encode, 1)} == {os.getpid()}

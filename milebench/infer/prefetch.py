@@ -3,12 +3,13 @@
 Image decoding and the model's processor are CPU work that would otherwise stall the model between
 batches (on a GPU box, the GPU idles while a 100-image sample is decoded and resized). torch's
 ``DataLoader`` does the process management: workers forked from the job (no model is pickled), batches
-in order, tensors handed over through shared memory. A batch whose inputs cannot be built arrives as an
+in order, a bounded number ready ahead. A batch whose inputs cannot be built arrives as an
 ``InputFailure`` so the engine records its samples as failed and goes on.
 """
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import pickle
 from collections.abc import Callable, Iterator, Sequence
@@ -17,6 +18,10 @@ from typing import Any, NamedTuple
 from milebench.infer.adapter import failure_kind
 from milebench.records import FailureKind, PreparedSample
 
+log = logging.getLogger(__name__)
+
+FORK = "fork"
+"""Workers are forked, so they share the loaded processor without pickling the adapter and its model."""
 PREFETCH_BATCHES = 2
 """Batches each worker keeps ready: one to hand over, one in the making."""
 MIN_WORKER_BATCHES = 8
@@ -60,6 +65,9 @@ def prefetched(
     """``(batch, inputs or InputFailure)`` in batch order; with ``workers=0``, or too few batches to
     pay for a worker, each is built in this process."""
     safe = SafeEncode(encode)
+    if workers and FORK not in multiprocessing.get_all_start_methods():
+        log.info("no fork on this platform: inputs are built in line")
+        workers = 0
     if workers == 0 or len(batches) < MIN_WORKER_BATCHES:
         yield from ((batch, safe(batch)) for batch in batches)
         return
@@ -71,7 +79,7 @@ def prefetched(
         collate_fn=PickledEncode(encode),
         num_workers=workers,
         prefetch_factor=PREFETCH_BATCHES,
-        multiprocessing_context=multiprocessing.get_context("fork"),
+        multiprocessing_context=multiprocessing.get_context(FORK),
     )
     for batch, payload in zip(batches, loader, strict=True):
         yield batch, pickle.loads(payload)
