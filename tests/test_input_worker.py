@@ -141,7 +141,8 @@ def test_tiny_llava_answers_the_same_with_an_input_worker(tmp_path: Path) -> Non
     assert all(row[1] is not None and row[5] is None for row in in_line)
 
 
-def test_without_fork_inputs_are_built_in_line(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_fork_inputs_are_built_in_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(prefetch.multiprocessing, "get_all_start_methods", lambda: ["spawn"])
-    batches = [[picture_sample(i, 1)] for i in range(MIN_WORKER_BATCHES)]
-    assert {inputs["pid"] for _, inputs in prefetched(batches, PidAdapter().encode, 1)} == {os.getpid()}
+    samples = [picture_sample(i, 1) for i in range(MIN_WORKER_BATCHES)]
+    run_model(PidAdapter(), pid_spec(), samples, tmp_path / "p.jsonl", input_workers=1)
+    assert builders(tmp_path / "p.jsonl") == {os.getpid()}

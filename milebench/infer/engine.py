@@ -31,7 +31,7 @@ from milebench.infer.adapter import (
     TokenUsage,
     failure_kind,
 )
-from milebench.infer.prefetch import InputFailure, prefetched
+from milebench.infer.prefetch import InputFailure, prefetched, worth_a_worker
 from milebench.infer.progress import Progress
 from milebench.io import JsonlAppender, atomic_write_jsonl, canonical_json, read_jsonl, sha256_text
 from milebench.records import FailureKind, Prediction, PreparedSample
@@ -285,12 +285,12 @@ def answered_batches(
     """The predictions of each batch as it finishes, after the samples refused without a call."""
     if refused:
         yield refused
-    if not isinstance(adapter, BuildsInputs):
-        for batch in batches:
-            yield run_batch(adapter, spec, batch, keys)
+    if isinstance(adapter, BuildsInputs) and worth_a_worker(input_workers, len(batches)):
+        for batch, inputs in prefetched(batches, adapter.encode, input_workers):
+            yield run_batch(adapter, spec, batch, keys, inputs)
         return
-    for batch, inputs in prefetched(batches, adapter.encode, input_workers):
-        yield run_batch(adapter, spec, batch, keys, inputs)
+    for batch in batches:
+        yield run_batch(adapter, spec, batch, keys)
 
 
 def run_model(

@@ -36,25 +36,30 @@ class InputFailure(NamedTuple):
     detail: str
 
 
-class SafeEncode:
-    """``encode`` that returns its failure instead of raising, so one bad image never stops the loader."""
+class PickledEncode:
+    """The worker's side: ``encode``, pickled by value, its failure returned instead of raised so one bad
+    image never stops the loader. Handing tensors over as bytes costs a fraction of a millisecond;
+    torch's shared-memory handover costs milliseconds per tensor, which a fast model feels."""
 
     def __init__(self, encode: Callable[[Sequence[PreparedSample]], Any]) -> None:
         self.encode = encode
 
-    def __call__(self, batch: Sequence[PreparedSample]) -> Any:
+    def __call__(self, batch: Sequence[PreparedSample]) -> bytes:
         try:
-            return self.encode(batch)
+            inputs = self.encode(batch)
         except Exception as err:
-            return InputFailure(failure_kind(err), f"{type(err).__name__}: {err}")
+            inputs = InputFailure(failure_kind(err), f"{type(err).__name__}: {err}")
+        return pickle.dumps(inputs, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-class PickledEncode(SafeEncode):
-    """The worker's side: inputs pickled by value. Handing tensors over as bytes costs a fraction of a
-    millisecond; torch's shared-memory handover costs milliseconds per tensor, which a fast model feels."""
-
-    def __call__(self, batch: Sequence[PreparedSample]) -> Any:
-        return pickle.dumps(super().__call__(batch), protocol=pickle.HIGHEST_PROTOCOL)
+def worth_a_worker(workers: int, batches: int) -> bool:
+    """Whether a worker process pays for itself: it needs fork, and enough batches to repay its start."""
+    if workers == 0 or batches < MIN_WORKER_BATCHES:
+        return False
+    if FORK not in multiprocessing.get_all_start_methods():
+        log.info("no fork on this platform: inputs are built in line")
+        return False
+    return True
 
 
 def prefetched(
@@ -62,15 +67,7 @@ def prefetched(
     encode: Callable[[Sequence[PreparedSample]], Any],
     workers: int,
 ) -> Iterator[tuple[Sequence[PreparedSample], Any]]:
-    """``(batch, inputs or InputFailure)`` in batch order; with ``workers=0``, or too few batches to
-    pay for a worker, each is built in this process."""
-    safe = SafeEncode(encode)
-    if workers and FORK not in multiprocessing.get_all_start_methods():
-        log.info("no fork on this platform: inputs are built in line")
-        workers = 0
-    if workers == 0 or len(batches) < MIN_WORKER_BATCHES:
-        yield from ((batch, safe(batch)) for batch in batches)
-        return
+    """``(batch, inputs or InputFailure)`` in batch order, built by ``workers`` forked processes."""
     from torch.utils.data import DataLoader
 
     loader = DataLoader(
