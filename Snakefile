@@ -217,6 +217,7 @@ rule preprocess:
         run=RUN.name,
         spec=lambda w: spec_hash(SPECS.tasks[w.task]),
         skip_bad=RUN.skip_bad_samples,
+        max_pixels=RUN.max_image_pixels,
     # Threads tile combined pictures; the other modes build prompts in one thread.
     threads: lambda w: 2 if w.mode == "combined-image" else 1
     log:

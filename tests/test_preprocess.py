@@ -5,10 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import struct
+import warnings
+import zlib
 from pathlib import Path
 from typing import Any
 
 import pytest
+from PIL import Image
 
 from milebench.fixture.generate import write_tree
 from milebench.infer.tiny import build_tokenizer
@@ -204,3 +209,142 @@ def test_combined_mode_upstream_by_default_kit_tiles_for_more_pictures(
 def test_unknown_regime_is_a_spec_error(setup: tuple[Specs, RunPaths]) -> None:
     with pytest.raises(ValueError, match="no model of run 't' reads regime 'nope'"):
         preprocess("GPR1200", Mode.MULTI_IMAGE, "nope")
+
+
+def png_header(width: int, height: int) -> bytes:
+    """A real, well-formed PNG that declares ``width`` x ``height`` but holds one row of pixel data:
+    Pillow reads the size from IHDR without allocating the pixels."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", ihdr)
+        + chunk(b"IDAT", zlib.compress(b"\0"))
+        + chunk(b"IEND", b"")
+    )
+
+
+def edit_sample(paths: RunPaths, task: str, index: int, change: Any) -> dict[str, Any]:
+    """Apply ``change`` to sample ``index`` of the task's test set; return the sample as written."""
+    task_file = paths.data_root / task / f"{task}.json"
+    data = json.loads(task_file.read_text())
+    change(data["data"][index])
+    task_file.write_text(json.dumps(data))
+    return data["data"][index]
+
+
+def use_run(monkeypatch: pytest.MonkeyPatch, specs: Specs, paths: RunPaths, **run_fields: Any) -> Specs:
+    """Make the preprocess command read run ``t`` with ``run_fields`` changed."""
+    changed = specs_for(specs.root, paths.out, **run_fields)
+    monkeypatch.setattr(commands, "load_specs", lambda _root: changed)
+    return changed
+
+
+@pytest.mark.parametrize("kind", ["relative", "absolute", "symlink"])
+def test_image_outside_the_task_folder_is_refused(
+    setup: tuple[Specs, RunPaths],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+    kind: str,
+) -> None:
+    """A sample may read only files in its task's images folder, however its path is spelled."""
+    specs, paths = setup
+    images = paths.data_root / "SlideVQA" / "images"
+    outside = tmp_path / "private" / "secret.png"
+    outside.parent.mkdir()
+    Image.new("RGB", (8, 8), (255, 0, 0)).save(outside)
+    name = {"relative": os.path.relpath(outside, images), "absolute": str(outside), "symlink": "link.png"}[
+        kind
+    ]
+    if kind == "symlink":
+        (images / name).symlink_to(outside)
+    bad = edit_sample(paths, "SlideVQA", 1, lambda s: s["task_instance"]["images_path"].__setitem__(-1, name))
+    why = "is an absolute path; entries name files under" if kind == "absolute" else "resolves outside"
+    reason = f"task_instance.images_path entry {name!r} {why} SlideVQA/images/"
+
+    with caplog.at_level(logging.ERROR):
+        assert preprocess("SlideVQA", Mode.MULTI_IMAGE, UNLIMITED_REGIME) == 1
+    (line,) = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    source = paths.data_root / "SlideVQA" / "SlideVQA.json"
+    target = "" if kind == "absolute" else f" (to {outside.resolve()})"
+    assert line == f"{source}: task SlideVQA, sample {bad['sample_id']}: {reason}{target}"
+    assert not paths.prepared("SlideVQA", Mode.MULTI_IMAGE).exists()
+
+    use_run(monkeypatch, specs, paths, skip_bad_samples=True)
+    assert preprocess("SlideVQA", Mode.MULTI_IMAGE, UNLIMITED_REGIME) == 0
+    m = manifest(paths, "SlideVQA", Mode.MULTI_IMAGE, UNLIMITED_REGIME)
+    (skipped,) = m["skipped"]
+    assert skipped["sample_id"] == bad["sample_id"] and reason in skipped["error"]
+    kept = prepared(paths, "SlideVQA", Mode.MULTI_IMAGE, UNLIMITED_REGIME)
+    assert len(kept) == 2 and all(name not in s.images[-1] for s in kept)
+
+
+def test_combined_picture_outside_its_folder_is_refused(
+    setup: tuple[Specs, RunPaths], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    specs, paths = setup
+    name = "../images/" + edit_sample(paths, "GPR1200", 0, lambda s: None)["task_instance"]["images_path"][0]
+    edit_sample(paths, "GPR1200", 0, lambda s: s["task_instance"].update(combined_1_images=[name]))
+    use_run(monkeypatch, specs, paths, skip_bad_samples=True)
+    regime = model_regime(specs, specs.runs["t"], "random", Mode.COMBINED_IMAGE).id
+    assert preprocess("GPR1200", Mode.COMBINED_IMAGE, regime) == 0
+    (skipped,) = manifest(paths, "GPR1200", Mode.COMBINED_IMAGE, regime)["skipped"]
+    assert skipped["sample_id"] == 0
+    assert f"task_instance.combined_1_images entry {name!r} resolves outside" in skipped["error"]
+
+
+@pytest.mark.parametrize("side", [30000, 12000])
+@pytest.mark.parametrize("combined", [False, True], ids=["interleaved", "kit-tiles"])
+def test_oversized_image_is_a_bad_sample(
+    setup: tuple[Specs, RunPaths],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    side: int,
+    combined: bool,
+) -> None:
+    """A header declaring side x side pixels (a decompression bomb at 30000, over the limit at 12000) is
+    refused from its header: a named error, or a skip, never Pillow's exception or warning."""
+    specs, paths = setup
+    mode = Mode.COMBINED_IMAGE if combined else Mode.MULTI_IMAGE
+    fields: dict[str, Any] = {"combined_pictures": 2} if combined else {}
+    bad = edit_sample(paths, "SlideVQA", 1, lambda s: None)
+    image = paths.data_root / "SlideVQA" / "images" / bad["task_instance"]["images_path"][0]
+    image.write_bytes(png_header(side, side))
+    source = paths.data_root / "SlideVQA" / "SlideVQA.json"
+    strict = use_run(monkeypatch, specs, paths, **fields)
+    regime = model_regime(strict, strict.runs["t"], "random", mode).id
+    reason = f"image {image} is over the limit of 89478485 pixels (max_image_pixels): "
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning Pillow lets out fails the test
+        with caplog.at_level(logging.ERROR):
+            assert preprocess("SlideVQA", mode, regime) == 1
+        (line,) = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+        assert line.startswith(f"{source}: task SlideVQA, sample {bad['sample_id']}: {reason}")
+        assert f"{side * side} pixels" in line  # the declared size, however Pillow got to it
+        assert not paths.prepared("SlideVQA", mode, regime).exists()
+
+        use_run(monkeypatch, specs, paths, skip_bad_samples=True, **fields)
+        assert preprocess("SlideVQA", mode, regime) == 0
+    (skipped,) = manifest(paths, "SlideVQA", mode, regime)["skipped"]
+    assert skipped["sample_id"] == bad["sample_id"] and reason in skipped["error"]
+    assert len(prepared(paths, "SlideVQA", mode, regime)) == 2
+
+
+def test_pixel_limit_is_a_run_setting_capped_at_pillows(
+    setup: tuple[Specs, RunPaths], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lower limit refuses ordinary images; a higher one than Pillow's own is refused as a spec error."""
+    specs, paths = setup
+    assert RunSpec.model_fields["max_image_pixels"].default == Image.MAX_IMAGE_PIXELS
+    use_run(monkeypatch, specs, paths, skip_bad_samples=True, max_image_pixels=100)
+    assert preprocess("SlideVQA", Mode.MULTI_IMAGE, UNLIMITED_REGIME) == 0
+    m = manifest(paths, "SlideVQA", Mode.MULTI_IMAGE, UNLIMITED_REGIME)
+    assert m["n_prepared"] == 0 and len(m["skipped"]) == 3
+    assert all("over the limit of 100 pixels (max_image_pixels)" in s["error"] for s in m["skipped"])
+    with pytest.raises(ValueError, match="less than or equal to 89478485"):
+        specs_for(specs.root, paths.out, max_image_pixels=Image.MAX_IMAGE_PIXELS + 1)

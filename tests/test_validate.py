@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 from pathlib import Path
 
@@ -165,3 +166,33 @@ def test_command_logs_each_problem_and_fails(tmp_path, caplog):
     assert "nuscenes/nuscenes.json: sample 0: file nuscenes/images/0_1.jpg not found" in messages
     assert "WebQA/WebQA.json: data.0.response: Field required" in messages
     assert messages[-1] == f"3 problems in {tree}"
+
+
+@pytest.mark.parametrize("kind", ["relative", "absolute", "symlink"])
+def test_image_outside_the_task_folder_is_refused(tree, tmp_path, kind):
+    """A real image outside the tree, reached by ``..``, an absolute path or a symlink, is an error."""
+    outside = tmp_path / "private" / "x.jpg"
+    outside.parent.mkdir()
+    shutil.copy(tree / TASK / "images" / "0_1.jpg", outside)
+    images = tree / TASK / "images"
+    name = {"relative": os.path.relpath(outside, images), "absolute": str(outside), "symlink": "link.jpg"}[
+        kind
+    ]
+    if kind == "symlink":
+        (images / name).symlink_to(outside)
+    edit_json(tree, TASK, lambda c: c["data"][1]["task_instance"]["images_path"].__setitem__(0, name))
+    why = (
+        f"is an absolute path; entries name files under {TASK}/images/"
+        if kind == "absolute"
+        else f"resolves outside {TASK}/images/ (to {outside.resolve()})"
+    )
+    assert problems(tree) == [f"{TASK}/{TASK}.json: sample 1: task_instance.images_path entry {name!r} {why}"]
+
+
+def test_combined_picture_outside_its_folder_is_refused(tree):
+    name = "../images/0_1.jpg"  # a real file of the task, but not in combined_1_images/
+    edit_json(tree, "GPR1200", lambda c: c["data"][0]["task_instance"].update(combined_1_images=[name]))
+    assert problems(tree) == [
+        f"GPR1200/GPR1200.json: sample 0: task_instance.combined_1_images entry {name!r} "
+        f"resolves outside GPR1200/combined_1_images/ (to {(tree / 'GPR1200/images/0_1.jpg').resolve()})"
+    ]

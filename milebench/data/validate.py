@@ -1,7 +1,8 @@
 """``milebench validate-data``: check an extracted ``MileBench/`` tree against the task specs.
 
 Every problem names its task JSON and the field or sample it concerns, so a broken download or a broken
-fixture is found before any model runs on it.
+fixture is found before any model runs on it; an image entry that leads outside its task folder (``..``,
+an absolute path, a symlink) is one of them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from milebench.data.images import IMAGE_FOLDERS, outside, task_image
 from milebench.data.schema import Sample, TaskFile, quantity_level, task_json_path
 from milebench.spec.base import field_path
 from milebench.spec.registry import load_specs
@@ -136,15 +138,15 @@ def _sample_messages(task_dir: Path, spec: TaskSpec, sample: Sample, n_instructi
         messages.append(
             f"image_quantity_level {sample.image_quantity_level} but {n_images} images is {level}"
         )
-    for folder, names in (
-        ("images", instance.images_path),
-        ("combined_1_images", instance.combined_1_images),
-    ):
-        messages += [
-            f"file {spec.name}/{folder}/{name} not found"
-            for name in names
-            if not (task_dir / folder / name).is_file()
-        ]
+    for field in IMAGE_FOLDERS:
+        for name in getattr(instance, field):
+            refusal = outside(task_dir, field, name)
+            if refusal is not None:
+                messages.append(refusal)
+                continue
+            rel = task_image(spec.name, field, name)
+            if not (task_dir.parent / rel).is_file():
+                messages.append(f"file {rel} not found")
     return messages
 
 

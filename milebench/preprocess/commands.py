@@ -73,7 +73,16 @@ def preprocess(args: argparse.Namespace) -> int:
         task_file = read_task_file(source)
         budget = load_budget(regime, paths)
         prepared = prepare_task(
-            task, task_file, source, mode, regime, budget, paths, run.skip_bad_samples, args.workers
+            task,
+            task_file,
+            source,
+            mode,
+            regime,
+            budget,
+            paths,
+            run.skip_bad_samples,
+            args.workers,
+            run.max_image_pixels,
         )
     except (PreprocessError, TokenizerError) as err:
         log.error("%s", err)

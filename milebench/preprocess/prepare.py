@@ -25,7 +25,7 @@ from milebench.preprocess.truncate import Budget
 from milebench.records import PreparedSample
 from milebench.spec.base import Spec
 from milebench.spec.model import ImageInput
-from milebench.spec.run import CombinedSource, Mode
+from milebench.spec.run import MAX_IMAGE_PIXELS, CombinedSource, Mode
 from milebench.spec.task import TaskSpec
 
 log = logging.getLogger(__name__)
@@ -92,15 +92,19 @@ def kit_pictures(
     paths: RunPaths,
     n_pictures: int,
     workers: int,
+    max_pixels: int,
 ) -> dict[int, list[str] | PreprocessError]:
-    """Sample id -> picture paths relative to the data root, or the error that stops that sample."""
+    """Sample id -> picture paths relative to the data root, or the error that stops that sample.
+
+    Every image is checked before any is decoded, so the tiler reads only images within the pixel limit.
+    """
     result: dict[int, list[str] | PreprocessError] = {}
     jobs: dict[int, list[combine.PictureJob]] = {}
     for sample in samples:
         where = Where(task, sample.sample_id, source)
-        rel = image_files(sample, task)
         try:
-            digests = hash_images(paths.data_root, rel, where)
+            rel = image_files(paths.data_root, sample, task, where)
+            digests = hash_images(paths.data_root, rel, where, max_pixels)
         except PreprocessError as err:
             result[sample.sample_id] = err
             continue
@@ -122,11 +126,16 @@ def prepare_task(
     paths: RunPaths,
     skip_bad: bool,
     workers: int = 1,
+    max_pixels: int = MAX_IMAGE_PIXELS,
 ) -> PreparedTask:
-    """Every sample of ``task_file`` in file order; a bad sample raises, or is skipped when allowed."""
+    """Every sample of ``task_file`` in file order; a bad sample raises, or is skipped when allowed.
+
+    ``max_pixels`` is the run's image size limit: a larger image makes its sample bad.
+    """
     combined = regime.image_input is ImageInput.COMBINED
     tiled = [s for s in task_file.data if combined and uses_kit_tiles(regime, s)]
-    pictures = kit_pictures(task.name, tiled, source, paths, regime.combined_pictures or 1, workers)
+    n_pictures = regime.combined_pictures or 1
+    pictures = kit_pictures(task.name, tiled, source, paths, n_pictures, workers, max_pixels)
     samples: list[PreparedSample] = []
     skipped: list[SkippedSample] = []
     for sample in task_file.data:
@@ -136,7 +145,16 @@ def prepare_task(
                 raise own
             samples.append(
                 build_sample(
-                    task, task_file.meta_data, sample, mode, paths.data_root, source, budget, combined, own
+                    task,
+                    task_file.meta_data,
+                    sample,
+                    mode,
+                    paths.data_root,
+                    source,
+                    budget,
+                    combined,
+                    own,
+                    max_pixels,
                 )
             )
         except PreprocessError as err:

@@ -20,19 +20,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from PIL import Image, UnidentifiedImageError
-
+from milebench.data.images import IMAGE_FOLDERS, image_problem, outside, task_image
 from milebench.data.schema import MetaData, Sample
 from milebench.io import sha256_file, sha256_text
 from milebench.preprocess.truncate import Budget, fit_context
 from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
-from milebench.spec.run import Mode
+from milebench.spec.run import MAX_IMAGE_PIXELS, Mode
 from milebench.spec.task import TaskSpec
 
 CHOICE_HEADER = "\nChoice list: \n"
 ANSWER_CUE = "\nYour answer is: "
-IMAGES_DIR = "images"
-COMBINED_DIR = "combined_1_images"
 REFERENCE = re.compile(r"\{(image|table)#(\d+)\}")
 
 
@@ -79,35 +76,39 @@ def check_references(context: str, n_images: int, where: Where) -> None:
             raise where.error(f"context refers to {match.group(0)} but the sample has {n_images} image(s)")
 
 
-def image_files(sample: Sample, task: str) -> list[str]:
+def task_files(data_root: Path, sample: Sample, task: str, field: str, where: Where) -> list[str]:
+    """Entries of ``task_instance.<field>`` relative to the data root; refused unless inside their folder."""
+    names = getattr(sample.task_instance, field)
+    for name in names:
+        refusal = outside(data_root / task, field, name)
+        if refusal is not None:
+            raise where.error(refusal)
+    return [task_image(task, field, name) for name in names]
+
+
+def image_files(data_root: Path, sample: Sample, task: str, where: Where) -> list[str]:
     """The sample's image paths relative to the data root, as the official loader joins them."""
-    return [f"{task}/{IMAGES_DIR}/{name}" for name in sample.task_instance.images_path]
+    return task_files(data_root, sample, task, "images_path", where)
 
 
-def upstream_pictures(sample: Sample, task: str, where: Where) -> list[str]:
+def upstream_pictures(data_root: Path, sample: Sample, task: str, where: Where) -> list[str]:
     """The data's pre-made combined picture (what the paper used); the official loader needs exactly one."""
-    files = sample.task_instance.combined_1_images
-    if len(files) != 1:
-        raise where.error(f"combined-image mode needs exactly one {COMBINED_DIR} entry, got {len(files)}")
-    return [f"{task}/{COMBINED_DIR}/{name}" for name in files]
+    n_files = len(sample.task_instance.combined_1_images)
+    if n_files != 1:
+        folder = IMAGE_FOLDERS["combined_1_images"]
+        raise where.error(f"combined-image mode needs exactly one {folder} entry, got {n_files}")
+    return task_files(data_root, sample, task, "combined_1_images", where)
 
 
-def check_image(path: Path, where: Where) -> None:
-    """The file exists and Pillow can read it (a clear error now beats a crash in the model adapter)."""
-    if not path.is_file():
-        raise where.error(f"image file not found: {path}")
-    try:
-        with Image.open(path) as image:
-            image.verify()
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as err:
-        raise where.error(f"Pillow cannot open image {path}: {err}") from None
-
-
-def hash_images(data_root: Path, images: Sequence[str], where: Where) -> tuple[str, ...]:
+def hash_images(data_root: Path, images: Sequence[str], where: Where, max_pixels: int) -> tuple[str, ...]:
+    """Content hashes of images a model will read; each is checked first (a clear error now beats a
+    crash, or a decompression bomb, in the model adapter)."""
     digests = []
     for rel in images:
         path = data_root / rel
-        check_image(path, where)
+        problem = image_problem(path, max_pixels)
+        if problem is not None:
+            raise where.error(problem)
         digests.append(sha256_file(path))
     return tuple(digests)
 
@@ -131,11 +132,13 @@ def build_sample(
     budget: Budget | None = None,
     combined: bool | None = None,
     pictures: Sequence[str] | None = None,
+    max_pixels: int = MAX_IMAGE_PIXELS,
 ) -> PreparedSample:
     """One PreparedSample; ``source`` is the task JSON the sample came from (named in errors).
 
     ``budget`` is the model's context (None: unlimited); ``combined`` defaults to the combined-image mode;
-    ``pictures`` are the combined pictures relative to the data root (default: the upstream ones).
+    ``pictures`` are the combined pictures relative to the data root (default: the upstream ones);
+    ``max_pixels`` is the run's image size limit.
     """
     where = Where(task.name, sample.sample_id, source)
     instance = sample.task_instance
@@ -151,10 +154,11 @@ def build_sample(
     check_references(context, n_images, where)
     combined = mode is Mode.COMBINED_IMAGE if combined is None else combined
     context = replace_references(context, n_images, combined)
+    images = image_files(data_root, sample, task.name, where)  # checked even where pictures replace them
     if combined:
-        images = list(pictures) if pictures is not None else upstream_pictures(sample, task.name, where)
-    else:
-        images = image_files(sample, task.name)
+        images = (
+            list(pictures) if pictures is not None else upstream_pictures(data_root, sample, task.name, where)
+        )
     fitted = fit_context(instruction, context, images, budget, pair_images=not combined)
     if combined:
         instruction = f"{IMAGE_PLACEHOLDER * len(images)}\n{instruction}"
@@ -165,7 +169,7 @@ def build_sample(
         instruction=instruction,
         context=fitted.context,
         images=fitted.images,
-        image_sha256=hash_images(data_root, fitted.images, where),
+        image_sha256=hash_images(data_root, fitted.images, where, max_pixels),
         prompt_sha256="",
         question_type=meta.question_type,
         choices=tuple(instance.choice_list) if instance.choice_list is not None else None,

@@ -9,6 +9,12 @@ from pydantic import Field
 
 from milebench.spec.base import Spec
 
+MAX_IMAGE_PIXELS = 89_478_485
+"""Pillow's own decompression-bomb limit (``PIL.Image.MAX_IMAGE_PIXELS``, about 9459 x 9459), above which
+it warns on every open: the default and the ceiling of a run's ``max_image_pixels``. It is 1.27 times the
+largest picture the official combined layout makes (109 tiles of 800 x 800 on an 11 x 10 grid, 70.4 M
+pixels) and far above any photo, frame or screenshot in MileBench."""
+
 
 class Mode(StrEnum):
     """The three ways the paper runs a model over a task."""
@@ -101,6 +107,13 @@ class RunSpec(Spec):
     skip_bad_samples: bool = Field(
         default=False,
         description="Skip (and record) samples with bad input instead of failing the preprocess job.",
+    )
+    max_image_pixels: int = Field(
+        default=MAX_IMAGE_PIXELS,
+        ge=1,
+        le=MAX_IMAGE_PIXELS,
+        description="Images whose header declares more pixels (width x height) are bad samples, refused "
+        "before decoding; at most Pillow's own limit, so no accepted image makes Pillow warn.",
     )
     max_failure_rate: float = Field(
         default=0.05,
