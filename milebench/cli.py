@@ -71,6 +71,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("fetch", "milebench.data.commands:fetch", "Download, verify and extract a run's data.")
     _run_args(p)
+    p.add_argument(
+        "--download-deadline",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="Most seconds one archive's download may take, retries included (default: scaled to its "
+        "size); an unfinished download resumes on the next fetch.",
+    )
 
     p = add("lock-data", "milebench.data.commands:lock", "Resolve the hub revision and archive checksums.")
     p.add_argument("--repo-id", default="FreedomIntelligence/MileBench")

@@ -7,6 +7,7 @@ import io
 import re
 import tarfile
 import threading
+import time
 from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -15,6 +16,7 @@ from types import TracebackType
 from milebench.data.lock import ArchiveEntry, DataLock, dump_lock
 
 MAX_REQUESTS = 20
+ENDLESS_LIMIT = 16 << 20
 
 
 def tar_gz(files: dict[str, bytes], special: Iterable[tarfile.TarInfo] = ()) -> bytes:
@@ -54,14 +56,27 @@ def write_lock(
 
 
 class RangeServer:
-    """Serves ``files`` at ``/<name>`` on 127.0.0.1 and records every request's headers."""
+    """Serves ``files`` at ``/<name>`` on 127.0.0.1 and records every request's headers.
+
+    Hostile mirrors: ``trickle_s`` sends the body one byte every ``trickle_s`` seconds; ``endless`` sends
+    no Content-Length and keeps sending filler after the body (up to ENDLESS_LIMIT bytes, so a client
+    that never stops still ends) until the client hangs up.
+    """
 
     def __init__(
-        self, files: dict[str, bytes], *, honour_range: bool = True, cut_first_after: int | None = None
+        self,
+        files: dict[str, bytes],
+        *,
+        honour_range: bool = True,
+        cut_first_after: int | None = None,
+        trickle_s: float | None = None,
+        endless: bool = False,
     ):
         self.files = files
         self.honour_range = honour_range
         self.cut_first_after = cut_first_after
+        self.trickle_s = trickle_s
+        self.endless = endless
         self.requests: list[dict[str, str]] = []
         self._httpd = HTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
@@ -101,13 +116,29 @@ class RangeServer:
                 self.send_response(206 if start else 200)
                 if start:
                     self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
-                self.send_header("Content-Length", str(len(body) - start))
+                if not server.endless:
+                    self.send_header("Content-Length", str(len(body) - start))
                 self.end_headers()
                 payload = body[start:]
                 if server.cut_first_after is not None and len(server.requests) == 1:
                     payload = payload[: server.cut_first_after]
                     self.close_connection = True
-                self.wfile.write(payload)
+                try:
+                    self._send(payload)
+                except OSError:
+                    self.close_connection = True  # the client hung up, as one that gives up should
+
+            def _send(self, payload: bytes) -> None:
+                if server.trickle_s is None:
+                    self.wfile.write(payload)
+                else:
+                    for i in range(len(payload)):
+                        self.wfile.write(payload[i : i + 1])
+                        time.sleep(server.trickle_s)
+                sent = len(payload)
+                while server.endless and sent < ENDLESS_LIMIT:
+                    self.wfile.write(bytes(64 << 10))
+                    sent += 64 << 10
 
             def log_message(self, format: str, *args: object) -> None:
                 """Keep test output quiet."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -136,3 +137,62 @@ def test_connection_errors_are_retried_with_backoff_then_reported(tmp_path: Path
         )
     assert delays == [0.5, 1.0]
     assert not (tmp_path / "a.tar.gz").exists()
+
+
+def test_trickling_server_hits_the_overall_deadline_and_the_part_resumes(tmp_path: Path) -> None:
+    body = os.urandom(600)
+    dest = tmp_path / "a.tar.gz"
+    policy = RetryPolicy(attempts=3, backoff_s=0.0, timeout_s=5.0, deadline_s=1.0)
+    with RangeServer({"a.tar.gz": body}, trickle_s=0.02) as server:
+        started = time.monotonic()
+        with pytest.raises(DownloadError, match=r"deadline of 1 s") as err:
+            download(server.url("a.tar.gz"), dest, size=len(body), retry=policy)
+        elapsed = time.monotonic() - started
+    assert elapsed < 6, "a whole 600-byte trickle takes 12 s; the deadline is 1 s"
+    received = part_path(dest).stat().st_size
+    assert 0 < received < len(body)
+    assert str(part_path(dest)) in str(err.value)
+    with RangeServer({"a.tar.gz": body}) as server:
+        download(server.url("a.tar.gz"), dest, size=len(body), retry=FAST)
+    assert dest.read_bytes() == body
+    assert [r.get("Range") for r in server.requests] == [f"bytes={received}-"]
+
+
+def test_default_deadline_grows_with_the_expected_size() -> None:
+    policy = RetryPolicy()
+    assert policy.deadline_for(10 << 30) > policy.deadline_for(1 << 20) >= policy.deadline_for(None)
+    assert RetryPolicy(deadline_s=5.0).deadline_for(10 << 30) == 5.0
+
+
+def test_body_longer_than_the_lock_size_is_cut_off_and_discarded(tmp_path: Path) -> None:
+    dest = tmp_path / "a.tar.gz"
+    expected = f"more than the expected {len(BODY)} bytes"
+    with (
+        RangeServer({"a.tar.gz": BODY}, endless=True) as server,
+        pytest.raises(DownloadError, match=expected),
+    ):
+        download(server.url("a.tar.gz"), dest, size=len(BODY), retry=FAST)
+    assert len(server.requests) == 1
+    assert not dest.exists() and not part_path(dest).exists()
+
+
+def test_resumed_body_longer_than_the_lock_size_is_cut_off(tmp_path: Path) -> None:
+    dest = tmp_path / "a.tar.gz"
+    part_path(dest).write_bytes(BODY[:1000])
+    with (
+        RangeServer({"a.tar.gz": BODY}, endless=True) as server,
+        pytest.raises(DownloadError, match="more than"),
+    ):
+        download(server.url("a.tar.gz"), dest, size=len(BODY), retry=FAST)
+    assert server.requests[0]["Range"] == "bytes=1000-"
+    assert not dest.exists() and not part_path(dest).exists()
+
+
+def test_local_file_larger_than_the_lock_size_is_not_copied(tmp_path: Path) -> None:
+    source = tmp_path / "mirror" / "a.tar.gz"
+    source.parent.mkdir()
+    source.write_bytes(BODY + b"more")
+    dest = tmp_path / "downloads" / "a.tar.gz"
+    with pytest.raises(DownloadError, match=f"more than the expected {len(BODY)} bytes"):
+        download(str(source), dest, size=len(BODY))
+    assert not dest.exists() and not part_path(dest).exists()

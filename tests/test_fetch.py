@@ -7,18 +7,19 @@ import hashlib
 import json
 import logging
 import shutil
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from fetch_helpers import RangeServer, tar_gz, write_lock
+from fetch_helpers import RangeServer, link_member, tar_gz, write_lock
 
 from milebench.data import commands, hub_lock
 from milebench.data.errors import FetchError
-from milebench.data.extract import marker_path
+from milebench.data.extract import ExtractLimits, RefusedArchiveError, marker_path
 from milebench.data.fetch import fetch_run
 from milebench.data.hub_lock import write_hub_lock
-from milebench.data.lock import load_lock
+from milebench.data.lock import ArchiveEntry, load_lock
 from milebench.data.verify import VerificationError
 from milebench.hub import hub_errors
 from milebench.paths import RunPaths
@@ -127,6 +128,73 @@ def test_corrupt_archive_is_quarantined_and_nothing_extracted(tmp_path: Path) ->
     assert not (paths.downloads / name).exists()
     assert not paths.data_root.exists()
     assert not paths.fetch_manifest.exists()
+
+
+def refused_fetch(tmp_path: Path, bad: bytes, **kwargs: object) -> tuple[RunPaths, str, Path]:
+    """Fetch a mirror whose second archive is ``bad`` (and locked as such); the error and the copy."""
+    name = "MileBench_part1.tar.gz"
+    archives = {**ARCHIVES, name: bad}
+    write_lock(tmp_path / "specs" / LOCK, archives)
+    with RangeServer(archives) as server:
+        specs, run, paths = setup(tmp_path, MirrorSource(kind="mirror", url=server.url(), lock=LOCK))
+        with pytest.raises(RefusedArchiveError) as err:
+            fetch_run(specs, run, paths, **kwargs)
+    quarantined = list((paths.downloads / "quarantine").iterdir())
+    assert len(quarantined) == 1 and quarantined[0].read_bytes() == bad
+    message = str(err.value)
+    assert name in message and str(quarantined[0]) in message
+    assert not (paths.downloads / name).exists()
+    assert not (paths.data_root / "TaskB").exists()
+    assert not paths.fetch_manifest.exists()
+    return paths, message, quarantined[0]
+
+
+def test_archive_holding_a_link_is_quarantined_and_nothing_of_it_extracted(tmp_path: Path) -> None:
+    link = link_member("MileBench/TaskB/images/2.jpg", "1.jpg", tarfile.SYMTYPE)
+    bad = tar_gz({"MileBench/TaskB/TaskB.json": b"{}", "MileBench/TaskB/images/1.jpg": b"b"}, [link])
+    _, message, _ = refused_fetch(tmp_path, bad)
+    assert "MileBench/TaskB/images/2.jpg" in message and "symlink" in message
+
+
+def test_truncated_archive_that_matches_the_lock_is_a_clear_error(tmp_path: Path) -> None:
+    whole = tar_gz({"MileBench/TaskB/TaskB.json": b"{}", "MileBench/TaskB/images/1.jpg": bytes(300_000)})
+    _, message, _ = refused_fetch(tmp_path, whole[: len(whole) // 2])
+    assert "truncated" in message
+
+
+def test_expansion_past_the_cap_leaves_no_manifest_and_a_rerun_recovers(tmp_path: Path) -> None:
+    bomb = tar_gz({"MileBench/TaskB/TaskB.json": b"{}", "MileBench/TaskB/images/1.jpg": bytes(4 << 20)})
+    paths, message, _ = refused_fetch(tmp_path, bomb, limits=ExtractLimits(max_ratio=50, min_cap_bytes=0))
+    assert "over the cap" in message
+    with RangeServer({**ARCHIVES, "MileBench_part1.tar.gz": bomb}) as server:
+        specs, run, paths = setup(tmp_path, MirrorSource(kind="mirror", url=server.url(), lock=LOCK))
+        fetch_run(specs, run, paths)
+    assert (paths.data_root / "TaskB" / "images" / "1.jpg").stat().st_size == 4 << 20
+    assert paths.fetch_manifest.is_file()
+
+
+def test_not_enough_free_space_keeps_the_verified_download(tmp_path: Path) -> None:
+    with RangeServer(ARCHIVES) as server:
+        specs, run, paths = mirror_run(tmp_path, server)
+        with pytest.raises(FetchError, match="not enough free space") as err:
+            fetch_run(specs, run, paths, limits=ExtractLimits(keep_free_bytes=1 << 62))
+    assert not isinstance(err.value, RefusedArchiveError)
+    assert not (paths.downloads / "quarantine").exists()
+    assert sorted(p.name for p in paths.downloads.iterdir()) == sorted(ARCHIVES)
+    assert not paths.fetch_manifest.exists()
+
+
+@pytest.mark.parametrize(
+    "name",
+    [".", "..", "../x.tar.gz", "a/b.tar.gz", "/abs.tar.gz", ".hidden.tar.gz", "a.tar.gz.part", "quarantine"],
+)
+def test_lock_accepts_plain_file_names_only(tmp_path: Path, name: str) -> None:
+    lock_path = tmp_path / "lock.yaml"
+    lock_path.write_text(f"archives:\n  - name: '{name}'\n    size: 10\n    sha256: '{'0' * 64}'\n")
+    with pytest.raises(SpecError) as err:
+        load_lock(lock_path)
+    assert err.value.path == lock_path and err.value.problems[0][0] == "archives.0.name"
+    assert ArchiveEntry(name="MileBench_part0.tar.gz").name == "MileBench_part0.tar.gz"
 
 
 def test_stale_download_from_an_older_lock_is_quarantined_and_replaced(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 
+from milebench.data.download import RetryPolicy
 from milebench.data.errors import FetchError
 from milebench.data.fetch import fetch_run
 from milebench.data.hub_lock import write_hub_lock
@@ -18,7 +19,7 @@ def fetch(args: argparse.Namespace) -> int:
     specs = load_specs(args.specs)
     run = specs.run(args.run)
     try:
-        fetch_run(specs, run, RunPaths.for_run(run))
+        fetch_run(specs, run, RunPaths.for_run(run), retry=RetryPolicy(deadline_s=args.download_deadline))
     except FetchError as err:
         log.error("%s", err)
         return 1

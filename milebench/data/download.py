@@ -2,6 +2,8 @@
 
 Archives are gigabytes, so an interrupted transfer resumes from the bytes already on disk with an HTTP
 Range request instead of starting over; a server that ignores Range is detected and restarted from zero.
+A mirror is not trusted to end its body: the lock's size caps what is written, and an overall deadline
+(not only a per-read timeout, which a server sending a byte now and then never trips) caps how long.
 """
 
 from __future__ import annotations
@@ -20,12 +22,15 @@ import requests
 import urllib3
 
 from milebench.data.errors import FetchError
+from milebench.data.lock import PART_SUFFIX
 
 log = logging.getLogger(__name__)
 
 DEFAULT_HF_ENDPOINT = "https://huggingface.co"
 CHUNK = 1 << 20
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+DEADLINE_BASE_S = 600.0
+DEADLINE_MIN_RATE = 256 << 10
 
 
 class DownloadError(FetchError):
@@ -41,11 +46,22 @@ TRANSIENT = (requests.RequestException, urllib3.exceptions.HTTPError, _Transient
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How often and how patiently to retry; each retry resumes from the bytes already received."""
+    """How often and how patiently to retry; each retry resumes from the bytes already received.
+
+    ``timeout_s`` bounds each connect and read; ``deadline_s`` bounds one archive's whole download,
+    retries included (None: DEADLINE_BASE_S plus the expected size at DEADLINE_MIN_RATE bytes/s).
+    """
 
     attempts: int = 6
     backoff_s: float = 2.0
     timeout_s: float = 60.0
+    deadline_s: float | None = None
+
+    def deadline_for(self, size: int | None) -> float:
+        """Seconds allowed for downloading ``size`` bytes (unknown size: the base allowance only)."""
+        if self.deadline_s is not None:
+            return self.deadline_s
+        return DEADLINE_BASE_S + (size or 0) / DEADLINE_MIN_RATE
 
 
 def hub_dataset_url(repo_id: str) -> str:
@@ -60,7 +76,7 @@ def hub_url(repo_id: str, revision: str, name: str) -> str:
 
 
 def part_path(dest: Path) -> Path:
-    return dest.with_name(dest.name + ".part")
+    return dest.with_name(dest.name + PART_SUFFIX)
 
 
 def local_source(url: str) -> Path | None:
@@ -84,27 +100,55 @@ def download(
     retry: RetryPolicy = RetryPolicy(),
     sleep: Callable[[float], None] = time.sleep,
 ) -> Path:
-    """Fetch ``url`` to ``dest`` through ``dest.part``; ``auth`` adds HF_TOKEN (hub URLs only)."""
+    """Fetch ``url`` to ``dest`` through ``dest.part``; ``auth`` adds HF_TOKEN (hub URLs only).
+
+    ``size`` (the lock's) caps the bytes accepted: a longer body is cut off and discarded.
+    """
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = part_path(dest)
     source = local_source(url)
     if source is not None:
-        _copy(source, part, url)
+        _copy(source, part, url, size)
     else:
         headers = {"Accept-Encoding": "identity"}
         token = os.environ.get("HF_TOKEN") if auth else None
         if token:
             headers["Authorization"] = f"Bearer {token}"
-        _http_download(url, part, size, headers, retry, sleep)
+        deadline = _Deadline(retry.deadline_for(size), url, part)
+        _http_download(url, part, size, headers, retry, deadline, sleep)
     os.replace(part, dest)
     return dest
 
 
-def _copy(source: Path, part: Path, url: str) -> None:
+def _copy(source: Path, part: Path, url: str, size: int | None) -> None:
     if not source.is_file():
         raise DownloadError(f"{url}: no such file {source}")
+    if size is not None and source.stat().st_size > size:
+        raise DownloadError(_too_long(url, size))
     log.info("copying %s", source)
     shutil.copyfile(source, part)
+
+
+def _too_long(url: str, size: int) -> str:
+    return f"{url}: more than the expected {size} bytes (the lock's size); nothing of it is kept"
+
+
+class _Deadline:
+    """The moment one archive's download must be done by, over all its attempts."""
+
+    def __init__(self, seconds: float, url: str, part: Path):
+        self.seconds, self.url, self.part = seconds, url, part
+        self.end = time.monotonic() + seconds
+
+    def left(self) -> float:
+        """Seconds left; raises DownloadError once there are none."""
+        left = self.end - time.monotonic()
+        if left <= 0:
+            raise DownloadError(
+                f"{self.url}: not complete within the deadline of {self.seconds:g} s; the bytes received "
+                f"are kept in {self.part} and the next fetch resumes from there"
+            )
+        return left
 
 
 def _http_download(
@@ -113,17 +157,19 @@ def _http_download(
     size: int | None,
     headers: dict[str, str],
     retry: RetryPolicy,
+    deadline: _Deadline,
     sleep: Callable[[float], None],
 ) -> None:
     with requests.Session() as session:
         for attempt in range(1, retry.attempts + 1):
+            timeout = min(retry.timeout_s, deadline.left())
             try:
-                if _fetch_once(session, url, part, size, headers, retry.timeout_s):
+                if _fetch_once(session, url, part, size, headers, timeout, deadline):
                     return
             except TRANSIENT as err:
                 if attempt == retry.attempts:
                     raise DownloadError(f"{url}: giving up after {attempt} attempts: {err}") from err
-                delay = retry.backoff_s * 2 ** (attempt - 1)
+                delay = min(retry.backoff_s * 2 ** (attempt - 1), deadline.left())
                 log.warning("%s: %s; retrying in %.1f s (attempt %d)", part.name, err, delay, attempt + 1)
                 sleep(delay)
     raise DownloadError(f"{url}: no complete transfer after {retry.attempts} attempts")
@@ -136,8 +182,12 @@ def _fetch_once(
     size: int | None,
     headers: dict[str, str],
     timeout: float,
+    deadline: _Deadline,
 ) -> bool:
-    """One request; True when ``part`` holds the whole body, False to start over at once."""
+    """One request; True when ``part`` holds the whole body, False to start over at once.
+
+    The body is read with ``read1`` (whatever has arrived), so the deadline is checked as bytes come.
+    """
     offset = part.stat().st_size if part.exists() else 0
     if size is not None and offset > size:
         log.warning("%s is larger than the expected %d bytes; restarting from zero", part.name, size)
@@ -174,9 +224,14 @@ def _fetch_once(
         total = size if size is not None else (offset + int(length) if length else None)
         progress = _Progress(part.name, offset, total)
         with open(part, mode) as fh:
-            for chunk in resp.raw.stream(CHUNK, decode_content=False):
+            while chunk := resp.raw.read1(CHUNK, decode_content=False):
+                if size is not None and progress.done + len(chunk) > size:
+                    fh.close()
+                    part.unlink()
+                    raise DownloadError(_too_long(url, size))
                 fh.write(chunk)
                 progress.advance(len(chunk))
+                deadline.left()
             fh.flush()
             os.fsync(fh.fileno())
     if size is not None and progress.done < size:

@@ -1,7 +1,8 @@
 """Fetch a run's data: resolve the source, download, verify every archive, extract, write the manifest.
 
 Every archive is verified before any is extracted, and the manifest is written last, so its presence
-means the whole data set is verified and in place; a failure anywhere leaves no manifest.
+means the whole data set is verified and in place; a failure anywhere leaves no manifest. An archive
+that fails verification, or matches the lock but is refused by extraction, is quarantined.
 """
 
 from __future__ import annotations
@@ -14,11 +15,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from milebench.data.download import download
-from milebench.data.extract import MARKERS, extract_archive, is_extracted, marker_path
-from milebench.data.lock import ArchiveEntry
+from milebench.data.download import RetryPolicy, download
+from milebench.data.extract import (
+    MARKERS,
+    ExtractLimits,
+    RefusedArchiveError,
+    extract_archive,
+    is_extracted,
+    marker_path,
+)
+from milebench.data.lock import QUARANTINE, ArchiveEntry
 from milebench.data.sources import ResolvedSource, resolve_source
-from milebench.data.verify import VerificationError, verify_archive
+from milebench.data.verify import VerificationError, quarantine, verify_archive
 from milebench.io import atomic_write_json
 from milebench.paths import RunPaths
 from milebench.spec.registry import Specs
@@ -27,9 +35,18 @@ from milebench.spec.run import RunSpec
 log = logging.getLogger(__name__)
 
 TIME_KEYS = ("started", "finished")
+DEFAULT_RETRY = RetryPolicy()
+DEFAULT_LIMITS = ExtractLimits()
 
 
-def fetch_run(specs: Specs, run: RunSpec, paths: RunPaths) -> dict[str, Any]:
+def fetch_run(
+    specs: Specs,
+    run: RunSpec,
+    paths: RunPaths,
+    *,
+    retry: RetryPolicy = DEFAULT_RETRY,
+    limits: ExtractLimits = DEFAULT_LIMITS,
+) -> dict[str, Any]:
     """Bring ``paths.data_root`` in line with ``run.data``; returns the manifest."""
     started = _now()
     source = resolve_source(specs, run, paths)
@@ -37,7 +54,7 @@ def fetch_run(specs: Specs, run: RunSpec, paths: RunPaths) -> dict[str, Any]:
     if source.local_tree is not None:
         _link_local(source.local_tree, paths)
     else:
-        _fetch_archives(source, paths)
+        _fetch_archives(source, paths, retry, limits)
     return _finish(paths, body, started)
 
 
@@ -63,7 +80,9 @@ def _finish(paths: RunPaths, body: dict[str, Any], started: str) -> dict[str, An
     return manifest
 
 
-def _fetch_archives(source: ResolvedSource, paths: RunPaths) -> None:
+def _fetch_archives(
+    source: ResolvedSource, paths: RunPaths, retry: RetryPolicy, limits: ExtractLimits
+) -> None:
     data_dir = paths.data_root.parent
     _discard_foreign_tree(
         paths, {marker_path(data_dir, e.name, str(e.sha256)).name for e, _ in source.archives}
@@ -74,23 +93,37 @@ def _fetch_archives(source: ResolvedSource, paths: RunPaths) -> None:
     _discard_manifest(paths)
     log.info("%d of %d archives to fetch", len(pending), len(source.archives))
     for entry, url in pending:
-        _download_verified(entry, url, paths, source.auth)
+        _download_verified(entry, url, paths, source.auth, retry)
     for entry, _ in pending:
-        extract_archive(paths.downloads / entry.name, entry.name, str(entry.sha256), data_dir)
+        _extract(entry, paths, data_dir, limits)
 
 
-def _download_verified(entry: ArchiveEntry, url: str, paths: RunPaths, auth: bool) -> None:
+def _download_verified(
+    entry: ArchiveEntry, url: str, paths: RunPaths, auth: bool, retry: RetryPolicy
+) -> None:
     """Reuse an earlier download when it still matches the lock, else (re)download and verify."""
     dest = paths.downloads / entry.name
-    quarantine = paths.downloads / "quarantine"
+    quarantine_dir = paths.downloads / QUARANTINE
     if dest.is_file():
         try:
-            verify_archive(dest, entry, quarantine)
+            verify_archive(dest, entry, quarantine_dir)
             return
         except VerificationError as err:
             log.warning("%s; downloading it again", err)
-    download(url, dest, size=entry.size, auth=auth)
-    verify_archive(dest, entry, quarantine)
+    download(url, dest, size=entry.size, auth=auth, retry=retry)
+    verify_archive(dest, entry, quarantine_dir)
+
+
+def _extract(entry: ArchiveEntry, paths: RunPaths, data_dir: Path, limits: ExtractLimits) -> None:
+    """Extract one verified archive; one that extraction refuses is quarantined like a mismatch."""
+    archive = paths.downloads / entry.name
+    try:
+        extract_archive(archive, entry.name, str(entry.sha256), data_dir, limits)
+    except RefusedArchiveError as err:
+        moved = quarantine(archive, paths.downloads / QUARANTINE)
+        raise RefusedArchiveError(
+            f"{err}\narchive {entry.name} matches the lock but was refused; it was moved to {moved}"
+        ) from err
 
 
 def _link_local(tree: Path, paths: RunPaths) -> None:

@@ -5,17 +5,29 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from milebench.spec.base import Spec, SpecError, load_spec
 
 UNRESOLVED = "not resolved; run `milebench lock-data` where the hub is reachable"
+QUARANTINE = "quarantine"
+PART_SUFFIX = ".part"
 
 
 class ArchiveEntry(Spec):
-    name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
+    """One archive; ``name`` becomes a file in the downloads folder, so it must be a plain file name."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     size: int | None = Field(default=None, ge=0)
     sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+
+    @field_validator("name")
+    @classmethod
+    def _not_a_download_file(cls, name: str) -> str:
+        """The downloads folder also holds ``<name>.part`` files and the quarantine folder."""
+        if name == QUARANTINE or name.endswith(PART_SUFFIX):
+            raise ValueError(f"{name!r} is reserved (the {QUARANTINE} folder and *{PART_SUFFIX} downloads)")
+        return name
 
 
 class DataLock(Spec):
