@@ -146,11 +146,14 @@ class Reply:
     """Sent instead of the JSON of ``body`` (a proxy's HTML page, say)."""
     trickle: str | None = None
     """``"headers"`` or ``"body"``: the part whose first TRICKLE_BYTES go one byte per TRICKLE_S."""
+    length: int | None = None
+    """The Content-Length to declare, when not the body's own."""
 
     def wire(self) -> tuple[bytes, bytes]:
         payload = json.dumps(self.body).encode() if self.raw is None else self.raw
+        length = len(payload) if self.length is None else self.length
         lines = [f"HTTP/1.0 {self.status} Reply", "Content-Type: application/json"]
-        lines += [f"Content-Length: {len(payload)}", *(f"{k}: {v}" for k, v in self.headers.items())]
+        lines += [f"Content-Length: {length}", *(f"{k}: {v}" for k, v in self.headers.items())]
         return ("\r\n".join(lines) + "\r\n\r\n").encode(), payload
 
 
@@ -646,6 +649,25 @@ def test_oversized_answer_fails_and_the_job_goes_on(
         assert len(api.requests) == 2, "not retried"
         assert preds[1].failure is None and preds[1].response
     assert_no_key(tmp_path, caplog)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(200, {}, raw=b"[]"),
+        Reply(200, {}, raw=b'{"choices": [', length=4096),
+        Reply(200, {}, raw=b"\x1f\x8b not gzip", headers={"Content-Encoding": "gzip"}),
+    ],
+    ids=["a JSON list", "a body cut short", "a broken gzip body"],
+)
+def test_malformed_reply_fails_only_its_sample(
+    provider: str, reply: Reply, data_root: Path, tmp_path: Path
+) -> None:
+    for api in serve(FakeApi(provider, [reply])):
+        spec = api_spec(provider, api.url, max_retries=0, concurrency=1)
+        preds = run(adapter_for(spec, data_root), spec, [prepared(0), prepared(1)], tmp_path / "p.jsonl")
+        assert preds[0].failure is FailureKind.API_ERROR and preds[0].response is None
+        assert preds[1].failure is None and preds[1].response
 
 
 def test_environment_overrides_base_url_and_supplies_key(

@@ -181,7 +181,7 @@ class ApiClient:
         except requests.Timeout as err:
             return Retryable(self.error(FailureKind.TIMEOUT, f"no answer within {limits.timeout_s} s: {err}"))
         except requests.RequestException as err:
-            return Retryable(self.error(FailureKind.API_ERROR, f"connection failed: {err}"))
+            return Retryable(self.error(FailureKind.API_ERROR, f"request failed: {err}"))
         if answer.status == 200:
             try:
                 return json.loads(answer.body)
