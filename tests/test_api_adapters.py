@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 import base64
+import email.utils
 import json
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 import pytest
 from PIL import Image
 
 from milebench.infer.adapter import AdapterError
 from milebench.infer.api.base import ApiAdapter
-from milebench.infer.api.client import RateLimiter, retry_after
+from milebench.infer.api.client import MESSAGE_LIMIT, RateLimiter, retry_after
 from milebench.infer.engine import cache_key, run_model
 from milebench.infer.registry import adapter_class, load_adapter
 from milebench.io import read_jsonl
@@ -34,9 +36,13 @@ ADAPTER = {"openai": "openai-chat", "anthropic": "anthropic", "google": "gemini"
 KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "google": "GOOGLE_API_KEY"}
 URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL", "google": "GOOGLE_GEMINI_BASE_URL"}
 MODEL_ID = {"openai": "gpt-4o", "anthropic": "claude-3-opus-20240229", "google": "gemini-1.5-pro-latest"}
-SECRET = "sk-test-SECRET-0123456789abcdef"
+SECRET = "sk-test+SECRET/0123456789=abcdef"
+"""Has characters that URL encoding and base64 alignment change, so every encoded form differs."""
 MAX_REQUESTS = 60
 """Every fake server stops answering after this many requests, so a looping client cannot hang a test."""
+TRICKLE_S = 0.05
+TRICKLE_BYTES = 40
+"""A trickling reply sends its first bytes one per TRICKLE_S (2 s in all), then the rest at once."""
 
 
 # ---------------------------------------------------------------- wire formats, as the providers send them
@@ -136,6 +142,23 @@ class Reply:
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    raw: bytes | None = None
+    """Sent instead of the JSON of ``body`` (a proxy's HTML page, say)."""
+    trickle: str | None = None
+    """``"headers"`` or ``"body"``: the part whose first TRICKLE_BYTES go one byte per TRICKLE_S."""
+    length: int | None = None
+    """The Content-Length to declare, when not the body's own."""
+
+    def wire(self) -> tuple[bytes, bytes]:
+        payload = json.dumps(self.body).encode() if self.raw is None else self.raw
+        length = len(payload) if self.length is None else self.length
+        lines = [f"HTTP/1.0 {self.status} Reply", "Content-Type: application/json"]
+        lines += [f"Content-Length: {length}", *(f"{k}: {v}" for k, v in self.headers.items())]
+        return ("\r\n".join(lines) + "\r\n\r\n").encode(), payload
+
+
+Script = Reply | Callable[[dict[str, str]], Reply]
+"""A scripted reply, or one made from the request's headers (an echoing provider)."""
 
 
 @dataclass
@@ -143,7 +166,7 @@ class FakeApi:
     """Answers scripted replies first, then successes whose text names the parts it received."""
 
     provider: str
-    script: list[Reply] = field(default_factory=list)
+    script: list[Script] = field(default_factory=list)
     hold_for: int = 0
     """Hold each request until this many are in flight (or HOLD_S passed), to expose the concurrency."""
     url: str = ""
@@ -159,8 +182,9 @@ class FakeApi:
             given = key_received(self.provider, headers)
             return Reply(401, error(self.provider, 401, f"Incorrect API key provided: {given}."))
         with self.lock:
-            if self.script:
-                return self.script.pop(0)
+            item = self.script.pop(0) if self.script else None
+        if item is not None:
+            return item(headers) if callable(item) else item
         kinds = [kind for kind, _ in received_parts(self.provider, body)]
         return Reply(200, success(self.provider, " " + ",".join(kinds) + " ", 100 + len(kinds), 3))
 
@@ -178,15 +202,16 @@ class FakeApi:
                 self.lock.wait_for(lambda: self.in_flight >= self.hold_for, timeout=self.HOLD_S)
         reply = self.next_reply(body, headers)
         time.sleep(reply.delay)
-        payload = json.dumps(reply.body).encode()
+        head, payload = reply.wire()
+        wire = head + payload
+        start = len(head) if reply.trickle == "body" else 0
+        end = start + (TRICKLE_BYTES if reply.trickle else 0)
         try:
-            handler.send_response(reply.status)
-            handler.send_header("Content-Type", "application/json")
-            handler.send_header("Content-Length", str(len(payload)))
-            for name, value in reply.headers.items():
-                handler.send_header(name, value)
-            handler.end_headers()
-            handler.wfile.write(payload)
+            handler.wfile.write(wire[:start])
+            for i in range(start, end):
+                handler.wfile.write(wire[i : i + 1])
+                time.sleep(TRICKLE_S)
+            handler.wfile.write(wire[end:])
         except (BrokenPipeError, ConnectionResetError):
             pass
         finally:
@@ -209,7 +234,7 @@ def serve(api: FakeApi) -> Iterator[FakeApi]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     server.block_on_close = False
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     api.url = f"http://127.0.0.1:{server.server_address[1]}" + ("/v1" if api.provider == "openai" else "")
     try:
@@ -290,9 +315,33 @@ def adapter_for(spec: ModelSpec, data_root: Path, sleeps: list[float] | None = N
     return adapter
 
 
-def run(adapter: ApiAdapter, spec: ModelSpec, samples: list[PreparedSample], out: Path) -> list[Prediction]:
-    run_model(adapter, spec, samples, out)
+def run(
+    adapter: ApiAdapter,
+    spec: ModelSpec,
+    samples: list[PreparedSample],
+    out: Path,
+    journal: Path | None = None,
+) -> list[Prediction]:
+    run_model(adapter, spec, samples, out, journal)
     return [Prediction.model_validate(r) for r in read_jsonl(out)]
+
+
+def key_forms(secret: str) -> list[str]:
+    """The key as is, URL-encoded, in base64 alone and in the usual header forms, and every 10-character
+    piece of it: none of these may be written or logged."""
+    wrapped = [secret, f"Bearer {secret}", f"user:{secret}", f":{secret}"]
+    encoded = [base64.b64encode(w.encode()).decode().rstrip("=") for w in wrapped]
+    encoded += [base64.urlsafe_b64encode(w.encode()).decode().rstrip("=") for w in wrapped]
+    pieces = [secret[i : i + 10] for i in range(len(secret) - 9)]
+    return [secret, quote(secret, safe=""), quote_plus(secret), *encoded, *pieces]
+
+
+def assert_no_key(root: Path, caplog: pytest.LogCaptureFixture) -> None:
+    written = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    for form in key_forms(SECRET):
+        for path, data in written.items():
+            assert form.encode() not in data, f"{form!r} in {path}"
+        assert form not in caplog.text, f"{form!r} logged"
 
 
 # ---------------------------------------------------------------- tests
@@ -428,6 +477,10 @@ def test_retry_after_forms() -> None:
     assert retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:10 GMT"}, now=1445412480.0) == 10.0
     assert retry_after({"retry-after": "soon"}) is None
     assert retry_after({}) is None
+    for unusable in ("nan", "inf", "-inf", "-5", "1e400"):
+        assert retry_after({"retry-after": unusable}) is None, unusable
+        assert retry_after({"retry-after-ms": unusable}) is None, unusable
+    assert retry_after({"retry-after-ms": "nan", "retry-after": "7"}) == 7.0
 
 
 def test_key_never_leaks(
@@ -450,10 +503,171 @@ def test_key_never_leaks(
         wrong = run(adapter_for(spec, data_root, []), spec, [prepared(2)], tmp_path / "run" / "q.jsonl")
         assert wrong[0].failure is FailureKind.API_ERROR
         assert "[redacted]" in (wrong[0].failure_detail or "")
-    written = [p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()]
-    assert len(written) > 3 and not any(SECRET.encode() in data for data in written)
-    assert SECRET not in caplog.text
+    assert len([p for p in tmp_path.rglob("*") if p.is_file()]) > 3
+    assert_no_key(tmp_path, caplog)
     assert SECRET not in json.dumps(spec.model_dump(mode="json"))
+
+
+def header_dump(headers: dict[str, str]) -> str:
+    return "\n".join(f"{name}: {value}" for name, value in headers.items())
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+Hostile = Callable[[str, dict[str, str]], Reply]
+"""A reply made from the provider name and the request's headers."""
+HOSTILE_ERRORS: dict[str, Hostile] = {
+    "key across the message cut": lambda p, h: Reply(400, error(p, 400, "x" * (MESSAGE_LIMIT - 12) + SECRET)),
+    "proxy page echoing the request": lambda p, h: Reply(
+        502, {}, raw=f"<html><pre>{header_dump(h)}</pre></html>".encode()
+    ),
+    "encoded keys": lambda p, h: Reply(
+        400,
+        error(p, 400, f"bad {b64(SECRET)} {b64('Bearer ' + SECRET)} {b64('user:' + SECRET)} {quote(SECRET)}"),
+    ),
+}
+HOSTILE_ANSWERS: dict[str, Hostile] = {
+    "answer echoing the headers": lambda p, h: Reply(200, success(p, header_dump(h), 1, 1)),
+    "answer with basic auth": lambda p, h: Reply(
+        200, success(p, "Authorization: Basic " + b64("user:" + SECRET), 1, 1)
+    ),
+    "answer with a piece of the key": lambda p, h: Reply(200, success(p, f"B, and {SECRET[4:16]}", 1, 1)),
+}
+
+
+@pytest.mark.parametrize("scenario", [*HOSTILE_ERRORS, *HOSTILE_ANSWERS])
+def test_hostile_provider_cannot_get_the_key_written_or_logged(
+    provider: str, scenario: str, data_root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    make = HOSTILE_ERRORS.get(scenario) or HOSTILE_ANSWERS[scenario]
+    run_dir = tmp_path / "run"
+    for api in serve(FakeApi(provider, [lambda headers: make(provider, headers)])):
+        spec = api_spec(provider, api.url, max_retries=1, concurrency=1)
+        samples = [prepared(0), prepared(1)]
+        preds = run(adapter_for(spec, data_root, []), spec, samples, run_dir / "p.jsonl", run_dir / "j.jsonl")
+    if scenario in HOSTILE_ANSWERS:
+        assert preds[0].failure is FailureKind.API_ERROR and preds[0].response is None
+        assert "API key" in (preds[0].failure_detail or "")
+    assert preds[1].failure is None and preds[1].response
+    assert (run_dir / "j.jsonl").stat().st_size > 0
+    assert_no_key(tmp_path, caplog)
+
+
+def test_redirect_is_not_followed(
+    provider: str, data_root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A redirect would carry the key's header to another server."""
+    caplog.set_level(logging.DEBUG)
+    for elsewhere in serve(FakeApi(provider)):
+        moved = Reply(307, error(provider, 307, "moved"), {"Location": elsewhere.url + "/moved"})
+        for api in serve(FakeApi(provider, [moved])):
+            spec = api_spec(provider, api.url, max_retries=2)
+            (pred,) = run(adapter_for(spec, data_root, []), spec, [prepared(0)], tmp_path / "p.jsonl")
+            assert pred.failure is FailureKind.API_ERROR and "HTTP 307" in (pred.failure_detail or "")
+        assert elsewhere.requests == []
+    assert_no_key(tmp_path, caplog)
+
+
+def in_years(years: int) -> str:
+    return email.utils.formatdate(time.time() + years * 365 * 86400, usegmt=True)
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [{"Retry-After": "3600"}, {"Retry-After": in_years(5)}, {"retry-after-ms": "1e12"}],
+    ids=["an hour", "a date years ahead", "1e12 ms"],
+)
+def test_retry_after_beyond_the_cap_fails_without_waiting(
+    provider: str, asked: dict[str, str], data_root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    limited = Reply(429, error(provider, 429, "Rate limit reached"), asked)
+    for api in serve(FakeApi(provider, [limited])):
+        spec = api_spec(provider, api.url, max_retries=3, concurrency=1, max_retry_wait_s=2)
+        sleeps: list[float] = []
+        samples = [prepared(0), prepared(1)]
+        preds = run(adapter_for(spec, data_root, sleeps), spec, samples, tmp_path / "p.jsonl")
+        assert preds[0].failure is FailureKind.API_ERROR
+        assert "max_retry_wait_s" in (preds[0].failure_detail or "")
+        assert sleeps == [] and len(api.requests) == 2
+        assert preds[1].failure is None and preds[1].response
+    assert_no_key(tmp_path, caplog)
+
+
+@pytest.mark.parametrize("header", ["Retry-After", "retry-after-ms"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-5", "soon"])
+def test_unusable_retry_after_falls_back_to_backoff(
+    provider: str, header: str, value: str, data_root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    limited = Reply(503, error(provider, 503, "Overloaded"), {header: value})
+    sleeps: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        time.sleep(seconds)
+
+    for api in serve(FakeApi(provider, [limited])):
+        spec = api_spec(provider, api.url, max_retries=1, max_retry_wait_s=2)
+        adapter = adapter_for(spec, data_root)
+        adapter.client.sleep = sleep
+        (pred,) = run(adapter, spec, [prepared(0)], tmp_path / "p.jsonl")
+        assert pred.failure is None and pred.response
+        assert len(sleeps) == 1 and 0.005 <= sleeps[0] <= 0.01, "the first backoff of api_spec"
+    assert_no_key(tmp_path, caplog)
+
+
+@pytest.mark.parametrize("part", ["headers", "body"])
+def test_trickling_reply_is_cut_at_the_deadline(
+    provider: str, part: str, data_root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each byte comes well within timeout_s, but the whole reply would take 2 s."""
+    caplog.set_level(logging.DEBUG)
+    trickle = Reply(200, success(provider, "late", 1, 1), trickle=part)
+    for api in serve(FakeApi(provider, [trickle])):
+        spec = api_spec(provider, api.url, max_retries=0, concurrency=1, timeout_s=0.5)
+        preds = run(adapter_for(spec, data_root), spec, [prepared(0), prepared(1)], tmp_path / "p.jsonl")
+        assert preds[0].failure is FailureKind.TIMEOUT and preds[0].response is None
+        assert preds[0].seconds < 1.0
+        assert preds[1].failure is None and preds[1].response
+    assert_no_key(tmp_path, caplog)
+
+
+def test_oversized_answer_fails_and_the_job_goes_on(
+    provider: str, data_root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    huge = Reply(200, success(provider, "A" * 50_000 + SECRET, 1, 1))
+    for api in serve(FakeApi(provider, [huge])):
+        spec = api_spec(provider, api.url, max_retries=2, concurrency=1, max_response_bytes=16_384)
+        preds = run(adapter_for(spec, data_root, []), spec, [prepared(0), prepared(1)], tmp_path / "p.jsonl")
+        assert preds[0].failure is FailureKind.API_ERROR and preds[0].response is None
+        assert "16384 bytes" in (preds[0].failure_detail or "")
+        assert len(api.requests) == 2, "not retried"
+        assert preds[1].failure is None and preds[1].response
+    assert_no_key(tmp_path, caplog)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(200, {}, raw=b"[]"),
+        Reply(200, {}, raw=b'{"choices": [', length=4096),
+        Reply(200, {}, raw=b"\x1f\x8b not gzip", headers={"Content-Encoding": "gzip"}),
+    ],
+    ids=["a JSON list", "a body cut short", "a broken gzip body"],
+)
+def test_malformed_reply_fails_only_its_sample(
+    provider: str, reply: Reply, data_root: Path, tmp_path: Path
+) -> None:
+    for api in serve(FakeApi(provider, [reply])):
+        spec = api_spec(provider, api.url, max_retries=0, concurrency=1)
+        preds = run(adapter_for(spec, data_root), spec, [prepared(0), prepared(1)], tmp_path / "p.jsonl")
+        assert preds[0].failure is FailureKind.API_ERROR and preds[0].response is None
+        assert preds[1].failure is None and preds[1].response
 
 
 def test_environment_overrides_base_url_and_supplies_key(

@@ -59,10 +59,24 @@ class ApiLimits(Spec):
 
     concurrency: int = Field(default=4, ge=1, description="Requests in flight at once.")
     requests_per_minute: float | None = Field(default=None, gt=0, description="null: no rate limit.")
-    timeout_s: float = Field(default=120.0, gt=0, description="Per request.")
+    timeout_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="Whole request, from connecting to the last byte of the answer; a request still "
+        "running then is cut and counts as a timeout.",
+    )
     max_retries: int = Field(default=5, ge=0, description="Retries after the first try (429, 5xx, timeouts).")
     backoff_s: float = Field(default=2.0, ge=0, description="First backoff; doubles per retry, with jitter.")
     max_backoff_s: float = Field(default=60.0, ge=0)
+    max_retry_wait_s: float = Field(
+        default=120.0,
+        ge=0,
+        description="Longest wait a server may ask for (Retry-After); a longer one fails the sample "
+        "instead of sleeping.",
+    )
+    max_response_bytes: int = Field(
+        default=2**20, ge=1, description="Largest answer body read; a larger one fails the sample."
+    )
 
 
 class ApiPricing(Spec):

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from PIL import Image
 
 from milebench.infer.adapter import AdapterError, InferenceError, SampleFailure, TokenUsage
-from milebench.infer.api.client import ApiClient, redact
+from milebench.infer.api.client import ApiClient
 from milebench.paths import RunPaths
 from milebench.records import IMAGE_PLACEHOLDER, FailureKind, PreparedSample
 from milebench.spec.model import ApiModel, ModelSpec
@@ -108,25 +108,32 @@ class ApiAdapter(ABC):
 
     @abstractmethod
     def read(self, body: Any) -> tuple[str, int | None, int | None]:
-        """Answer text, input tokens and output tokens; raises KeyError, TypeError, ValueError or
-        ``InferenceError`` on an answer without text."""
+        """Answer text, input tokens and output tokens; raises AttributeError, KeyError, TypeError,
+        ValueError or ``InferenceError`` on an answer without text."""
 
     @abstractmethod
     def overflow(self, status: int, message: str) -> bool:
         """Whether an error answer says the input exceeds the model's context (never retried)."""
 
     def answer(self, sample: PreparedSample) -> tuple[str | SampleFailure, TokenUsage]:
+        """One sample's answer, or its failure with a redacted detail. An answer holding the key (a
+        provider or proxy echoing the request) is a failure, and its text is never kept."""
         start = time.perf_counter()
+        redactor = self.client.redactor
         try:
             body = self.client.post(
                 self.url(), self.headers(), self.body(prompt_parts(sample, self.data_root)), self.overflow
             )
             try:
                 text, n_in, n_out = self.read(body)
-            except (KeyError, IndexError, TypeError, ValueError) as err:
+            except (AttributeError, KeyError, IndexError, TypeError, ValueError) as err:
                 raise InferenceError(FailureKind.API_ERROR, f"unexpected answer format: {err!r}") from None
+            if redactor.found(text):
+                raise InferenceError(
+                    FailureKind.API_ERROR, "the answer holds the API key (an echo of the request?); not kept"
+                )
         except InferenceError as err:
-            return SampleFailure(err.kind, redact(str(err), self.key)), TokenUsage(
+            return SampleFailure(err.kind, redactor.redact(str(err))), TokenUsage(
                 None, None, time.perf_counter() - start
             )
         return text.strip(), TokenUsage(n_in, n_out, time.perf_counter() - start)

@@ -3,13 +3,16 @@
 Plain ``requests`` rather than vendor SDKs: the wire formats are small and stable, the kit needs the same
 retry, rate and failure policy for all three providers, and tests can point every adapter at a local
 server speaking the real format. The API key lives only in request headers; every error text that
-leaves this module has it redacted.
+leaves this module has it redacted, in any echoed form (``redact``). Every wait and every request is
+bounded by the spec's limits, whatever the server sends (``transport``).
 """
 
 from __future__ import annotations
 
 import email.utils
+import json
 import logging
+import math
 import random
 import threading
 import time
@@ -19,6 +22,8 @@ from typing import Any, NamedTuple
 import requests
 
 from milebench.infer.adapter import InferenceError
+from milebench.infer.api.redact import Redactor
+from milebench.infer.api.transport import DeadlinePassed, TooLarge, new_session, post_json
 from milebench.records import FailureKind
 from milebench.spec.model import ApiLimits
 
@@ -27,31 +32,33 @@ log = logging.getLogger(__name__)
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 """Answers worth retrying: timeouts, conflicts, rate limits, server errors (529: Anthropic overloaded)."""
 MESSAGE_LIMIT = 500
-REDACTED = "[redacted]"
 
 Overflow = Callable[[int, str], bool]
 """Whether an error answer (status, message) says the input is longer than the model's context."""
 
 
-def redact(text: str, secret: str) -> str:
-    return text.replace(secret, REDACTED) if secret else text
+def seconds(value: str, per_second: float = 1.0) -> float | None:
+    """``value`` (in units of ``1 / per_second`` s) in seconds, if it is a finite number >= 0."""
+    try:
+        number = float(value) / per_second
+    except ValueError:
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
 
 
 def retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
-    """Seconds the server asks us to wait: ``retry-after-ms``, ``retry-after`` seconds or HTTP date."""
+    """Seconds the server asks us to wait: ``retry-after-ms``, ``retry-after`` seconds or HTTP date.
+
+    None when absent or unusable (NaN, infinite, negative, garbage): the normal backoff applies then.
+    """
     millis = headers.get("retry-after-ms")
-    if millis is not None:
-        try:
-            return max(float(millis) / 1000, 0.0)
-        except ValueError:
-            pass
+    if millis is not None and (wait := seconds(millis, 1000)) is not None:
+        return wait
     value = headers.get("retry-after")
     if value is None:
         return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
+    if (wait := seconds(value)) is not None:
+        return wait
     try:
         when = email.utils.parsedate_to_datetime(value).timestamp()
     except (TypeError, ValueError):
@@ -59,16 +66,18 @@ def retry_after(headers: Mapping[str, str], now: float | None = None) -> float |
     return max(when - (time.time() if now is None else now), 0.0)
 
 
-def error_message(response: requests.Response) -> str:
-    """The provider's own error text (all three nest it as ``error.message``), else the raw body."""
+def error_message(body: bytes) -> str:
+    """The provider's own error text (all three nest it as ``error.message``), else the raw body; whole,
+    so that it is redacted before it is cut."""
+    text = body.decode("utf-8", errors="replace")
     try:
-        body = response.json()
-    except ValueError:
-        return response.text[:MESSAGE_LIMIT]
-    error = body.get("error") if isinstance(body, dict) else None
+        decoded = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    error = decoded.get("error") if isinstance(decoded, dict) else None
     if isinstance(error, dict) and isinstance(error.get("message"), str):
-        return error["message"][:MESSAGE_LIMIT]
-    return response.text[:MESSAGE_LIMIT]
+        return error["message"]
+    return text
 
 
 class Retryable(NamedTuple):
@@ -118,7 +127,7 @@ class ApiClient:
         rng: random.Random | None = None,
     ) -> None:
         self.limits = limits
-        self.secret = secret
+        self.redactor = Redactor(secret)
         self.sleep = sleep
         self.rng = rng or random.Random()
         self.rate = RateLimiter(limits.requests_per_minute, sleep=sleep)
@@ -127,7 +136,7 @@ class ApiClient:
     def session(self) -> requests.Session:
         """One session per thread: connection reuse without sharing a session across threads."""
         if not hasattr(self.local, "session"):
-            self.local.session = requests.Session()
+            self.local.session = new_session()
         return self.local.session
 
     def backoff(self, attempt: int) -> float:
@@ -136,7 +145,8 @@ class ApiClient:
         return ceiling / 2 + self.rng.uniform(0, ceiling / 2)
 
     def post(self, url: str, headers: dict[str, str], body: dict[str, Any], overflow: Overflow) -> Any:
-        """The decoded answer body, after up to ``max_retries`` retries of retryable failures."""
+        """The decoded answer body, after up to ``max_retries`` retries of retryable failures; a server
+        asking for a wait beyond ``max_retry_wait_s`` fails the request at once."""
         for attempt in range(self.limits.max_retries + 1):
             self.rate.wait()
             outcome = self.attempt(url, headers, body, overflow)
@@ -144,6 +154,12 @@ class ApiClient:
                 return outcome
             if attempt == self.limits.max_retries:
                 raise outcome.error
+            if outcome.wait is not None and outcome.wait > self.limits.max_retry_wait_s:
+                raise self.error(
+                    outcome.error.kind,
+                    f"{outcome.error}; the server asks for a wait of {outcome.wait:.0f} s, beyond "
+                    f"max_retry_wait_s ({self.limits.max_retry_wait_s:g} s)",
+                )
             delay = self.backoff(attempt) if outcome.wait is None else outcome.wait
             log.info(
                 "retry %d/%d in %.2f s after: %s", attempt + 1, self.limits.max_retries, delay, outcome.error
@@ -153,28 +169,33 @@ class ApiClient:
 
     def attempt(self, url: str, headers: dict[str, str], body: dict[str, Any], overflow: Overflow) -> Any:
         """One request: the decoded body, a ``Retryable`` failure, or a raised final failure."""
+        limits = self.limits
         try:
-            response = self.session().post(url, json=body, headers=headers, timeout=self.limits.timeout_s)
-        except requests.Timeout as err:
-            return Retryable(
-                self.error(FailureKind.TIMEOUT, f"no answer within {self.limits.timeout_s} s: {err}")
+            answer = post_json(
+                self.session(), url, headers, body, limits.timeout_s, limits.max_response_bytes
             )
-        except requests.ConnectionError as err:
-            return Retryable(self.error(FailureKind.API_ERROR, f"connection failed: {err}"))
-        if response.status_code == 200:
+        except DeadlinePassed as err:
+            return Retryable(self.error(FailureKind.TIMEOUT, str(err)))
+        except TooLarge as err:
+            raise self.error(FailureKind.API_ERROR, str(err)) from None
+        except requests.Timeout as err:
+            return Retryable(self.error(FailureKind.TIMEOUT, f"no answer within {limits.timeout_s} s: {err}"))
+        except requests.RequestException as err:
+            return Retryable(self.error(FailureKind.API_ERROR, f"request failed: {err}"))
+        if answer.status == 200:
             try:
-                return response.json()
-            except ValueError as err:
+                return json.loads(answer.body)
+            except (ValueError, RecursionError) as err:
                 raise self.error(
                     FailureKind.API_ERROR, f"HTTP 200 with a body that is not JSON: {err}"
                 ) from None
-        message = error_message(response)
-        if overflow(response.status_code, message):
-            raise self.error(FailureKind.CONTEXT_OVERFLOW, f"HTTP {response.status_code}: {message}")
-        error = self.error(FailureKind.API_ERROR, f"HTTP {response.status_code}: {message}")
-        if response.status_code not in RETRY_STATUS:
+        message = self.redactor.redact(error_message(answer.body))[:MESSAGE_LIMIT]
+        if overflow(answer.status, message):
+            raise self.error(FailureKind.CONTEXT_OVERFLOW, f"HTTP {answer.status}: {message}")
+        error = self.error(FailureKind.API_ERROR, f"HTTP {answer.status}: {message}")
+        if answer.status not in RETRY_STATUS:
             raise error
-        return Retryable(error, retry_after(response.headers))
+        return Retryable(error, retry_after(answer.headers))
 
     def error(self, kind: FailureKind, message: str) -> InferenceError:
-        return InferenceError(kind, redact(message, self.secret))
+        return InferenceError(kind, self.redactor.redact(message))
