@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from pydantic import Field
+from pydantic import Field, StrictInt
 
 from milebench.spec.base import Spec, SpecError, load_spec
 
@@ -14,7 +14,7 @@ UNRESOLVED = "not resolved; run `milebench lock-data` where the hub is reachable
 
 class ArchiveEntry(Spec):
     name: str = Field(pattern=r"^[A-Za-z0-9._-]+$")
-    size: int | None = Field(default=None, ge=0)
+    size: StrictInt | None = Field(default=None, ge=0)
     sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
 
 

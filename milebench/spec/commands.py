@@ -43,7 +43,7 @@ def _check_locks(specs: Specs) -> None:
             raise SpecError(specs.root / "runs" / f"{name}.yaml", [("data.lock", f"no file {lock_path}")])
         load_lock(lock_path, require_complete=False)
     weights_path = specs.root / WEIGHTS_LOCK
-    if weights_path.is_file():
+    if weights_path.exists():
         check_weights_lock(load_weights_lock(weights_path), specs.models, weights_path)
 
 
