@@ -74,6 +74,8 @@ def _paper_models(paper: PaperSpec) -> list[tuple[str, str]]:
 def load_specs(root: Path = DEFAULT_SPECS) -> Specs:
     """Load and cross-check tasks, models, runs and the paper spec under ``root``."""
     root = Path(root)
+    if not root.is_dir():
+        raise SpecError(root, [("<folder>", "no such specs folder")])
     tasks = _load_folder(root / "tasks", TaskSpec)
     models = _load_folder(root / "models", ModelSpec)
     runs = _load_folder(root / "runs", RunSpec)
