@@ -209,10 +209,10 @@ def _bool_as_number(root: Path) -> tuple[Path, str]:
     return path, "tolerance: Input should be a valid number"
 
 
-def _nan_number(root: Path) -> tuple[Path, str]:
+def _infinite_number(root: Path) -> tuple[Path, str]:
     path = root / "runs" / "smoke.yaml"
-    _append(path, "max_failure_rate: .nan")
-    return path, "max_failure_rate: Input should be a finite number"
+    _append(path, "tolerance: .inf")
+    return path, "tolerance: Input should be a finite number"
 
 
 def _paper_row_missing_a_group(root: Path) -> tuple[Path, str]:
@@ -263,7 +263,7 @@ BREAKS = [
     _bool_as_count,
     _int_as_flag,
     _bool_as_number,
-    _nan_number,
+    _infinite_number,
     _paper_row_missing_a_group,
     _paper_footnote_for_no_model,
     _no_task_specs,
