@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def add(name: str, target: str, help: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help, description=help)
+        p.add_argument("--specs", type=Path, default=argparse.SUPPRESS, help="Specs folder.")
         p.set_defaults(target=target)
         return p
 

@@ -105,6 +105,9 @@ def build_run(root: Path) -> tuple[Path, RunPaths]:
     for table, key in (("main_table", "rows"), ("main_table", "inconsistencies"), ("contamination", "rows")):
         paper[table][key] = [row for row in paper[table][key] if row["model"] == "random"]
     paper["image_quantity"]["rows"] = [{"model": "random", "few": 0.2, "medium": 0.25, "many": 0.3}]
+    paper["main_table"]["footnotes"] = {
+        k: v for k, v in paper["main_table"]["footnotes"].items() if k == "random"
+    }
     dump(specs_dir / "paper.yaml", paper)
     paths = RunPaths.for_run(run, base=root)
     for task, (group, random_score, evil_score) in TASKS.items():

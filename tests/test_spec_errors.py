@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
 
 from milebench.cli import main
+from milebench.data.lock import load_lock
 from milebench.spec.base import SpecError
 from milebench.spec.commands import WEIGHTS_LOCK, check
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
@@ -115,3 +117,189 @@ def test_check_specs_cli_exit_codes(specs_dir: Path) -> None:
     assert main(["--specs", str(specs_dir), "check-specs"]) == 0
     _edit(specs_dir / "tasks" / "TQA.yaml", colour="red")
     assert main(["--specs", str(specs_dir), "check-specs"]) == 2
+
+
+def _set_line(path: Path, key: str, value: str) -> None:
+    """Replace the ``key:`` line of a flat spec file, keeping its bytes otherwise as they are."""
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines = [f"{key}: {value}\n" if line.startswith(f"{key}:") else line for line in lines]
+    path.write_text("".join(lines), encoding="utf-8")
+
+
+def _append(path: Path, line: str) -> None:
+    path.write_text(path.read_text(encoding="utf-8") + line + "\n", encoding="utf-8")
+
+
+def _non_utf8(root: Path) -> tuple[Path, str]:
+    path = root / "tasks" / "TQA.yaml"
+    path.write_bytes(path.read_bytes().replace(b"display_name: TQA", b"display_name: TQA\xff"))
+    return path, "line 2: not UTF-8 text (byte 0xff"
+
+
+def _deep_nesting(root: Path) -> tuple[Path, str]:
+    path = root / "runs" / "smoke.yaml"
+    _set_line(path, "models", "[" * 5000 + "]" * 5000)
+    return path, "line 6: invalid YAML: nested deeper than"
+
+
+def _folder_named_like_a_spec(root: Path) -> tuple[Path, str]:
+    path = root / "tasks" / "Extra.yaml"
+    path.mkdir()
+    return path, "<file>: not a regular file"
+
+
+def _folder_named_like_the_weights_lock(root: Path) -> tuple[Path, str]:
+    path = root / WEIGHTS_LOCK
+    path.unlink()
+    path.mkdir()
+    return path, "<file>: not a regular file"
+
+
+def _duplicate_key(root: Path) -> tuple[Path, str]:
+    path = root / "tasks" / "TQA.yaml"
+    _append(path, "n_samples: 100")
+    return path, "line 13: invalid YAML: found duplicate key 'n_samples'"
+
+
+def _bad_tagged_value(root: Path) -> tuple[Path, str]:
+    path = root / "tasks" / "TQA.yaml"
+    _set_line(path, "n_samples", "!!int many")
+    return path, "line 9: invalid YAML: not a valid int: 'many'"
+
+
+def _empty_tasks(root: Path) -> tuple[Path, str]:
+    path = root / "runs" / "smoke.yaml"
+    _set_line(path, "tasks", "[]")
+    return path, "tasks.list: Tuple should have at least 1 item"
+
+
+def _empty_modes(root: Path) -> tuple[Path, str]:
+    path = root / "runs" / "smoke.yaml"
+    _set_line(path, "modes", "[]")
+    return path, "modes: Tuple should have at least 1 item"
+
+
+def _empty_models(root: Path) -> tuple[Path, str]:
+    path = root / "runs" / "smoke.yaml"
+    _set_line(path, "models", "[]")
+    return path, "models: Tuple should have at least 1 item"
+
+
+def _repeated_model(root: Path) -> tuple[Path, str]:
+    path = root / "runs" / "smoke.yaml"
+    _set_line(path, "models", "[random, tiny-llava, random]")
+    return path, "models: Value error, listed more than once: random"
+
+
+def _bool_as_count(root: Path) -> tuple[Path, str]:
+    path = root / "tasks" / "TQA.yaml"
+    _set_line(path, "n_samples", "true")
+    return path, "n_samples: Input should be a valid integer"
+
+
+def _int_as_flag(root: Path) -> tuple[Path, str]:
+    path = root / "tasks" / "TQA.yaml"
+    _set_line(path, "has_adversarial", "1")
+    return path, "has_adversarial: Input should be a valid boolean"
+
+
+def _bool_as_number(root: Path) -> tuple[Path, str]:
+    path = root / "runs" / "smoke.yaml"
+    _append(path, "tolerance: true")
+    return path, "tolerance: Input should be a valid number"
+
+
+def _infinite_number(root: Path) -> tuple[Path, str]:
+    path = root / "runs" / "smoke.yaml"
+    _append(path, "tolerance: .inf")
+    return path, "tolerance: Input should be a finite number"
+
+
+def _paper_row_missing_a_group(root: Path) -> tuple[Path, str]:
+    path = root / "paper.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    del data["main_table"]["rows"][2]["groups"]["N-2"]
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return path, "main_table.rows.2: Value error, groups lacks N-2"
+
+
+def _paper_footnote_for_no_model(root: Path) -> tuple[Path, str]:
+    path = root / "paper.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["contamination"]["rows"][0]["model"] = "gpt-5"
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return path, "contamination.rows.0.model: unknown model 'gpt-5'"
+
+
+def _no_task_specs(root: Path) -> tuple[Path, str]:
+    for path in (root / "tasks").glob("*.yaml"):
+        path.rename(path.with_suffix(".yml"))
+    return root / "tasks", "<folder>: no *.yaml spec files"
+
+
+def _group_category_disagree(root: Path) -> tuple[Path, str]:
+    path = root / "tasks" / "TQA.yaml"
+    _set_line(path, "category", "diagnostic")
+    return path, "<root>: Value error, category diagnostic does not match group S-1"
+
+
+def _unknown_task_in_run(root: Path) -> tuple[Path, str]:
+    path = root / "runs" / "smoke.yaml"
+    _set_line(path, "tasks", "[TQA, NoSuchTask]")
+    return path, "tasks.1: unknown task 'NoSuchTask'"
+
+
+BREAKS = [
+    _non_utf8,
+    _deep_nesting,
+    _folder_named_like_a_spec,
+    _folder_named_like_the_weights_lock,
+    _duplicate_key,
+    _bad_tagged_value,
+    _empty_tasks,
+    _empty_modes,
+    _empty_models,
+    _repeated_model,
+    _bool_as_count,
+    _int_as_flag,
+    _bool_as_number,
+    _infinite_number,
+    _paper_row_missing_a_group,
+    _paper_footnote_for_no_model,
+    _no_task_specs,
+    _group_category_disagree,
+    _unknown_task_in_run,
+]
+
+
+@pytest.mark.parametrize("breaks", BREAKS, ids=lambda f: f.__name__.strip("_"))
+def test_bad_spec_is_one_clear_error(
+    specs_dir: Path, breaks: Callable[[Path], tuple[Path, str]], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each bad input: a SpecError naming file, field (or line) and problem; the CLI exits 2, no traceback."""
+    path, expected = breaks(specs_dir)
+    with pytest.raises(SpecError) as err:
+        check(argparse.Namespace(specs=specs_dir))
+    assert err.value.path == path
+    assert f"{path}: {expected}" in str(err.value)
+    caplog.clear()
+    assert main(["check-specs", "--specs", str(specs_dir)]) == 2
+    assert f"{path}: {expected}" in caplog.text
+    assert "Traceback" not in caplog.text
+
+
+def test_missing_specs_folder(tmp_path: Path) -> None:
+    with pytest.raises(SpecError) as err:
+        load_specs(tmp_path / "nowhere")
+    assert str(err.value) == f"{tmp_path / 'nowhere'}: <folder>: no such specs folder"
+
+
+def test_data_lock_with_a_repository_and_no_revision(tmp_path: Path) -> None:
+    path = tmp_path / "hub.lock.yaml"
+    archive = {"name": "MileBench_part0.tar.gz", "size": 10, "sha256": "a" * 64}
+    path.write_text(yaml.safe_dump({"repo_id": "org/MileBench", "revision": None, "archives": [archive]}))
+    assert load_lock(path, require_complete=False).revision is None
+    with pytest.raises(SpecError) as err:
+        load_lock(path)
+    assert [field for field, _ in err.value.problems] == ["revision"]
+    assert str(err.value).startswith(f"{path}: revision: not resolved")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from pydantic import Field, field_validator
+from pydantic import Field, StrictInt, field_validator
 
 from milebench.spec.base import Spec, SpecError, load_spec
 
@@ -18,7 +18,7 @@ class ArchiveEntry(Spec):
     """One archive; ``name`` becomes a file in the downloads folder, so it must be a plain file name."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-    size: int | None = Field(default=None, ge=0)
+    size: StrictInt | None = Field(default=None, ge=0)
     sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
 
     @field_validator("name")

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
-from typing import TypeVar
+from typing import Annotated, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AllowInfNan, BaseModel, ConfigDict, Strict, ValidationError
+from yaml.reader import ReaderError
+
+from milebench.spec.safe_yaml import parse_yaml
+
+Number = Annotated[float, Strict(), AllowInfNan(False)]
+"""A finite int or float; a YAML ``true`` or ``.nan`` is a mistake, not 1.0 or a number."""
 
 
 class Spec(BaseModel):
@@ -47,17 +54,44 @@ def validate_mapping(path: Path | str, data: object, model: type[S]) -> S:
         raise SpecError(path, problems) from None
 
 
-def read_yaml(path: Path) -> object:
-    """Parse a YAML file; a syntax error becomes a SpecError that names the file and line."""
+def read_text(path: Path) -> str:
+    """A spec file's text; a folder, an unreadable file or non-UTF-8 bytes become a SpecError."""
     try:
-        with path.open(encoding="utf-8") as fh:
-            return yaml.safe_load(fh)
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise SpecError(path, [("<file>", "not a regular file (a folder named like a spec?)")])
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise SpecError(path, [("<file>", "file not found")]) from None
+    except OSError as err:
+        raise SpecError(path, [("<file>", f"cannot read: {err.strerror or err}")]) from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        problem = f"not UTF-8 text (byte {raw[err.start]:#04x} at offset {err.start})"
+        raise SpecError(path, [(f"line {line}", problem)]) from None
+
+
+def _yaml_problem(err: yaml.YAMLError, text: str) -> tuple[str, str]:
+    """(``line N``, message) for a YAML error; a reader error only knows its character offset."""
+    if isinstance(err, ReaderError):
+        line = text[: err.position].count("\n") + 1
+        return f"line {line}", f"invalid YAML: character #x{err.character:04x} is not allowed"
+    mark = getattr(err, "problem_mark", None)
+    problem = getattr(err, "problem", None) or str(err)
+    context, context_mark = getattr(err, "context", None), getattr(err, "context_mark", None)
+    if context and context_mark is not None:
+        problem = f"{problem} ({context} started on line {context_mark.line + 1})"
+    return (f"line {mark.line + 1}" if mark is not None else "<file>"), f"invalid YAML: {problem}"
+
+
+def read_yaml(path: Path) -> object:
+    """Parse a YAML spec file; any way it is unreadable becomes a SpecError naming the file and line."""
+    text = read_text(path)
+    try:
+        return parse_yaml(text)
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else "<file>"
-        raise SpecError(path, [(where, f"invalid YAML: {err}")]) from None
+        raise SpecError(path, [_yaml_problem(err, text)]) from None
 
 
 def load_spec(path: Path, model: type[S]) -> S:

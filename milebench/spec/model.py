@@ -5,9 +5,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, StrictBool, StrictInt, model_validator
 
-from milebench.spec.base import Spec
+from milebench.spec.base import Number, Spec
 
 
 class Section(StrEnum):
@@ -51,30 +51,32 @@ class HubWeights(Spec):
     kind: Literal["hf"]
     repo_id: str
     revision: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}$")
-    trust_remote_code: bool = False
+    trust_remote_code: StrictBool = False
 
 
 class ApiLimits(Spec):
     """How hard the kit may call an API: execution settings, not part of what an answer depends on."""
 
-    concurrency: int = Field(default=4, ge=1, description="Requests in flight at once.")
-    requests_per_minute: float | None = Field(default=None, gt=0, description="null: no rate limit.")
-    timeout_s: float = Field(
+    concurrency: StrictInt = Field(default=4, ge=1, description="Requests in flight at once.")
+    requests_per_minute: Number | None = Field(default=None, gt=0, description="null: no rate limit.")
+    timeout_s: Number = Field(
         default=120.0,
         gt=0,
         description="Whole request, from connecting to the last byte of the answer; a request still "
         "running then is cut and counts as a timeout.",
     )
-    max_retries: int = Field(default=5, ge=0, description="Retries after the first try (429, 5xx, timeouts).")
-    backoff_s: float = Field(default=2.0, ge=0, description="First backoff; doubles per retry, with jitter.")
-    max_backoff_s: float = Field(default=60.0, ge=0)
-    max_retry_wait_s: float = Field(
+    max_retries: StrictInt = Field(
+        default=5, ge=0, description="Retries after the first try (429, 5xx, timeouts)."
+    )
+    backoff_s: Number = Field(default=2.0, ge=0, description="First backoff; doubles per retry, with jitter.")
+    max_backoff_s: Number = Field(default=60.0, ge=0)
+    max_retry_wait_s: Number = Field(
         default=120.0,
         ge=0,
         description="Longest wait a server may ask for (Retry-After); a longer one fails the sample "
         "instead of sleeping.",
     )
-    max_response_bytes: int = Field(
+    max_response_bytes: StrictInt = Field(
         default=2**20, ge=1, description="Largest answer body read; a larger one fails the sample."
     )
 
@@ -82,8 +84,8 @@ class ApiLimits(Spec):
 class ApiPricing(Spec):
     """List prices in USD per 1,000 tokens; null when unknown (``notes`` says why)."""
 
-    price_per_1k_input: float | None = Field(default=None, ge=0)
-    price_per_1k_output: float | None = Field(default=None, ge=0)
+    price_per_1k_input: Number | None = Field(default=None, ge=0)
+    price_per_1k_output: Number | None = Field(default=None, ge=0)
 
 
 class ApiModel(Spec):
@@ -108,7 +110,7 @@ class TinyWeights(Spec):
 
     kind: Literal["tiny"]
     family: Literal["llava", "qwen2-vl", "llava-next", "idefics2"]
-    seed: int = 0
+    seed: StrictInt = 0
 
 
 class ExternalWeights(Spec):
@@ -127,15 +129,15 @@ class Generation(Spec):
     """Decoding settings; the paper decodes greedily with 1..512 new tokens."""
 
     do_sample: Literal[False] = False
-    max_new_tokens: int = Field(default=512, ge=1, le=512)
-    min_new_tokens: int = Field(default=1, ge=0)
-    seed: int = 0
+    max_new_tokens: StrictInt = Field(default=512, ge=1, le=512)
+    min_new_tokens: StrictInt = Field(default=1, ge=0)
+    seed: StrictInt = 0
 
 
 class BatchRule(Spec):
     """Official batching: ``max(batch_image // n_images, 1)`` samples per batch, 1 for some tasks."""
 
-    batch_image: int = Field(default=24, ge=1)
+    batch_image: StrictInt = Field(default=24, ge=1)
     single_sample_tasks: tuple[str, ...] = ("MMCoQA", "GPR1200")
 
 
@@ -148,15 +150,15 @@ class ModelSpec(Spec):
     adapter: AdapterKind
     weights: Weights
     image_input: ImageInput = ImageInput.INTERLEAVED
-    max_context_len: int | None = Field(default=None, gt=0)
-    n_tokens_per_image: int | None = Field(default=None, ge=0)
-    max_images: int | None = Field(default=None, gt=0)
+    max_context_len: StrictInt | None = Field(default=None, gt=0)
+    n_tokens_per_image: StrictInt | None = Field(default=None, ge=0)
+    max_images: StrictInt | None = Field(default=None, gt=0)
     tokenizer: str | None = Field(
         default=None, description="Hub id of the tokenizer used to count tokens when the model is absent."
     )
     generation: Generation = Generation()
     batch: BatchRule = BatchRule()
-    sample_timeout_s: float | None = Field(
+    sample_timeout_s: Number | None = Field(
         default=None,
         gt=0,
         description=(

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from milebench.spec.base import Spec
+from milebench.spec.base import Number, Spec
 from milebench.spec.model import Section
 from milebench.spec.task import Group
 
@@ -14,9 +14,16 @@ class MainRow(Spec):
     model: str = Field(description="The model spec this row belongs to.")
     section: Section
     size: str | None
-    groups: dict[Group, float]
-    overall_real: float
-    overall_diag: float
+    groups: dict[Group, Number]
+    overall_real: Number
+    overall_diag: Number
+
+    @model_validator(mode="after")
+    def _every_group(self) -> MainRow:
+        missing = [g.value for g in Group if g not in self.groups]
+        if missing:
+            raise ValueError(f"groups lacks {', '.join(missing)}: the paper prints all {len(Group)}")
+        return self
 
 
 class Inconsistency(Spec):
@@ -24,8 +31,8 @@ class Inconsistency(Spec):
 
     model: str
     column: str
-    printed: float
-    computed: float
+    printed: Number
+    computed: Number
     note: str
 
 
@@ -38,9 +45,9 @@ class MainTable(Spec):
 
 class ContaminationRow(Spec):
     model: str
-    regular: float
-    adv: float
-    delta: float
+    regular: Number
+    adv: Number
+    delta: Number
 
 
 class ContaminationTable(Spec):
@@ -50,9 +57,9 @@ class ContaminationTable(Spec):
 
 class QuantityRow(Spec):
     model: str
-    few: float
-    medium: float
-    many: float
+    few: Number
+    medium: Number
+    many: Number
 
 
 class ImageQuantityTable(Spec):

@@ -54,12 +54,28 @@ def _load_folder(folder: Path, model: type[S]) -> dict[str, tuple[Path, S]]:
         if name != path.stem:
             raise SpecError(path, [("name", f"{name!r} must equal the file name {path.stem!r}")])
         loaded[name] = (path, spec)
+    if not loaded:
+        raise SpecError(folder, [("<folder>", "no *.yaml spec files")])
     return loaded
+
+
+def _paper_models(paper: PaperSpec) -> list[tuple[str, str]]:
+    """(field path, model name) for every place the paper spec names a model spec."""
+    table = paper.main_table
+    return [
+        *((f"main_table.rows.{i}.model", row.model) for i, row in enumerate(table.rows)),
+        *((f"main_table.footnotes.{name}", name) for name in table.footnotes),
+        *((f"main_table.inconsistencies.{i}.model", x.model) for i, x in enumerate(table.inconsistencies)),
+        *((f"contamination.rows.{i}.model", row.model) for i, row in enumerate(paper.contamination.rows)),
+        *((f"image_quantity.rows.{i}.model", row.model) for i, row in enumerate(paper.image_quantity.rows)),
+    ]
 
 
 def load_specs(root: Path = DEFAULT_SPECS) -> Specs:
     """Load and cross-check tasks, models, runs and the paper spec under ``root``."""
     root = Path(root)
+    if not root.is_dir():
+        raise SpecError(root, [("<folder>", "no such specs folder")])
     tasks = _load_folder(root / "tasks", TaskSpec)
     models = _load_folder(root / "models", ModelSpec)
     runs = _load_folder(root / "runs", RunSpec)
@@ -76,13 +92,11 @@ def load_specs(root: Path = DEFAULT_SPECS) -> Specs:
             ]
         if problems:
             raise SpecError(path, problems)
-    bad_rows = [
-        (f"main_table.rows.{i}.model", f"unknown model {row.model!r}")
-        for i, row in enumerate(paper.main_table.rows)
-        if row.model not in models
+    bad_refs = [
+        (field, f"unknown model {name!r}") for field, name in _paper_models(paper) if name not in models
     ]
-    if bad_rows:
-        raise SpecError(paper_path, bad_rows)
+    if bad_refs:
+        raise SpecError(paper_path, bad_refs)
     return Specs(
         root=root,
         tasks={k: v for k, (_, v) in tasks.items()},

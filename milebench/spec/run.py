@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
-from pydantic import Field
+from pydantic import AfterValidator, Discriminator, Field, StrictBool, StrictInt, Tag
 
-from milebench.spec.base import Spec
+from milebench.spec.base import Number, Spec
 
 MAX_IMAGE_PIXELS = 89_478_485
 """Pillow's own decompression-bomb limit (``PIL.Image.MAX_IMAGE_PIXELS``, about 9459 x 9459), above which
@@ -50,8 +50,8 @@ class FixtureSource(Spec):
     """The generated mini-MileBench, packed as archives and fetched like a mirror."""
 
     kind: Literal["fixture"]
-    seed: int = 0
-    samples_per_task: int = Field(default=3, ge=1)
+    seed: StrictInt = 0
+    samples_per_task: StrictInt = Field(default=3, ge=1)
 
 
 class TruncationMode(StrEnum):
@@ -78,25 +78,45 @@ class Runtime(StrEnum):
     APPTAINER = "apptainer"
 
 
+T = TypeVar("T")
+
+
+def _unique(values: tuple[T, ...]) -> tuple[T, ...]:
+    """A name listed twice in a run would schedule the same jobs twice; it is a typo, refused."""
+    repeated = sorted({str(v) for v in values if values.count(v) > 1})
+    if repeated:
+        raise ValueError(f"listed more than once: {', '.join(repeated)}")
+    return values
+
+
+NonEmptyUnique = Annotated[tuple[T, ...], Field(min_length=1), AfterValidator(_unique)]
+"""A run's models, tasks or modes: an empty list would run nothing, so it is an error, not a no-op."""
+
+TaskSelection = Annotated[
+    Annotated[Literal["all"], Tag("all")] | Annotated[NonEmptyUnique[str], Tag("list")],
+    Discriminator(lambda value: "all" if isinstance(value, str) else "list"),
+]
+"""``all`` or a list of task names; tagged so an error names ``tasks.all`` or ``tasks.list``."""
+
 DataSource = Annotated[HubSource | MirrorSource | LocalSource | FixtureSource, Field(discriminator="kind")]
 
 
 class RunSpec(Spec):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
     description: str
-    models: tuple[str, ...] = Field(min_length=1)
-    tasks: Literal["all"] | tuple[str, ...] = "all"
-    modes: tuple[Mode, ...] = (Mode.MULTI_IMAGE,)
+    models: NonEmptyUnique[str]
+    tasks: TaskSelection = "all"
+    modes: NonEmptyUnique[Mode] = (Mode.MULTI_IMAGE,)
     data: DataSource
     output_dir: str | None = Field(default=None, description="Defaults to results/<name>.")
-    allow_incomplete: bool = Field(
+    allow_incomplete: StrictBool = Field(
         default=False, description="Build final tables from incomplete predictions, with coverage shown."
     )
-    tolerance: float = Field(default=1.0, ge=0, description="Verdict tolerance in table points (x100).")
+    tolerance: Number = Field(default=1.0, ge=0, description="Verdict tolerance in table points (x100).")
     truncation: TruncationMode = Field(
         default=TruncationMode.PAPER, description="How prompts are cut to each model's context length."
     )
-    combined_pictures: int = Field(
+    combined_pictures: StrictInt = Field(
         default=1, ge=1, description="Pictures each sample's images are tiled into in combined-image mode."
     )
     combined_source: CombinedSource = Field(
@@ -104,18 +124,18 @@ class RunSpec(Spec):
         description="Pre-made combined_1_images (as the paper) or the kit's tiler; more than one picture "
         "always uses the kit's tiler.",
     )
-    skip_bad_samples: bool = Field(
+    skip_bad_samples: StrictBool = Field(
         default=False,
         description="Skip (and record) samples with bad input instead of failing the preprocess job.",
     )
-    max_image_pixels: int = Field(
+    max_image_pixels: StrictInt = Field(
         default=MAX_IMAGE_PIXELS,
         ge=1,
         le=MAX_IMAGE_PIXELS,
         description="Images whose header declares more pixels (width x height) are bad samples, refused "
         "before decoding; at most Pillow's own limit, so no accepted image makes Pillow warn.",
     )
-    max_failure_rate: float = Field(
+    max_failure_rate: Number = Field(
         default=0.05,
         ge=0,
         le=1,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import Field, model_validator
+from pydantic import Field, StrictBool, StrictInt, model_validator
 
 from milebench.spec.base import Spec
 
@@ -80,9 +80,9 @@ class TaskSpec(Spec):
     question_type: QuestionType
     metric: Metric
     scorer: ScorerKind
-    n_samples: int = Field(gt=0)
-    has_adversarial: bool
-    labelled_choices: bool = Field(
+    n_samples: StrictInt = Field(gt=0)
+    has_adversarial: StrictBool
+    labelled_choices: StrictBool = Field(
         default=True, description="False where options are listed without letters (GPR1200)."
     )
     source_dataset: str
