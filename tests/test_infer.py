@@ -417,7 +417,7 @@ def test_preprocess_then_infer_handlers(tmp_path: Path, monkeypatch: pytest.Monk
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(torch_threads)
-    assert calls == [{"input_workers": 1}]
+    assert calls == [{"input_workers": 1, "data_root": None}]
     saved = records(paths.predictions("random", task.name, Mode.MULTI_IMAGE))
     assert [r.sample_id for r in saved] == [0, 1, 2]
     assert all(r.response in {"A", "B", "C"} and r.model == "random" for r in saved)
