@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -27,6 +28,7 @@ from milebench.io import read_jsonl
 from milebench.paths import RunPaths
 from milebench.preprocess import commands as preprocess_commands
 from milebench.preprocess.prompt import option_label
+from milebench.record_files import RecordError, read_prepared
 from milebench.records import FailureKind, Prediction, PreparedSample
 from milebench.spec.model import BatchRule, Generation
 from milebench.spec.paper import ContaminationTable, ImageQuantityTable, MainTable, PaperSpec
@@ -452,3 +454,11 @@ def test_weights_lock_pins_hub_revision(tmp_path: Path) -> None:
     assert pinned.weights.revision == commit  # type: ignore[union-attr]
     assert cache_key(pinned, prepared(0), "v") != cache_key(spec, prepared(0), "v")
     assert commands.pin_weights(model("random"), tmp_path) == model("random")
+
+
+def test_a_prepared_file_with_a_garbage_line_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "prepared.jsonl"
+    good = prepared(0).model_dump_json()
+    path.write_text(f"{good}\nnot json\n{good}\n")
+    with pytest.raises(RecordError, match=rf"^{re.escape(str(path))}: record 2: .*Invalid JSON"):
+        read_prepared(path)
