@@ -30,15 +30,15 @@ def reading_image(sample: PreparedSample, image: str) -> Iterator[None]:
     try:
         yield
     except UNREADABLE as err:
-        raise ImageError(sample, image, f"cannot be decoded: {type(err).__name__}: {err}") from err
+        raise ImageError(sample, image, f"cannot be read: {type(err).__name__}: {err}") from err
 
 
 def changed_images(samples: Sequence[PreparedSample], data_root: Path) -> dict[int, str]:
     """Sample id -> why its images are not the ones preprocessing hashed (changed, missing, unreadable).
 
     Each file is hashed once per job, however many samples share it: one extra read of the samples'
-    images before the first batch (sha256 runs at about 1 GB/s; the adapter's own read then mostly hits
-    the page cache).
+    images before the first batch (sha256 ran at 0.7 GB/s on a shared CPU box; the adapter's own read
+    then mostly hits the page cache).
     """
     found: dict[str, str | OSError] = {}
     problems: dict[int, str] = {}

@@ -6,6 +6,7 @@ samples again, so it stops at once instead of waiting, possibly for hours on a h
 would then reuse anyway. It is a POSIX record lock (``lockf``), which the kernel drops the moment its
 process dies, so a killed job never blocks the next; unlike ``flock``, it is not shared with forked
 input workers, which could otherwise hold it for the milliseconds they take to die after a killed job.
+Such a lock belongs to a process, so it keeps other processes out, not a second job of the same one.
 
 A journal line that is not a prediction (a disk or editor accident, a stray write) is moved to
 ``<journal>.corrupt`` with its line number, and its sample is answered again; every valid line is kept.

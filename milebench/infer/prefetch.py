@@ -9,8 +9,8 @@ to blame, only that sample fails and the rest of its batch is answered.
 
 A worker dies with the job however the job dies: on a SIGKILL the DataLoader cannot stop it, and a
 worker caught handing over a batch larger than the pipe's buffer would otherwise wait forever, holding
-its memory (and the job's copy of the cell lock). Linux kills it at once (``PR_SET_PDEATHSIG``);
-elsewhere a thread in the worker sees its parent change within ``PARENT_POLL_S``.
+its memory. Linux kills it at once (``PR_SET_PDEATHSIG``); elsewhere a thread in the worker sees its
+parent change within ``PARENT_POLL_S``.
 """
 
 from __future__ import annotations
