@@ -90,11 +90,18 @@ class JsonlAppender:
         self.close()
 
 
-def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Read complete records; a torn last line (a crash mid-write) is ignored, not fatal."""
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if not line.endswith("\n"):
+def jsonl_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """The complete non-blank lines of a JSONL file, numbered from 1, as bytes (a corrupt line may not
+    even be UTF-8); a torn last line (a crash mid-write) is left out, not fatal."""
+    with open(path, "rb") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.endswith(b"\n"):
                 return
             if line.strip():
-                yield json.loads(line)
+                yield number, line
+
+
+def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    """Read complete records; a torn last line (a crash mid-write) is ignored, not fatal."""
+    for _, line in jsonl_lines(path):
+        yield json.loads(line)

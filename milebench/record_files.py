@@ -7,7 +7,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from milebench.io import read_jsonl
+from milebench.io import jsonl_lines
 from milebench.records import PreparedSample
 from milebench.spec.base import describe_errors
 
@@ -19,10 +19,11 @@ class RecordError(ValueError):
 
 
 def read_records(path: Path, model: type[R]) -> list[R]:
+    """Every record of ``path``; a record that is not even JSON is named like one with a bad field."""
     records = []
-    for number, row in enumerate(read_jsonl(path), start=1):
+    for number, (_, line) in enumerate(jsonl_lines(path), start=1):
         try:
-            records.append(model.model_validate(row))
+            records.append(model.model_validate_json(line))
         except ValidationError as err:
             raise RecordError(f"{path}: record {number}: {describe_errors(err)}") from None
     return records

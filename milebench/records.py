@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from milebench.data.schema import QuantityLevel
 from milebench.spec.base import Spec
@@ -76,6 +76,13 @@ class PreparedSample(Spec):
     truncation: TruncationRecord | None = Field(
         default=None, description="What the model's context let through (null: made before regimes)."
     )
+
+    @model_validator(mode="after")
+    def _one_hash_per_image(self) -> PreparedSample:
+        """Inference re-checks each image against its hash, so they must pair up."""
+        if len(self.image_sha256) != len(self.images):
+            raise ValueError(f"{len(self.images)} images but {len(self.image_sha256)} image_sha256 entries")
+        return self
 
     @property
     def prompt(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -27,6 +28,7 @@ from milebench.io import read_jsonl
 from milebench.paths import RunPaths
 from milebench.preprocess import commands as preprocess_commands
 from milebench.preprocess.prompt import option_label
+from milebench.record_files import RecordError, read_prepared
 from milebench.records import FailureKind, Prediction, PreparedSample
 from milebench.spec.model import BatchRule, Generation
 from milebench.spec.paper import ContaminationTable, ImageQuantityTable, MainTable, PaperSpec
@@ -417,7 +419,7 @@ def test_preprocess_then_infer_handlers(tmp_path: Path, monkeypatch: pytest.Monk
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(torch_threads)
-    assert calls == [{"input_workers": 1}]
+    assert calls == [{"input_workers": 1, "data_root": None}]
     saved = records(paths.predictions("random", task.name, Mode.MULTI_IMAGE))
     assert [r.sample_id for r in saved] == [0, 1, 2]
     assert all(r.response in {"A", "B", "C"} and r.model == "random" for r in saved)
@@ -452,3 +454,11 @@ def test_weights_lock_pins_hub_revision(tmp_path: Path) -> None:
     assert pinned.weights.revision == commit  # type: ignore[union-attr]
     assert cache_key(pinned, prepared(0), "v") != cache_key(spec, prepared(0), "v")
     assert commands.pin_weights(model("random"), tmp_path) == model("random")
+
+
+def test_a_prepared_file_with_a_garbage_line_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "prepared.jsonl"
+    good = prepared(0).model_dump_json()
+    path.write_text(f"{good}\nnot json\n{good}\n")
+    with pytest.raises(RecordError, match=rf"^{re.escape(str(path))}: record 2: .*Invalid JSON"):
+        read_prepared(path)

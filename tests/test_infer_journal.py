@@ -83,3 +83,26 @@ def test_separate_journal_holds_exactly_the_current_records(tmp_path: Path) -> N
     keys = {s.sample_id: cache_key(spec, s, "test-1") for s in changed}
     assert all(r.cache_key == keys[r.sample_id] for r in records(journal))
     assert sorted(records(journal), key=lambda r: r.sample_id) == records(out)
+
+
+def test_a_garbage_line_anywhere_is_set_aside_and_only_its_sample_answered_again(tmp_path: Path) -> None:
+    spec = model(batch=BatchRule(batch_image=1))
+    samples = [prepared(i) for i in range(5)]
+    out, journal = tmp_path / "pred.jsonl", tmp_path / "journal" / "pred.jsonl"
+    run_model(CountingAdapter(), spec, samples, out, journal)
+    lines = journal.read_bytes().splitlines(keepends=True)
+    garbage = [b'{"task": "WebQA", "sample_id": 2, "resp\x00\xff\n', b"not json at all\n"]
+    # Line 3 (sample 2) is overwritten by garbage, and another garbage line follows line 4.
+    journal.write_bytes(b"".join([*lines[:2], garbage[0], lines[3], garbage[1], lines[4]]))
+    out.unlink()
+
+    again = CountingAdapter()
+    summary = run_model(again, spec, samples, out, journal)
+    assert again.seen == [2]
+    assert (summary.reused, summary.generated, summary.failed) == (4, 1, 0)
+    assert [r.sample_id for r in records(out)] == [0, 1, 2, 3, 4]
+    assert sorted(r.sample_id for r in records(journal)) == [0, 1, 2, 3, 4]
+    set_aside = list(read_jsonl(journal.with_name("pred.jsonl.corrupt")))
+    assert [(row["file"], row["line"]) for row in set_aside] == [(str(journal), 3), (str(journal), 5)]
+    assert set_aside[1]["text"] == "not json at all"
+    assert set_aside[0]["text"].startswith('{"task": "WebQA", "sample_id": 2, "resp')

@@ -1,9 +1,11 @@
 """Acceptance: an inference job killed with SIGKILL mid-way resumes and answers every sample exactly once,
-identical to an uninterrupted run."""
+identical to an uninterrupted run; it leaves no process behind, and while it runs no second job can
+answer its cell."""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from milebench.infer.engine import run_model
+from milebench.infer.journal import CellBusy
 from milebench.io import read_jsonl
 from milebench.records import Prediction, PreparedSample
 from milebench.spec.model import ModelSpec
@@ -24,6 +27,8 @@ from milebench.spec.task import QuestionType
 N = 24
 DEADLINE_S = 60.0
 """Upper bound on waiting for the child: a guard against hanging, not a timing assertion."""
+SURVIVOR_S = 10.0
+"""How long a killed job's processes may take to go (they go at once; a stuck worker never does)."""
 
 CHILD = textwrap.dedent(
     """
@@ -34,12 +39,30 @@ CHILD = textwrap.dedent(
 
     class SlowEcho(BuildingEchoAdapter):
         def answer(self, batch, inputs):
-            time.sleep(0.05)
+            time.sleep(float(sys.argv[3]))
             return super().answer(batch, inputs)
 
     run_model(SlowEcho(), SPEC, samples(), Path(sys.argv[1]), input_workers=int(sys.argv[2]))
     """
 )
+REAL_CHILD = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from milebench.infer.engine import run_model
+    from milebench.infer.registry import load_adapter
+    from milebench.paths import RunPaths
+    from milebench.spec.model import ModelSpec
+    from tests.picture_samples import picture_sample
+
+    spec, root = ModelSpec.model_validate_json(sys.argv[1]), Path(sys.argv[2])
+    paths = RunPaths(out=root, reports=root / "reports")
+    samples = [picture_sample(i, 3) for i in range(int(sys.argv[3]))]
+    adapter = load_adapter(spec, paths, paths.data_root)
+    run_model(adapter, spec, samples, root / "pred.jsonl", input_workers=1)
+    """
+)
+"""A real model answering with an input worker, as ``milebench infer --threads 2`` does."""
 PIDS = "MILEBENCH_TEST_ENCODER_PIDS"
 """Where the child's ``encode`` notes the process it runs in."""
 
@@ -91,6 +114,33 @@ def running(pid: int) -> bool:
         return False
 
 
+def session(sid: int) -> list[int]:
+    """The live processes of session ``sid`` (a job started in its own session, and all it forked)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rsplit(") ", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[3]) == sid:
+            members.append(int(entry.name))
+    return members
+
+
+def start_job(args: Sequence[str], out: Path, lines: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """A job in its own session, once ``out`` holds ``lines`` answers (killed if it never does)."""
+    repo = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(repo), str(repo / "tests"))), **env}
+    child = subprocess.Popen([sys.executable, "-c", *args], cwd=repo, env=env, start_new_session=True)
+    deadline = time.monotonic() + DEADLINE_S
+    while time.monotonic() < deadline and child.poll() is None:
+        if out.exists() and len(out.read_bytes().splitlines()) >= lines:
+            return child
+        time.sleep(0.02)
+    os.killpg(child.pid, signal.SIGKILL)
+    raise AssertionError(f"the job ended (exit {child.poll()}) or stalled before {lines} answers")
+
+
 def samples() -> list[PreparedSample]:
     return [
         PreparedSample(
@@ -122,21 +172,9 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path: Path, input_workers:
     run_model(EchoAdapter(), SPEC, samples(), reference)
 
     out, pids = tmp_path / "killed.jsonl", tmp_path / "pids"
-    repo = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "PYTHONPATH": str(repo), PIDS: str(pids)}
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(out), str(input_workers)], cwd=repo, env=env)
-    try:
-        deadline = time.monotonic() + DEADLINE_S
-        while time.monotonic() < deadline and child.poll() is None:
-            if out.exists() and len(out.read_bytes().splitlines()) >= 6:
-                break
-            time.sleep(0.02)
-        assert child.poll() is None, "the child finished before it could be killed"
-        child.send_signal(signal.SIGKILL)
-        child.wait(timeout=DEADLINE_S)
-    finally:
-        if child.poll() is None:
-            child.kill()
+    child = start_job([CHILD, str(out), str(input_workers), "0.05"], out, 6, {PIDS: str(pids)})
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=DEADLINE_S)
     assert child.returncode == -signal.SIGKILL
     kept = [sample_id for sample_id, _, _ in answers(out)]
     assert 6 <= len(kept) < N
@@ -152,3 +190,44 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path: Path, input_workers:
     assert sorted(resumed.seen) == sorted(set(range(N)) - set(kept))
     assert summary.reused == len(kept) and summary.generated == N - len(kept)
     assert answers(out) == answers(reference)
+
+
+def test_a_second_job_on_a_busy_cell_stops_at_once_and_a_killed_job_never_blocks(tmp_path: Path) -> None:
+    out = tmp_path / "busy.jsonl"
+    child = start_job([CHILD, str(out), "0", "0.5"], out, 2, {})
+    try:
+        second = BuildingEchoAdapter()
+        with pytest.raises(
+            CellBusy, match=f"^echo WebQA multi-image: another job .*{re.escape(str(out))}.lock"
+        ):
+            run_model(second, SPEC, samples(), out)
+        assert second.seen == [] and child.poll() is None
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait(timeout=DEADLINE_S)
+    kept = {sample_id for sample_id, _, _ in answers(out)}
+    summary = run_model(second, SPEC, samples(), out)
+    assert summary.reused == len(kept) and sorted(second.seen) == sorted(set(range(N)) - kept)
+
+
+def test_sigkill_of_a_real_model_with_an_input_worker_leaves_no_process(tmp_path: Path) -> None:
+    """The worker may be caught handing over a batch bigger than a pipe's buffer (eight samples of
+    three pictures): it must still die with the job, not wait for it forever."""
+    from tiny_checks import tiny_run, tiny_spec  # here: the echo jobs import this module, and stay light
+
+    spec = tiny_spec("tiny-llava", "hf-llava", "llava", 16)
+    tiny_run(tmp_path, spec, [(40, 30), (32, 32), (20, 50)])
+    out = tmp_path / "pred.jsonl"
+    child = start_job([REAL_CHILD, spec.model_dump_json(), str(tmp_path), "320"], out, 16, {})
+    try:
+        assert len(session(child.pid)) >= 2, "the job should have started its input worker"
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=DEADLINE_S)
+        deadline = time.monotonic() + SURVIVOR_S
+        while session(child.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert session(child.pid) == [], "a process of the killed job is still running"
+    finally:
+        if session(child.pid):
+            os.killpg(child.pid, signal.SIGKILL)
+    assert 16 <= len(answers(out)) < 320

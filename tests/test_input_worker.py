@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 from mini_specs import builtin_model
 from picture_samples import picture_sample
+from PIL import Image
 from tiny_checks import tiny_run, tiny_spec
 
 from milebench.infer import prefetch
@@ -21,8 +23,10 @@ from milebench.infer.random import RandomAdapter
 from milebench.infer.registry import load_adapter
 from milebench.io import read_jsonl
 from milebench.paths import RunPaths
+from milebench.preprocess.prompt import Where, hash_images
 from milebench.records import FailureKind, Prediction, PreparedSample
-from milebench.spec.model import BatchRule, ModelSpec
+from milebench.spec.model import BatchRule, Generation, ModelSpec
+from milebench.spec.run import MAX_IMAGE_PIXELS
 
 ONE_PER_BATCH = BatchRule(batch_image=1)
 
@@ -146,3 +150,48 @@ def test_without_fork_inputs_are_built_in_line(tmp_path: Path, monkeypatch: pyte
     samples = [picture_sample(i, 1) for i in range(MIN_WORKER_BATCHES)]
     run_model(PidAdapter(), pid_spec(), samples, tmp_path / "p.jsonl", input_workers=1)
     assert builders(tmp_path / "p.jsonl") == {os.getpid()}
+
+
+def truncated_jpeg(path: Path) -> None:
+    """A JPEG cut in half: it opens, so preprocessing's image check passes, but it cannot be decoded."""
+    whole = io.BytesIO()
+    Image.effect_noise((64, 64), 60).convert("RGB").save(whole, "JPEG")
+    path.write_bytes(whole.getvalue()[: len(whole.getvalue()) // 2])
+
+
+THREE_PER_BATCH = tiny_spec("tiny-llava", "hf-llava", "llava", 16).model_copy(
+    update={"batch": BatchRule(batch_image=3), "generation": Generation(max_new_tokens=1)}
+)
+BROKEN = "WebQA/images/broken.jpg"
+
+
+@pytest.fixture(scope="module")
+def broken_run(tmp_path_factory: pytest.TempPathFactory) -> RunPaths:
+    """The tiny LLaVA, one picture and one JPEG cut in half."""
+    paths = tiny_run(tmp_path_factory.mktemp("broken"), THREE_PER_BATCH, [(40, 30)])
+    truncated_jpeg(paths.data_root / BROKEN)
+    return paths
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_an_undecodable_image_fails_its_sample_and_its_batch_mates_are_answered(
+    broken_run: RunPaths, tmp_path: Path, workers: int
+) -> None:
+    spec, paths, broken = THREE_PER_BATCH, broken_run, BROKEN
+    # Preprocessing checks and hashes it without complaint: the file is exactly as prepared.
+    digest = hash_images(
+        paths.data_root, [broken], Where("WebQA", 4, tmp_path / "WebQA.json"), MAX_IMAGE_PIXELS
+    )
+    samples = [picture_sample(i, 1) for i in range(3 * MIN_WORKER_BATCHES)]
+    samples[4] = samples[4].model_copy(update={"images": (broken,), "image_sha256": digest})
+    adapter = load_adapter(spec, paths, paths.data_root)
+    out = tmp_path / "p.jsonl"
+    summary = run_model(adapter, spec, samples, out, input_workers=workers)
+
+    assert (summary.failed, summary.failures) == (1, {"adapter_error": 1})
+    by_id = {p.sample_id: p for p in predictions(out)}
+    failed = by_id.pop(4)
+    assert failed.failure is FailureKind.ADAPTER_ERROR and failed.failure_detail is not None
+    assert "sample 4" in failed.failure_detail and broken in failed.failure_detail
+    assert all(p.failure is None and p.response is not None for p in by_id.values())
+    assert (by_id[3].batch_size, by_id[5].batch_size, by_id[0].batch_size) == (2, 2, 3)

@@ -20,9 +20,13 @@ from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_llava import HfLlavaAdapter
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import BUILDERS, LLAVA_HF_CHAT_TEMPLATE, build_tiny, build_tiny_llava
+from milebench.io import read_jsonl, sha256_file
 from milebench.paths import RunPaths
+from milebench.preprocess import commands as preprocess_commands
 from milebench.preprocess.prompt import build_sample
-from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
+from milebench.preprocess.regime import model_regime
+from milebench.record_files import read_prepared
+from milebench.records import IMAGE_PLACEHOLDER, FailureKind, Prediction, PreparedSample
 from milebench.spec.model import BuiltinModel, ModelSpec, TinyWeights
 from milebench.spec.paper import ContaminationTable, ImageQuantityTable, MainTable, PaperSpec
 from milebench.spec.registry import Specs
@@ -195,3 +199,73 @@ def test_tiny_model_command_installs_and_replaces(tmp_path: Path, monkeypatch: p
     assert not (target / "stale.txt").exists()
     assert weights_hash(target, LlavaForConditionalGeneration) == first
     assert sorted(p.name for p in target.parent.iterdir()) == ["tiny-llava"]
+
+
+def test_an_image_changed_after_preprocessing_fails_its_sample_and_the_rest_are_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The prepared records carry each image's hash: an image changed (or gone) since must not be
+    answered under the old cache key."""
+    task = task_spec("SlideVQA", Group.S2, QuestionType.MULTI_CHOICE, ScorerKind.CHOICE, n_samples=3)
+    run = RunSpec(
+        name="t",
+        description="t",
+        models=("tiny-llava",),
+        data=FixtureSource(kind="fixture"),
+        output_dir=str(tmp_path),
+    )
+    paper = PaperSpec(
+        source="t",
+        main_table=MainTable(caption="", rows=()),
+        contamination=ContaminationTable(caption="", rows=()),
+        image_quantity=ImageQuantityTable(note="", rows=()),
+    )
+    specs = Specs(tmp_path, {task.name: task}, {"tiny-llava": tiny_spec()}, {"t": run}, paper)
+    monkeypatch.setattr(preprocess_commands, "load_specs", lambda _root: specs)
+    monkeypatch.setattr(commands, "load_specs", lambda _root: specs)
+    paths = RunPaths.for_run(run)
+    build_tiny_llava(tiny_spec(), paths.model_dir("tiny-llava"))
+    folder = paths.data_root / task.name
+    (folder / "images").mkdir(parents=True)
+    for i in range(3):
+        Image.new("RGB", (32, 32), (90 * i, 40, 200 - 90 * i)).save(folder / "images" / f"{i}.png")
+    data = [
+        {
+            "sample_id": i,
+            "task_instruction_id": 0,
+            "task_instance": {
+                "context": "{image#1} Which colour?",
+                "images_path": [f"{i}.png"],
+                "choice_list": ["red", "blue"],
+            },
+            "response": "red",
+            "image_quantity_level": "Few",
+        }
+        for i in range(3)
+    ]
+    meta = {"task_instruction": ["Answer."], "question_type": "multi-choice"}
+    (folder / "SlideVQA.json").write_text(json.dumps({"meta_data": meta, "data": data}))
+    regime = model_regime(specs, run, "tiny-llava", Mode.MULTI_IMAGE).id
+    args = argparse.Namespace(
+        run="t",
+        model="tiny-llava",
+        task=task.name,
+        mode=Mode.MULTI_IMAGE,
+        specs=tmp_path,
+        regime=regime,
+        workers=1,
+        threads=1,
+    )
+    assert preprocess_commands.preprocess(args) == 0
+    prepared = {s.sample_id: s for s in read_prepared(paths.prepared(task.name, Mode.MULTI_IMAGE, regime))}
+    changed = folder / "images" / "1.png"
+    Image.new("RGB", (32, 32), (0, 255, 0)).save(changed)
+
+    assert commands.infer(args) == 3, "one of three samples failed, over the run's failure limit"
+    out = paths.predictions("tiny-llava", task.name, Mode.MULTI_IMAGE)
+    saved = {p.sample_id: p for p in map(Prediction.model_validate, read_jsonl(out))}
+    assert saved[1].failure is FailureKind.ADAPTER_ERROR and saved[1].response is None
+    detail = saved[1].failure_detail or ""
+    assert "sample 1" in detail and "SlideVQA/images/1.png" in detail
+    assert prepared[1].image_sha256[0] in detail and sha256_file(changed) in detail
+    assert all(saved[i].failure is None and saved[i].response for i in (0, 2))

@@ -24,6 +24,19 @@ class InferenceError(RuntimeError):
         self.kind = kind
 
 
+class ImageError(InferenceError):
+    """One sample's image cannot be used (changed, unreadable, undecodable): that sample fails, the rest
+    of its batch is answered."""
+
+    def __init__(self, sample: PreparedSample, image: str, problem: str) -> None:
+        super().__init__(FailureKind.ADAPTER_ERROR, self.detail(sample, image, problem))
+        self.sample_id = sample.sample_id
+
+    @staticmethod
+    def detail(sample: PreparedSample, image: str, problem: str) -> str:
+        return f"task {sample.task}, sample {sample.sample_id}: image {image} {problem}"
+
+
 class SampleFailure(NamedTuple):
     """Returned in place of an answer when one sample of a batch failed and the others did not."""
 

@@ -12,13 +12,14 @@ from pathlib import Path
 
 from milebench.infer.adapter import AdapterError
 from milebench.infer.engine import InferSummary
+from milebench.infer.journal import CellBusy
 from milebench.paths import RunPaths
 from milebench.preprocess.commands import task_spec
 from milebench.preprocess.regime import model_regime
 from milebench.provenance import job_provenance, utc_now, write_provenance
 from milebench.record_files import RecordError, read_prepared
 from milebench.spec.base import SpecError
-from milebench.spec.model import HubWeights, ModelSpec
+from milebench.spec.model import BuiltinModel, HubWeights, ModelSpec
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode
 from milebench.spec.weights_lock import load_weights_lock
@@ -128,10 +129,13 @@ def infer(args: argparse.Namespace) -> int:
         log.error("%s", err)
         return 1
     out = paths.predictions(spec.name, task.name, mode)
+    images = None if isinstance(spec.weights, BuiltinModel) else paths.data_root  # baselines read none
     try:
         journal = paths.journal(spec.name, task.name, mode)
-        summary = run_model(adapter, spec, samples, out, journal, input_workers=input_workers)
-    except AdapterError as err:
+        summary = run_model(
+            adapter, spec, samples, out, journal, input_workers=input_workers, data_root=images
+        )
+    except (AdapterError, CellBusy) as err:
         log.error("%s", err)
         return 1
     record = job_provenance(

@@ -5,9 +5,11 @@ the batch in flight. A rerun skips every sample whose stored answer has the curr
 samples are retried. At the end the output is written with current records only, in prepared order.
 
 A batch that runs out of GPU memory is halved and retried down to single samples; each prediction
-records the batch size that answered it. With an input worker (a job of two or more threads), the next
-batches' inputs are built in another process while the model answers this one (``prefetch``).
-"""
+records the batch size that answered it. A sample whose image changed since preprocessing, or cannot be
+decoded, fails on its own and the rest of its batch is answered (``images``). With an input worker (a
+job of two or more threads), the next batches' inputs are built in another process while the model
+answers this one (``prefetch``). One job at a time answers a cell: it holds a lock beside the journal
+(``journal``)."""
 
 from __future__ import annotations
 
@@ -20,20 +22,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from milebench.infer.adapter import (
     Adapter,
     AdapterError,
     BuildsInputs,
+    ImageError,
     ReportsUsage,
     SampleFailure,
     TokenUsage,
     failure_kind,
 )
-from milebench.infer.prefetch import InputFailure, prefetched, worth_a_worker
+from milebench.infer.images import changed_images
+from milebench.infer.journal import cell_lock, read_predictions
+from milebench.infer.prefetch import InputFailure, input_failure, prefetched, worth_a_worker
 from milebench.infer.progress import Progress
-from milebench.io import JsonlAppender, atomic_write_jsonl, canonical_json, read_jsonl, sha256_text
+from milebench.io import JsonlAppender, atomic_write_jsonl, canonical_json, sha256_text
 from milebench.records import FailureKind, Prediction, PreparedSample
 from milebench.spec.model import (
     ApiLimits,
@@ -130,19 +133,15 @@ def check_image_input(spec: ModelSpec, samples: Sequence[PreparedSample]) -> Non
 
 
 def load_done(path: Path, keys: dict[int, str]) -> dict[int, Prediction]:
-    """Stored successful predictions whose key is current; stale, failed or unreadable ones are dropped."""
+    """Stored successful predictions whose key is current; stale or failed ones are dropped, lines that
+    are not predictions set aside (``journal``)."""
     if not path.exists():
         return {}
-    done: dict[int, Prediction] = {}
-    for line, row in enumerate(read_jsonl(path), start=1):
-        try:
-            pred = Prediction.model_validate(row)
-        except ValidationError as err:
-            log.warning("%s: line %d is not a prediction, ignored: %s", path, line, err)
-            continue
-        if pred.failure is None and keys.get(pred.sample_id) == pred.cache_key:
-            done[pred.sample_id] = pred
-    return done
+    return {
+        pred.sample_id: pred
+        for pred in read_predictions(path)
+        if pred.failure is None and keys.get(pred.sample_id) == pred.cache_key
+    }
 
 
 @dataclass(frozen=True)
@@ -194,6 +193,24 @@ def over_image_limit(
     ]
 
 
+def image_refusals(
+    spec: ModelSpec, samples: Sequence[PreparedSample], keys: dict[int, str], data_root: Path | None
+) -> list[Prediction]:
+    """Samples whose images are not the ones preprocessing hashed fail without a call."""
+    if data_root is None:
+        return []
+    problems = changed_images(samples, data_root)
+    for detail in problems.values():
+        log.warning("%s: %s", spec.name, detail)
+    return [
+        failed_prediction(
+            spec.name, s, keys[s.sample_id], FailureKind.ADAPTER_ERROR, problems[s.sample_id], 0.0
+        )
+        for s in samples
+        if s.sample_id in problems
+    ]
+
+
 def failed_batch(
     model: str,
     batch: Sequence[PreparedSample],
@@ -206,6 +223,26 @@ def failed_batch(
     return [failed_prediction(model, s, keys[s.sample_id], kind, detail, seconds) for s in batch]
 
 
+def without_culprit(
+    adapter: Adapter,
+    spec: ModelSpec,
+    batch: Sequence[PreparedSample],
+    keys: dict[int, str],
+    failure: InputFailure,
+    seconds: float,
+) -> list[Prediction]:
+    """The sample whose image could not be used fails alone; the rest of its batch is answered."""
+    culprit = next((s for s in batch if s.sample_id == failure.sample_id), None)
+    if culprit is None:
+        return failed_batch(spec.name, batch, keys, failure.kind, failure.detail, seconds)
+    log.warning("%s: %s", spec.name, failure.detail[:DETAIL_LIMIT])
+    failed = failed_prediction(
+        spec.name, culprit, keys[culprit.sample_id], failure.kind, failure.detail, seconds
+    )
+    rest = [s for s in batch if s is not culprit]
+    return [failed, *(run_batch(adapter, spec, rest, keys) if rest else [])]
+
+
 def run_batch(
     adapter: Adapter,
     spec: ModelSpec,
@@ -215,9 +252,11 @@ def run_batch(
 ) -> list[Prediction]:
     """Answers for one batch, from ``inputs`` already built when given. An exception in the adapter
     fails every sample of the batch, except out-of-memory, which halves the batch and retries each half
-    (building the halves' inputs anew)."""
+    (building the halves' inputs anew), and one sample's unusable image, which fails that sample only."""
     model = spec.name
     if isinstance(inputs, InputFailure):
+        if inputs.sample_id is not None:
+            return without_culprit(adapter, spec, batch, keys, inputs, 0.0)
         return failed_batch(model, batch, keys, inputs.kind, inputs.detail, 0.0)
     start = time.perf_counter()
     try:
@@ -242,6 +281,8 @@ def run_batch(
                     adapter, spec, batch[half:], keys
                 )
         seconds = (time.perf_counter() - start) / len(batch)
+        if isinstance(err, ImageError):
+            return without_culprit(adapter, spec, batch, keys, input_failure(err), seconds)
         return failed_batch(model, batch, keys, kind, f"{type(err).__name__}: {err}", seconds)
     seconds = (time.perf_counter() - start) / len(batch)
     usage = usage if len(usage) == len(batch) else [TokenUsage(None, None)] * len(batch)
@@ -300,6 +341,7 @@ def run_model(
     out: Path,
     journal: Path | None = None,
     input_workers: int = 0,
+    data_root: Path | None = None,
 ) -> InferSummary:
     """Answer every sample not already answered under its current key; write ``out`` when done.
 
@@ -308,27 +350,53 @@ def run_model(
     journal outside its outputs: finished answers then survive both and are never bought twice. A
     separate journal is left in finishing order: it holds exactly the current records, and only ``out``
     needs prepared order. ``input_workers`` processes build the next batches' inputs while the model
-    generates, for adapters that keep input building apart (``BuildsInputs``).
+    generates, for adapters that keep input building apart (``BuildsInputs``). With ``data_root``, each
+    image is checked against its prepared hash first (adapters that read images). Raises ``CellBusy``
+    while another job answers the same cell.
     """
     journal = journal or out
     ids = [s.sample_id for s in samples]
     if len(set(ids)) != len(ids):
         raise ValueError(f"{out}: prepared samples repeat a sample_id")
     check_image_input(spec, samples)
+    label = f"{spec.name} {samples[0].task} {samples[0].mode}" if samples else spec.name
+    with cell_lock(journal, label):
+        summary = answer_cell(adapter, spec, samples, out, journal, input_workers, data_root, label)
+    log.info("%s -> %s: %s", spec.name, out, summary)
+    return summary
+
+
+def answer_cell(
+    adapter: Adapter,
+    spec: ModelSpec,
+    samples: Sequence[PreparedSample],
+    out: Path,
+    journal: Path,
+    input_workers: int,
+    data_root: Path | None,
+    label: str,
+) -> InferSummary:
+    """``run_model`` once the cell is locked."""
+    ids = [s.sample_id for s in samples]
     keys = {s.sample_id: cache_key(spec, s, adapter.version) for s in samples}
-    records = load_done(out, keys) | load_done(journal, keys)
+    records: dict[int, Prediction] = {}
+    for path in dict.fromkeys((out, journal)):
+        records |= load_done(path, keys)
     reused = len(records)
     if records or journal.exists():
         # Start from a clean journal: no stale records, and no torn last line for the appends to join.
         atomic_write_jsonl(journal, (records[i].model_dump(mode="json") for i in ids if i in records))
     pending = [s for s in samples if s.sample_id not in records]
     failures: Counter[str] = Counter()
-    label = f"{spec.name} {samples[0].task} {samples[0].mode}" if samples else spec.name
     too_many = over_image_limit(spec, pending, keys)
-    skipped = {p.sample_id for p in too_many}
+    over = {p.sample_id for p in too_many}
+    refused = too_many + image_refusals(
+        spec, [s for s in pending if s.sample_id not in over], keys, data_root
+    )
+    skipped = {p.sample_id for p in refused}
     batches = plan_batches([s for s in pending if s.sample_id not in skipped], spec.batch)
     with Progress(label, len(pending)) as progress, JsonlAppender(journal) as appender:
-        for predictions in answered_batches(adapter, spec, batches, keys, input_workers, too_many):
+        for predictions in answered_batches(adapter, spec, batches, keys, input_workers, refused):
             appender.append(pred.model_dump(mode="json") for pred in predictions)
             for pred in predictions:
                 records[pred.sample_id] = pred
@@ -336,12 +404,10 @@ def run_model(
                     failures[pred.failure.value] += 1
             progress.update(len(predictions), sum(p.failure is not None for p in predictions))
     atomic_write_jsonl(out, (records[i].model_dump(mode="json") for i in ids))
-    summary = InferSummary(
+    return InferSummary(
         total=len(samples),
         reused=reused,
         generated=len(pending),
         failed=sum(failures.values()),
         failures=dict(failures),
     )
-    log.info("%s -> %s: %s", spec.name, out, summary)
-    return summary

@@ -20,6 +20,7 @@ from transformers import AutoProcessor, BatchFeature, PreTrainedModel
 
 from milebench.infer.adapter import AdapterError, SampleFailure, TokenUsage
 from milebench.infer.hf_checkpoint import checkpoint
+from milebench.infer.images import reading_image
 from milebench.infer.time_limit import cut_by_time_limit, timeout_failure
 from milebench.paths import RunPaths
 from milebench.records import IMAGE_PLACEHOLDER, FailureKind, PreparedSample
@@ -93,7 +94,7 @@ class HfImageTextToTextAdapter:
     def load_images(self, sample: PreparedSample) -> list[Image.Image]:
         images = []
         for rel in sample.images:
-            with Image.open(self.data_root / rel) as img:
+            with reading_image(sample, rel), Image.open(self.data_root / rel) as img:
                 images.append(img.convert("RGB"))
         return images
 

@@ -4,18 +4,31 @@ Image decoding and the model's processor are CPU work that would otherwise stall
 batches (on a GPU box, the GPU idles while a 100-image sample is decoded and resized). torch's
 ``DataLoader`` does the process management: workers forked from the job (no model is pickled), batches
 in order, a bounded number ready ahead. A batch whose inputs cannot be built arrives as an
-``InputFailure`` so the engine records its samples as failed and goes on.
+``InputFailure`` so the engine records its samples as failed and goes on; when one sample's image is
+to blame, only that sample fails and the rest of its batch is answered.
+
+A worker dies with the job however the job dies: on a SIGKILL the DataLoader cannot stop it, and a
+worker caught handing over a batch larger than the pipe's buffer would otherwise wait forever, holding
+its memory. Linux kills it at once (``PR_SET_PDEATHSIG``); elsewhere a thread in the worker sees its
+parent change within ``PARENT_POLL_S``.
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import logging
 import multiprocessing
+import os
 import pickle
+import signal
+import sys
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
-from milebench.infer.adapter import failure_kind
+from milebench.infer.adapter import ImageError, failure_kind
 from milebench.records import FailureKind, PreparedSample
 
 log = logging.getLogger(__name__)
@@ -27,6 +40,10 @@ PREFETCH_BATCHES = 2
 MIN_WORKER_BATCHES = 8
 """Fewer batches are built in line: a worker costs a fork and a first batch before it saves anything
 (about 40 ms on a CPU box, some 8 batches of the tiny model's input building)."""
+PR_SET_PDEATHSIG = 1
+"""From ``<linux/prctl.h>``: the signal a process gets when the thread that forked it exits."""
+PARENT_POLL_S = 0.5
+"""How often a worker checks that its parent still lives, where the kernel cannot tell it."""
 
 
 class InputFailure(NamedTuple):
@@ -34,6 +51,31 @@ class InputFailure(NamedTuple):
 
     kind: FailureKind
     detail: str
+    sample_id: int | None = None
+    """The one sample to blame (its image), when known: the rest of the batch can still be answered."""
+
+
+def input_failure(err: Exception) -> InputFailure:
+    """The failure of building a batch's inputs, in line or in a worker."""
+    sample_id = err.sample_id if isinstance(err, ImageError) else None
+    return InputFailure(failure_kind(err), f"{type(err).__name__}: {err}", sample_id)
+
+
+def die_with_parent(parent: int, _worker_id: int) -> None:
+    """The workers' ``worker_init_fn``: end this process as soon as ``parent`` (the job) is gone."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            log.warning("input worker: prctl(PR_SET_PDEATHSIG) failed: %s", os.strerror(ctypes.get_errno()))
+    threading.Thread(target=watch_parent, args=(parent,), name="watch-parent", daemon=True).start()
+
+
+def watch_parent(parent: int) -> None:
+    """Exit at once, skipping every cleanup that could wait on the dead parent, when it is gone; also
+    covers a parent that died before ``prctl`` took effect."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)
 
 
 class PickledEncode:
@@ -48,7 +90,7 @@ class PickledEncode:
         try:
             inputs = self.encode(batch)
         except Exception as err:
-            inputs = InputFailure(failure_kind(err), f"{type(err).__name__}: {err}")
+            inputs = input_failure(err)
         return pickle.dumps(inputs, protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -77,6 +119,7 @@ def prefetched(
         num_workers=workers,
         prefetch_factor=PREFETCH_BATCHES,
         multiprocessing_context=multiprocessing.get_context(FORK),
+        worker_init_fn=functools.partial(die_with_parent, os.getpid()),
     )
     for batch, payload in zip(batches, loader, strict=True):
         yield batch, pickle.loads(payload)

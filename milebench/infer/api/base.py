@@ -21,6 +21,7 @@ from PIL import Image
 
 from milebench.infer.adapter import AdapterError, InferenceError, SampleFailure, TokenUsage
 from milebench.infer.api.client import ApiClient
+from milebench.infer.images import reading_image
 from milebench.paths import RunPaths
 from milebench.records import IMAGE_PLACEHOLDER, FailureKind, PreparedSample
 from milebench.spec.model import ApiModel, ModelSpec
@@ -62,7 +63,8 @@ def prompt_parts(sample: PreparedSample, data_root: Path) -> list[Part]:
     parts: list[Part] = []
     for i, piece in enumerate(pieces):
         if i:
-            parts.append(encode_image(data_root / sample.images[i - 1]))
+            with reading_image(sample, sample.images[i - 1]):
+                parts.append(encode_image(data_root / sample.images[i - 1]))
         if piece:
             parts.append(piece)
     return parts
