@@ -58,9 +58,10 @@ def write_lock(
 class RangeServer:
     """Serves ``files`` at ``/<name>`` on 127.0.0.1 and records every request's headers.
 
-    Hostile mirrors: ``trickle_s`` sends the body one byte every ``trickle_s`` seconds; ``endless`` sends
-    no Content-Length and keeps sending filler after the body (up to ENDLESS_LIMIT bytes, so a client
-    that never stops still ends) until the client hangs up.
+    Hostile mirrors: ``trickle_s`` sends the body one byte every ``trickle_s`` seconds, and
+    ``trickle_headers_s`` the headers (a status line, then an endless header one byte at a time);
+    ``endless`` sends no Content-Length and keeps sending filler after the body (up to ENDLESS_LIMIT
+    bytes, so a client that never stops still ends) until the client hangs up.
     """
 
     def __init__(
@@ -70,12 +71,14 @@ class RangeServer:
         honour_range: bool = True,
         cut_first_after: int | None = None,
         trickle_s: float | None = None,
+        trickle_headers_s: float | None = None,
         endless: bool = False,
     ):
         self.files = files
         self.honour_range = honour_range
         self.cut_first_after = cut_first_after
         self.trickle_s = trickle_s
+        self.trickle_headers_s = trickle_headers_s
         self.endless = endless
         self.requests: list[dict[str, str]] = []
         self._httpd = HTTPServer(("127.0.0.1", 0), self._handler())
@@ -108,6 +111,9 @@ class RangeServer:
                 if body is None or len(server.requests) > MAX_REQUESTS:
                     self.send_error(404)
                     return
+                if server.trickle_headers_s is not None:
+                    self._trickle_headers(server.trickle_headers_s)
+                    return
                 match = re.fullmatch(r"bytes=(\d+)-", self.headers.get("Range", ""))
                 start = int(match.group(1)) if match and server.honour_range else 0
                 if start >= len(body) and start:
@@ -127,6 +133,15 @@ class RangeServer:
                     self._send(payload)
                 except OSError:
                     self.close_connection = True  # the client hung up, as one that gives up should
+
+            def _trickle_headers(self, pause_s: float) -> None:
+                try:
+                    self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+                    for _ in range(ENDLESS_LIMIT):
+                        self.wfile.write(b"a")
+                        time.sleep(pause_s)
+                except OSError:
+                    self.close_connection = True
 
             def _send(self, payload: bytes) -> None:
                 if server.trickle_s is None:

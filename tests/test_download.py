@@ -158,6 +158,17 @@ def test_trickling_server_hits_the_overall_deadline_and_the_part_resumes(tmp_pat
     assert [r.get("Range") for r in server.requests] == [f"bytes={received}-"]
 
 
+def test_server_trickling_its_headers_hits_the_overall_deadline(tmp_path: Path) -> None:
+    # Each header byte arrives well within the 5 s read timeout; only an overall deadline ends it.
+    policy = RetryPolicy(attempts=3, backoff_s=0.0, timeout_s=5.0, deadline_s=1.0)
+    with RangeServer({"a.tar.gz": BODY}, trickle_headers_s=0.02) as server:
+        started = time.monotonic()
+        with pytest.raises(DownloadError, match=r"deadline of 1 s"):
+            download(server.url("a.tar.gz"), tmp_path / "a.tar.gz", size=len(BODY), retry=policy)
+        elapsed = time.monotonic() - started
+    assert elapsed < 4
+
+
 def test_default_deadline_grows_with_the_expected_size() -> None:
     policy = RetryPolicy()
     assert policy.deadline_for(10 << 30) > policy.deadline_for(1 << 20) >= policy.deadline_for(None)

@@ -3,7 +3,8 @@
 Archives are gigabytes, so an interrupted transfer resumes from the bytes already on disk with an HTTP
 Range request instead of starting over; a server that ignores Range is detected and restarted from zero.
 A mirror is not trusted to end its body: the lock's size caps what is written, and an overall deadline
-(not only a per-read timeout, which a server sending a byte now and then never trips) caps how long.
+(not only a per-read timeout, which a server sending a byte now and then never trips, in its headers or
+its body) caps how long: ``milebench.http_deadline`` cuts the request when it passes.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import urllib3
 
 from milebench.data.errors import FetchError
 from milebench.data.lock import PART_SUFFIX
+from milebench.http_deadline import Deadline, new_session
 
 log = logging.getLogger(__name__)
 
@@ -160,12 +162,13 @@ def _http_download(
     deadline: _Deadline,
     sleep: Callable[[float], None],
 ) -> None:
-    with requests.Session() as session:
+    with new_session() as session:
         for attempt in range(1, retry.attempts + 1):
             timeout = min(retry.timeout_s, deadline.left())
             try:
-                if _fetch_once(session, url, part, size, headers, timeout, deadline):
-                    return
+                with Deadline(deadline.left()):
+                    if _fetch_once(session, url, part, size, headers, timeout, deadline):
+                        return
             except TRANSIENT as err:
                 if attempt == retry.attempts:
                     raise DownloadError(f"{url}: giving up after {attempt} attempts: {err}") from err

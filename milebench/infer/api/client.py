@@ -21,9 +21,10 @@ from typing import Any, NamedTuple
 
 import requests
 
+from milebench.http_deadline import new_session
 from milebench.infer.adapter import InferenceError
 from milebench.infer.api.redact import Redactor
-from milebench.infer.api.transport import DeadlinePassed, TooLarge, new_session, post_json
+from milebench.infer.api.transport import DeadlinePassed, TooLarge, post_json
 from milebench.records import FailureKind
 from milebench.spec.model import ApiLimits
 
