@@ -49,6 +49,8 @@ from milebench.spec.registry import spec_hash
 log = logging.getLogger(__name__)
 
 UNPINNED = "unpinned"
+NOT_IN_ANSWER = frozenset({"context_sources"})
+"""Spec fields left out of the cache key entirely: documentation of the spec, not settings."""
 DETAIL_LIMIT = 2000
 
 
@@ -75,7 +77,7 @@ def cache_key(spec: ModelSpec, sample: PreparedSample, adapter_version: str) -> 
     return sha256_text(
         canonical_json(
             {
-                "spec": spec_hash(answer_spec(spec)),
+                "spec": spec_hash(answer_spec(spec), exclude=NOT_IN_ANSWER),
                 "revision": weights_revision(spec),
                 "task": sample.task,
                 "mode": sample.mode.value,

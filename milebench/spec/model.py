@@ -8,6 +8,13 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from milebench.spec.base import Spec
+from milebench.spec.context import (
+    BUDGET_FIELDS,
+    REQUIRED_FIELDS,
+    ContextSources,
+    SourceKind,
+    source_problems,
+)
 
 
 class Section(StrEnum):
@@ -19,6 +26,10 @@ class Section(StrEnum):
     OPEN_VIDEO = "open-video"
     KIT = "kit"
     """Models the kit builds for smoke runs and tests; never part of the paper's table."""
+
+
+PAPER_SECTIONS = (Section.CLOSED, Section.OPEN_IMAGE, Section.OPEN_VIDEO)
+"""The sections of the paper's evaluated models: each must trace its context settings to a source."""
 
 
 class AdapterKind(StrEnum):
@@ -137,6 +148,11 @@ class ModelSpec(Spec):
     max_context_len: int | None = Field(default=None, gt=0)
     n_tokens_per_image: int | None = Field(default=None, ge=0)
     max_images: int | None = Field(default=None, gt=0)
+    context_sources: ContextSources = Field(
+        default_factory=ContextSources,
+        description="Where max_context_len, n_tokens_per_image and max_images come from (kind none: "
+        "unknown, and why). Required for the paper's models.",
+    )
     tokenizer: str | None = Field(
         default=None, description="Hub id of the tokenizer used to count tokens when the model is absent."
     )
@@ -153,12 +169,31 @@ class ModelSpec(Spec):
     container: str | None = Field(default=None, description="Folder under containers/ holding its image.")
     notes: str | None = None
 
+    @property
+    def paper_model(self) -> bool:
+        """One of the models the paper evaluated (not a baseline, not a kit model)."""
+        return self.section in PAPER_SECTIONS
+
+    @model_validator(mode="after")
+    def _sources_match(self) -> ModelSpec:
+        values = {name: getattr(self, name) for name in BUDGET_FIELDS}
+        problems = source_problems(values, self.context_sources, required=self.paper_model)
+        if problems:
+            raise ValueError("; ".join(f"{where}: {message}" for where, message in problems))
+        return self
+
     @model_validator(mode="after")
     def _unknowns_explained(self) -> ModelSpec:
+        def explained(name: str) -> bool:
+            source = getattr(self.context_sources, name)
+            return source is not None and source.kind is SourceKind.NONE
+
         unknown = [
             name
-            for name in ("max_context_len", "n_tokens_per_image")
-            if getattr(self, name) is None and self.adapter not in (AdapterKind.RANDOM, AdapterKind.ORACLE)
+            for name in REQUIRED_FIELDS
+            if getattr(self, name) is None
+            and self.adapter not in (AdapterKind.RANDOM, AdapterKind.ORACLE)
+            and not explained(name)
         ]
         if self.adapter is AdapterKind.UNPORTED:
             unknown.append("adapter")
