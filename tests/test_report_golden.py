@@ -64,12 +64,14 @@ def golden(tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, RunPaths]:
                 model=row.model,
                 mode=Mode.MULTI_IMAGE,
                 scorer="paper",
+                denominator="expected",
                 score=value,
+                scored_only=value,
                 n=SAMPLES,
                 n_scored=SAMPLES,
                 n_missing=0,
                 n_failed=0,
-                levels={"Few": LevelScore(score=value, n_scored=SAMPLES)},
+                levels={"Few": LevelScore(score=value, n=SAMPLES, n_scored=SAMPLES)},
             )
             atomic_write_json(
                 paths.task_score(row.model, task.name, Mode.MULTI_IMAGE), score.model_dump(mode="json")

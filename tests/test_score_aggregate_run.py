@@ -102,6 +102,10 @@ def test_aggregate_command_exits_1_then_builds_with_coverage_when_allowed(
     multi = next(m for m in data["models"] if m["mode"] == "multi-image")
     assert multi["column_coverage"]["ActionSequence"] == pytest.approx(2 / 3)
     assert multi["coverage"]["samples_missing"] == 1
+    # 1 right of 3 expected (the missing sample counts as wrong); scored-only: 1 of the 2 answered.
+    assert (data["denominator"], multi["denominator"]) == ("expected", "expected")
+    assert multi["columns"]["ActionSequence"]["value"] == pytest.approx(100 / 3)
+    assert multi["scored_only"]["ActionSequence"] == pytest.approx(50.0)
     verdict = json.loads(paths.verdict_json.read_text())
     assert verdict["run"] == "t" and verdict["cells"] == []  # the test paper spec has no rows
 

@@ -17,13 +17,12 @@ from pydantic import Field
 from milebench.io import canonical_json, sha256_text
 from milebench.paths import UNLIMITED_REGIME, RunPaths
 from milebench.spec.base import Spec, SpecError
-from milebench.spec.model import AdapterKind, HubWeights, ImageInput, ModelSpec, TinyWeights
+from milebench.spec.model import HubWeights, ImageInput, ModelSpec, TinyWeights
 from milebench.spec.registry import Specs
 from milebench.spec.run import CombinedSource, Mode, RunSpec, TruncationMode
 from milebench.spec.weights_lock import load_weights_lock
 
 WEIGHTS_LOCK = Path("locks") / "weights.lock.yaml"
-BASELINES = (AdapterKind.RANDOM, AdapterKind.ORACLE)
 
 
 class TokenizerSource(Spec):
@@ -87,7 +86,7 @@ def regime_for(spec: ModelSpec, run: RunSpec, mode: Mode, specs_root: Path) -> R
     combined = mode is Mode.COMBINED_IMAGE or spec.image_input is ImageInput.COMBINED
     tokenizer = tokenizer_source(spec, specs_root)
     needs = [spec.max_context_len, tokenizer] + ([] if combined else [spec.n_tokens_per_image])
-    budgeted = spec.adapter not in BASELINES and all(v is not None for v in needs)
+    budgeted = not spec.builtin and all(v is not None for v in needs)
     return Regime(
         image_input=ImageInput.COMBINED if combined else ImageInput.INTERLEAVED,
         max_context_len=spec.max_context_len if budgeted else None,

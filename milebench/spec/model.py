@@ -174,10 +174,15 @@ class ModelSpec(Spec):
         """One of the models the paper evaluated (not a baseline, not a kit model)."""
         return self.section in PAPER_SECTIONS
 
+    @property
+    def builtin(self) -> bool:
+        """A baseline the kit answers itself: it reads no context, so it has no budget."""
+        return self.adapter in (AdapterKind.RANDOM, AdapterKind.ORACLE)
+
     @model_validator(mode="after")
     def _sources_match(self) -> ModelSpec:
         values = {name: getattr(self, name) for name in BUDGET_FIELDS}
-        problems = source_problems(values, self.context_sources, required=self.paper_model)
+        problems = source_problems(values, self.context_sources, self.paper_model and not self.builtin)
         if problems:
             raise ValueError("; ".join(f"{where}: {message}" for where, message in problems))
         return self
@@ -191,9 +196,7 @@ class ModelSpec(Spec):
         unknown = [
             name
             for name in REQUIRED_FIELDS
-            if getattr(self, name) is None
-            and self.adapter not in (AdapterKind.RANDOM, AdapterKind.ORACLE)
-            and not explained(name)
+            if getattr(self, name) is None and not self.builtin and not explained(name)
         ]
         if self.adapter is AdapterKind.UNPORTED:
             unknown.append("adapter")
