@@ -114,30 +114,39 @@ def infer(args: argparse.Namespace) -> int:
 
     started = utc_now()
     specs = load_specs(args.specs)
-    paths = RunPaths.for_run(specs.run(args.run))
+    run = specs.run(args.run)
+    paths = RunPaths.for_run(run)
     spec = pin_weights(model_spec(specs, args.model), specs.root)
     task = task_spec(specs, args.task)
     mode = Mode(args.mode)
     model_threads, input_workers = split_threads(args.threads)
     limit_threads(model_threads)
     try:
-        regime = model_regime(specs, specs.run(args.run), spec.name, mode)
+        regime = model_regime(specs, run, spec.name, mode)
         samples = read_prepared(paths.prepared(task.name, mode, regime.id))
-        adapter = load_adapter(spec, paths, paths.data_root)
+        adapter = load_adapter(spec, paths, paths.data_root, run.context_overflow)
     except (RecordError, AdapterError) as err:
         log.error("%s", err)
         return 1
     out = paths.predictions(spec.name, task.name, mode)
     try:
         journal = paths.journal(spec.name, task.name, mode)
-        summary = run_model(adapter, spec, samples, out, journal, input_workers=input_workers)
+        summary = run_model(
+            adapter,
+            spec,
+            samples,
+            out,
+            journal,
+            input_workers=input_workers,
+            overflow=run.context_overflow,
+        )
     except AdapterError as err:
         log.error("%s", err)
         return 1
     record = job_provenance(
         stage="infer",
         specs=specs,
-        run=specs.run(args.run),
+        run=run,
         model=spec,
         task=task.name,
         mode=mode.value,
@@ -146,7 +155,7 @@ def infer(args: argparse.Namespace) -> int:
         started_at=started,
     )
     write_provenance(paths.infer_provenance(spec.name, task.name, mode), record)
-    return failure_verdict(summary, specs.run(args.run).max_failure_rate, out)
+    return failure_verdict(summary, run.max_failure_rate, out)
 
 
 def failure_verdict(summary: InferSummary, max_rate: float, out: Path) -> int:

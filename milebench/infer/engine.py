@@ -5,7 +5,9 @@ the batch in flight. A rerun skips every sample whose stored answer has the curr
 samples are retried. At the end the output is written with current records only, in prepared order.
 
 A batch that runs out of GPU memory is halved and retried down to single samples; each prediction
-records the batch size that answered it. With an input worker (a job of two or more threads), the next
+records the batch size that answered it. An input past the model's window is generated, as the official
+code did, and its prediction records by how much (``over_window``); the run's ``context_overflow:
+refuse`` fails such samples instead. With an input worker (a job of two or more threads), the next
 batches' inputs are built in another process while the model answers this one (``prefetch``).
 """
 
@@ -33,6 +35,7 @@ from milebench.infer.adapter import (
 )
 from milebench.infer.prefetch import InputFailure, prefetched, worth_a_worker
 from milebench.infer.progress import Progress
+from milebench.infer.window import images_over, window_excess
 from milebench.io import JsonlAppender, atomic_write_jsonl, canonical_json, read_jsonl, sha256_text
 from milebench.records import FailureKind, Prediction, PreparedSample
 from milebench.spec.model import (
@@ -45,6 +48,7 @@ from milebench.spec.model import (
     ModelSpec,
 )
 from milebench.spec.registry import spec_hash
+from milebench.spec.run import ContextOverflow
 
 log = logging.getLogger(__name__)
 
@@ -131,8 +135,11 @@ def check_image_input(spec: ModelSpec, samples: Sequence[PreparedSample]) -> Non
             )
 
 
-def load_done(path: Path, keys: dict[int, str]) -> dict[int, Prediction]:
-    """Stored successful predictions whose key is current; stale, failed or unreadable ones are dropped."""
+def load_done(
+    path: Path, keys: dict[int, str], overflow: ContextOverflow = ContextOverflow.GENERATE
+) -> dict[int, Prediction]:
+    """Stored successful predictions whose key is current; stale, failed or unreadable ones are dropped,
+    and so, under ``refuse``, are answers generated past the window."""
     if not path.exists():
         return {}
     done: dict[int, Prediction] = {}
@@ -142,7 +149,8 @@ def load_done(path: Path, keys: dict[int, str]) -> dict[int, Prediction]:
         except ValidationError as err:
             log.warning("%s: line %d is not a prediction, ignored: %s", path, line, err)
             continue
-        if pred.failure is None and keys.get(pred.sample_id) == pred.cache_key:
+        refused = overflow is ContextOverflow.REFUSE and pred.over_window is not None
+        if pred.failure is None and keys.get(pred.sample_id) == pred.cache_key and not refused:
             done[pred.sample_id] = pred
     return done
 
@@ -155,6 +163,8 @@ class InferSummary:
     failed: int
     failures: dict[str, int] = field(default_factory=dict)
     """Failed samples per failure kind."""
+    over_window: int = 0
+    """Samples answered although their input exceeded the model's window (recorded in each prediction)."""
 
     @property
     def failure_rate(self) -> float:
@@ -178,21 +188,23 @@ def failed_prediction(
 
 
 def over_image_limit(
-    spec: ModelSpec, samples: Sequence[PreparedSample], keys: dict[int, str]
+    spec: ModelSpec, samples: Sequence[PreparedSample], keys: dict[int, str], overflow: ContextOverflow
 ) -> list[Prediction]:
-    """Samples with more images than the model accepts fail as context overflow without a call."""
-    limit = spec.max_images
+    """Under ``refuse``, samples with more images than the model accepts fail as context overflow
+    without a call; under ``generate`` (as the official code) none is refused."""
+    if overflow is not ContextOverflow.REFUSE:
+        return []
     return [
         failed_prediction(
             spec.name,
             s,
             keys[s.sample_id],
             FailureKind.CONTEXT_OVERFLOW,
-            f"{len(s.images)} images, model {spec.name!r} accepts at most {limit}",
+            f"{len(s.images)} images, model {spec.name!r} accepts at most {spec.max_images}",
             0.0,
         )
         for s in samples
-        if limit is not None and len(s.images) > limit
+        if images_over(spec, s)
     ]
 
 
@@ -271,6 +283,7 @@ def run_batch(
                 output_tokens=counts.output_tokens,
                 batch_size=len(batch),
                 cost_usd=cost_usd(spec, counts),
+                over_window=window_excess(spec, s, counts.input_tokens),
             )
         )
     return predictions
@@ -302,6 +315,7 @@ def run_model(
     out: Path,
     journal: Path | None = None,
     input_workers: int = 0,
+    overflow: ContextOverflow = ContextOverflow.GENERATE,
 ) -> InferSummary:
     """Answer every sample not already answered under its current key; write ``out`` when done.
 
@@ -310,7 +324,8 @@ def run_model(
     journal outside its outputs: finished answers then survive both and are never bought twice. A
     separate journal is left in finishing order: it holds exactly the current records, and only ``out``
     needs prepared order. ``input_workers`` processes build the next batches' inputs while the model
-    generates, for adapters that keep input building apart (``BuildsInputs``).
+    generates, for adapters that keep input building apart (``BuildsInputs``). ``overflow`` is the run's
+    ``context_overflow``: whether an input past the model's window is answered or refused.
     """
     journal = journal or out
     ids = [s.sample_id for s in samples]
@@ -318,7 +333,7 @@ def run_model(
         raise ValueError(f"{out}: prepared samples repeat a sample_id")
     check_image_input(spec, samples)
     keys = {s.sample_id: cache_key(spec, s, adapter.version) for s in samples}
-    records = load_done(out, keys) | load_done(journal, keys)
+    records = load_done(out, keys, overflow) | load_done(journal, keys, overflow)
     reused = len(records)
     if records or journal.exists():
         # Start from a clean journal: no stale records, and no torn last line for the appends to join.
@@ -326,7 +341,7 @@ def run_model(
     pending = [s for s in samples if s.sample_id not in records]
     failures: Counter[str] = Counter()
     label = f"{spec.name} {samples[0].task} {samples[0].mode}" if samples else spec.name
-    too_many = over_image_limit(spec, pending, keys)
+    too_many = over_image_limit(spec, pending, keys, overflow)
     skipped = {p.sample_id for p in too_many}
     batches = plan_batches([s for s in pending if s.sample_id not in skipped], spec.batch)
     with Progress(label, len(pending)) as progress, JsonlAppender(journal) as appender:
@@ -344,6 +359,7 @@ def run_model(
         generated=len(pending),
         failed=sum(failures.values()),
         failures=dict(failures),
+        over_window=sum(1 for i in ids if records[i].over_window is not None),
     )
     log.info("%s -> %s: %s", spec.name, out, summary)
     return summary
