@@ -26,15 +26,20 @@ WEIGHTS_LOCK = Path("locks") / "weights.lock.yaml"
 
 
 class TokenizerSource(Spec):
-    """Where the counting tokenizer loads from: a kit-built model folder or a hub repo."""
+    """Where the counting tokenizer loads from: a kit-built model folder or a hub repo; ``hub-remote-code``
+    is a hub repo whose tokenizer is the repo's own code (the model spec trusts it)."""
 
-    kind: Literal["model-dir", "hub"]
+    kind: Literal["model-dir", "hub", "hub-remote-code"]
     name: str = Field(description="Model spec name (model-dir) or hub repo id.")
     revision: str | None = None
 
     @property
     def label(self) -> str:
         return f"{self.kind}:{self.name}@{self.revision or 'main'}"
+
+    @property
+    def trust_remote_code(self) -> bool:
+        return self.kind == "hub-remote-code"
 
 
 class Regime(Spec):
@@ -67,7 +72,8 @@ UNLIMITED = Regime(image_input=ImageInput.INTERLEAVED)
 
 
 def tokenizer_source(spec: ModelSpec, specs_root: Path) -> TokenizerSource | None:
-    """The model's own tokenizer: its kit-built folder, the spec's ``tokenizer``, or its pinned hub repo."""
+    """The model's own tokenizer: its kit-built folder, the spec's ``tokenizer``, or its pinned hub repo
+    (with the repo's own code when the spec trusts it)."""
     if isinstance(spec.weights, TinyWeights):
         return TokenizerSource(kind="model-dir", name=spec.name)
     if spec.tokenizer is not None:
@@ -77,7 +83,8 @@ def tokenizer_source(spec: ModelSpec, specs_root: Path) -> TokenizerSource | Non
         lock = specs_root / WEIGHTS_LOCK
         if revision is None and lock.is_file():
             revision = load_weights_lock(lock).revisions.get(spec.name)
-        return TokenizerSource(kind="hub", name=spec.weights.repo_id, revision=revision)
+        kind = "hub-remote-code" if spec.weights.trust_remote_code else "hub"
+        return TokenizerSource(kind=kind, name=spec.weights.repo_id, revision=revision)
     return None
 
 
