@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from milebench.report.provenance import Manifest
     from milebench.report.sensitivity import SensitivityRow
     from milebench.report.skipped import SkippedTable
-    from milebench.report.truncation import TruncationTable
+    from milebench.report.truncation import ModelBudget, TruncationTable
     from milebench.report.verdict_view import VerdictView
 
 OVERALL_REAL, OVERALL_DIAG = "overall_real", "overall_diag"
@@ -388,6 +388,8 @@ class Report:
     sensitivity: list[SensitivityRow] | None = None
     """Present when the score files carry the standard scorer."""
     truncation: list[TruncationTable] = field(default_factory=list)
+    budgets: list[ModelBudget] = field(default_factory=list)
+    """Every run model's context budget with the source of each number (shown with truncation)."""
     skipped: list[SkippedTable] = field(default_factory=list)
     """Per mode: skipped samples and preprocess totals per input regime, from the preprocess manifests."""
 
