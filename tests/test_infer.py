@@ -376,15 +376,7 @@ def test_oracle_answers_gold() -> None:
 
 
 def test_unported_adapter_names_the_spec() -> None:
-    unknown = {"kind": "none", "detail": "not stated"}
-    sources = {"max_context_len": unknown, "n_tokens_per_image": unknown}
-    spec = model(
-        "mini-gpt",
-        "unported",
-        notes="needs the original MiniGPT code",
-        section="open-image",
-        context_sources=sources,
-    )
+    spec = model("mini-gpt", "unported", notes="needs the original MiniGPT code", section="open-image")
     with pytest.raises(AdapterError, match=r"model spec 'mini-gpt': adapter 'unported' .*needs the original"):
         load_adapter(spec, PATHS, Path("."))
 

@@ -16,7 +16,7 @@ from milebench.data.lock import load_lock
 from milebench.spec.base import SpecError, load_spec
 from milebench.spec.commands import SCHEMA_MODELS, WEIGHTS_LOCK, export
 from milebench.spec.context import SourceKind
-from milebench.spec.model import PAPER_SECTIONS, AdapterKind, ApiModel, HubWeights, ModelSpec, Section
+from milebench.spec.model import AdapterKind, ApiModel, HubWeights, ModelSpec, Section
 from milebench.spec.registry import DEFAULT_SPECS, Specs, load_specs
 from milebench.spec.run import FixtureSource, HubSource, Mode
 from milebench.spec.task import Group, QuestionType
@@ -158,9 +158,9 @@ def test_model_settings_follow_the_reference(specs: Specs) -> None:
 
 
 def test_every_paper_model_traces_its_budget_to_a_source_or_says_why_not(specs: Specs) -> None:
-    """Every model of the paper's sections in the specs folder: a value with where it comes from, or
+    """Every model of the paper's table in the specs folder: a value with where it comes from, or
     null with a ``none`` source that says why; a set max_images has a source too."""
-    paper_models = [m for m in specs.models.values() if m.section in PAPER_SECTIONS and not m.builtin]
+    paper_models = [m for m in specs.models.values() if m.paper_model]
     assert len(paper_models) == len(specs.paper.main_table.rows) - 1  # every row but Random
     for model in paper_models:
         for name in ("max_context_len", "n_tokens_per_image", "max_images"):

@@ -81,11 +81,11 @@ class BuildsInputs(Protocol):
 
 @runtime_checkable
 class ChecksWindow(Protocol):
-    """Adapters that measure an input against the model's window before generating it. ``overflow`` is
-    the run's ``context_overflow`` (set by the loader): under ``refuse`` they fail a sample that is too
-    long without a call; under ``generate`` (the default, as the official code) they answer it."""
+    """Adapters that measure an input against the model's window before generating it, following the
+    run's ``context_overflow`` (set by the loader): under ``refuse`` they fail a sample that is too long
+    without a call; under ``generate`` (the default, as the official code) they answer it."""
 
-    overflow: ContextOverflow
+    context_overflow: ContextOverflow
 
 
 def failure_kind(err: Exception) -> FailureKind:

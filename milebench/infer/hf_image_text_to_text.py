@@ -48,12 +48,12 @@ class HfImageTextToTextAdapter:
 
     A sample whose encoded input (template and image tokens in) is longer than the spec's
     ``max_context_len`` is generated, as the official code did (the engine records by how much it went
-    over); under the strict variant (``overflow`` refuse) it fails as context overflow without being
-    generated, and the rest of the batch is answered.
+    over); under the strict variant (``context_overflow`` refuse) it fails as context overflow without
+    being generated, and the rest of the batch is answered.
     """
 
     version = f"1+transformers-{transformers.__version__}+torch-{torch.__version__}"
-    overflow: ContextOverflow = ContextOverflow.GENERATE
+    context_overflow: ContextOverflow = ContextOverflow.GENERATE
     """The run's ``context_overflow``, set by the loader."""
     model_class: ClassVar[str] = "AutoModelForImageTextToText"
     """The transformers class that loads the model, looked up at load time: the module then imports
@@ -112,7 +112,7 @@ class HfImageTextToTextAdapter:
     def overflowing(self, samples: Sequence[PreparedSample], inputs: BatchFeature) -> dict[int, str]:
         """Index -> reason for the samples the strict variant refuses (longer than the model's context);
         none under ``generate``."""
-        if self.overflow is not ContextOverflow.REFUSE:
+        if self.context_overflow is not ContextOverflow.REFUSE:
             return {}
         lengths = inputs["attention_mask"].sum(dim=1).tolist()
         reasons = {i: refusal(self.spec, int(n)) for i, n in enumerate(lengths)}

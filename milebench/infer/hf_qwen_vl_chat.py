@@ -60,14 +60,14 @@ class HfQwenVLChatAdapter:
 
     A sample whose chat turn is longer than the spec's ``max_context_len``, or that has more images than
     ``max_images``, is answered, as the official code would have generated it (the engine records by
-    how much it went over); under the strict variant (``overflow`` refuse) a turn too long fails as
-    context overflow without a call, and the engine refuses samples over ``max_images``. Any other
+    how much it went over); under the strict variant (``context_overflow`` refuse) a turn too long fails
+    as context overflow without a call, and the engine refuses samples over ``max_images``. Any other
     error of a sample (a missing picture, a path too long for the image span) fails that sample only.
     Output tokens count every token the model generated, stop tokens included.
     """
 
     version = f"1+transformers-{transformers.__version__}+torch-{torch.__version__}"
-    overflow: ContextOverflow = ContextOverflow.GENERATE
+    context_overflow: ContextOverflow = ContextOverflow.GENERATE
     """The run's ``context_overflow``, set by the loader."""
 
     def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path) -> None:
@@ -143,7 +143,8 @@ class HfQwenVLChatAdapter:
         try:
             query = self.query(sample)
             n_input = self.input_tokens(query)
-            refused = refusal(self.spec, n_input) if self.overflow is ContextOverflow.REFUSE else None
+            strict = self.context_overflow is ContextOverflow.REFUSE
+            refused = refusal(self.spec, n_input) if strict else None
             if refused is not None:
                 return SampleFailure(FailureKind.CONTEXT_OVERFLOW, refused), n_input, None
             torch.manual_seed(self.spec.generation.seed)

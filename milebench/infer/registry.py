@@ -41,8 +41,9 @@ def adapter_class(spec: ModelSpec) -> type[Adapter]:
 def load_adapter(
     spec: ModelSpec, paths: RunPaths, data_root: Path, overflow: ContextOverflow = ContextOverflow.GENERATE
 ) -> Adapter:
-    """The spec's adapter; one that checks the window before generating follows the run's ``overflow``."""
+    """The spec's adapter; one that checks the window before generating follows ``overflow`` (the run's
+    ``context_overflow``)."""
     adapter = adapter_class(spec)(spec, paths, data_root)
     if isinstance(adapter, ChecksWindow):
-        adapter.overflow = overflow
+        adapter.context_overflow = overflow
     return adapter

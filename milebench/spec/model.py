@@ -28,10 +28,6 @@ class Section(StrEnum):
     """Models the kit builds for smoke runs and tests; never part of the paper's table."""
 
 
-PAPER_SECTIONS = (Section.CLOSED, Section.OPEN_IMAGE, Section.OPEN_VIDEO)
-"""The sections of the paper's evaluated models: each must trace its context settings to a source."""
-
-
 class AdapterKind(StrEnum):
     """Model families the engine knows; ``unported`` models need their original code base."""
 
@@ -151,7 +147,7 @@ class ModelSpec(Spec):
     context_sources: ContextSources = Field(
         default_factory=ContextSources,
         description="Where max_context_len, n_tokens_per_image and max_images come from (kind none: "
-        "unknown, and why). Required for the paper's models.",
+        "unknown, and why). Required for the paper's models (those with a paper_name).",
     )
     tokenizer: str | None = Field(
         default=None, description="Hub id of the tokenizer used to count tokens when the model is absent."
@@ -171,8 +167,9 @@ class ModelSpec(Spec):
 
     @property
     def paper_model(self) -> bool:
-        """One of the models the paper evaluated (not a baseline, not a kit model)."""
-        return self.section in PAPER_SECTIONS
+        """One of the models the paper evaluated: a row of its table other than the Random baseline. Each
+        traces its context settings to a source."""
+        return self.paper_name is not None and not self.builtin
 
     @property
     def builtin(self) -> bool:
@@ -182,7 +179,7 @@ class ModelSpec(Spec):
     @model_validator(mode="after")
     def _sources_match(self) -> ModelSpec:
         values = {name: getattr(self, name) for name in BUDGET_FIELDS}
-        problems = source_problems(values, self.context_sources, self.paper_model and not self.builtin)
+        problems = source_problems(values, self.context_sources, self.paper_model)
         if problems:
             raise ValueError("; ".join(f"{where}: {message}" for where, message in problems))
         return self
