@@ -168,10 +168,14 @@ def test_cache_key_covers_images_prompt_and_adapter_version() -> None:
     assert cache_key(spec, prepared(1), "v1") == key
 
 
-def test_cache_key_ignores_the_time_limit_but_not_generation_settings() -> None:
+def test_cache_key_ignores_the_time_limit_and_sources_but_not_generation_settings() -> None:
     base = prepared(1)
     key = cache_key(model(), base, "v1")
     assert cache_key(model(sample_timeout_s=30), base, "v1") == key
+    sourced = {"max_images": {"kind": "kit", "detail": "a test limit"}}
+    assert cache_key(model(max_images=4, context_sources=sourced), base, "v1") == cache_key(
+        model(max_images=4), base, "v1"
+    )
     assert cache_key(model(generation=Generation(max_new_tokens=7)), base, "v1") != key
 
 
