@@ -141,3 +141,19 @@ def test_compare_two_runs_of_one_model(specs_dir: Path, capsys: pytest.CaptureFi
 
     with pytest.raises(SpecError, match="two different models or runs"):
         compare_command(argparse.Namespace(**{**vars(ns), "run_b": None}))
+
+
+def test_a_task_score_from_before_the_official_denominator_is_refused_by_name(
+    specs_dir: Path,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A score file without the denominator would be read as the paper's number: the aggregate names the
+    file and the missing fields, and exits 1."""
+    fill(specs_dir)
+    path = paths_of(specs_dir).task_score("random", "ActionSequence", Mode.MULTI_IMAGE)
+    stale = json.loads(path.read_text())
+    del stale["denominator"], stale["scored_only"]
+    path.write_text(json.dumps(stale))
+    with caplog.at_level(logging.ERROR):
+        assert aggregate(argparse.Namespace(run="t", specs=specs_dir, resamples=10, seed=0)) == 1
+    assert str(path) in caplog.text and "denominator" in caplog.text and "milebench score" in caplog.text

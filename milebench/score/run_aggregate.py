@@ -12,14 +12,15 @@ from __future__ import annotations
 import argparse
 import logging
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from milebench.data.schema import QuantityLevel
 from milebench.io import atomic_write_json
 from milebench.paths import RunPaths
 from milebench.plan import applies
-from milebench.record_files import read_records
+from milebench.record_files import RecordError, read_records
 from milebench.records import FailureKind, Judgment
 from milebench.score.aggregate import (
     OVERALL_REAL,
@@ -35,7 +36,7 @@ from milebench.score.registry import DEFAULT_SCORER
 from milebench.score.standard import SCORER_NAME as STANDARD
 from milebench.score.uncertainty import Estimate, TaskSamples, bootstrap_table, point_columns, task_samples
 from milebench.score.verdict import Verdict, build_verdict
-from milebench.spec.base import Spec
+from milebench.spec.base import Spec, describe_errors
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode, RunSpec
 from milebench.spec.task import Category, TaskSpec
@@ -136,6 +137,18 @@ class RunAggregate(Spec):
     adversarial: tuple[AdversarialDelta, ...]
 
 
+def read_task_score(path: Path) -> TaskScore:
+    """A task score file; one that does not validate (malformed, or written before the official
+    denominator) is a ``RecordError`` naming the file and its fields."""
+    try:
+        return TaskScore.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValidationError as err:
+        raise RecordError(
+            f"{path}: not a valid task score ({describe_errors(err)}); a file written before scores "
+            "divided by every expected sample lacks denominator and scored_only: run `milebench score` again"
+        ) from None
+
+
 class RunFiles:
     """A run's task scores and judgments, read once each; absent files read as None / empty."""
 
@@ -148,9 +161,7 @@ class RunFiles:
         key = (model, task, mode)
         if key not in self._scores:
             path = self.paths.task_score(model, task, mode)
-            self._scores[key] = (
-                TaskScore.model_validate_json(path.read_text(encoding="utf-8")) if path.exists() else None
-            )
+            self._scores[key] = read_task_score(path) if path.exists() else None
         return self._scores[key]
 
     def judgments(self, model: str, task: str, mode: Mode) -> list[Judgment]:
@@ -344,7 +355,7 @@ def aggregate(args: argparse.Namespace) -> int:
             if Mode.MULTI_IMAGE in run.modes
             else None
         )
-    except IncompleteError as err:
+    except (IncompleteError, RecordError) as err:
         log.error("%s", err)
         return 1
     atomic_write_json(paths.aggregate_json, result.model_dump(mode="json"))
