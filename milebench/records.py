@@ -98,6 +98,18 @@ class FailureKind(StrEnum):
     ADAPTER_ERROR = "adapter_error"
 
 
+class WindowExcess(Spec):
+    """How far a sample's input went past the model's window when it was generated anyway, as the
+    official code generated every sample without checking (``context_overflow: generate``)."""
+
+    input_tokens: int | None = Field(description="The model input's tokens (template and image tokens in).")
+    max_context_len: int | None
+    tokens_over: int = Field(ge=0, description="input_tokens - max_context_len; 0 when within or unknown.")
+    images: int = Field(ge=0, description="Images the model received.")
+    max_images: int | None
+    images_over: int = Field(ge=0, description="images - max_images; 0 when within or no limit.")
+
+
 class Prediction(Spec):
     """A model's answer to one sample, or the failure that stopped it; failures are never scored."""
 
@@ -114,6 +126,9 @@ class Prediction(Spec):
     output_tokens: int | None = None
     batch_size: int | None = Field(default=None, description="Samples per generate call that answered it.")
     cost_usd: float | None = Field(default=None, description="From token counts and the spec's prices.")
+    over_window: WindowExcess | None = Field(
+        default=None, description="Set when the input exceeded the model's window and was generated anyway."
+    )
 
 
 class Judgment(Spec):

@@ -12,6 +12,7 @@ from milebench.score.aggregate import (
     OVERALL_DIAG,
     OVERALL_REAL,
     REALISTIC_GROUPS,
+    Denominator,
     LevelScore,
     TaskScore,
     column_tasks,
@@ -59,7 +60,19 @@ def task(name: str, group: Group) -> TaskSpec:
     )
 
 
-def test_task_score_is_the_mean_x100_over_scored_samples_only() -> None:
+def test_a_failed_sample_lowers_the_paper_score_the_scored_only_variant_does_not() -> None:
+    """The official evaluator divides by every sample: 3 correct of 4 expected, one failed, is 75.0."""
+    judgments = [judgment(i, "scored", 1.0) for i in range(3)] + [judgment(3, "failed", None)]
+    result = summarise("ActionSequence", "m", Mode.MULTI_IMAGE, "paper", judgments)
+    assert result.denominator is Denominator.EXPECTED
+    assert result.score == pytest.approx(75.0)
+    assert result.scored_only == pytest.approx(100.0)
+    assert (result.n, result.n_scored, result.n_failed) == (4, 3, 1)
+    few = result.levels["Few"]
+    assert (few.score, few.n, few.n_scored) == (75.0, 4, 3)
+
+
+def test_task_and_level_scores_divide_by_every_expected_sample() -> None:
     judgments = [
         judgment(0, "scored", 1.0, "Few"),
         judgment(1, "scored", 0.0, "Few"),
@@ -68,19 +81,22 @@ def test_task_score_is_the_mean_x100_over_scored_samples_only() -> None:
         judgment(4, "missing", None, "Medium"),
     ]
     result = summarise("ActionSequence", "m", Mode.MULTI_IMAGE, "paper", judgments)
-    assert result.score == pytest.approx(50.0)
+    assert result.score == pytest.approx(30.0)  # (1 + 0 + 0.5 + 0 + 0) / 5
+    assert result.scored_only == pytest.approx(50.0)  # (1 + 0 + 0.5) / 3
     assert (result.n, result.n_scored, result.n_missing, result.n_failed) == (5, 3, 1, 1)
-    assert result.levels["Few"].score == pytest.approx(50.0)
-    assert result.levels["Few"].n_scored == 2
-    assert result.levels["Many"].score == pytest.approx(50.0)
-    assert result.levels["Medium"].score is None
-    assert result.levels["Medium"].n_scored == 0
+    assert (result.levels["Few"].score, result.levels["Few"].n, result.levels["Few"].n_scored) == (50.0, 2, 2)
+    assert result.levels["Many"].score == pytest.approx(25.0)
+    assert (result.levels["Medium"].score, result.levels["Medium"].n, result.levels["Medium"].n_scored) == (
+        0.0,
+        1,
+        0,
+    )
 
 
-def test_task_with_nothing_scored_has_no_score() -> None:
+def test_task_with_nothing_scored_scores_zero_and_has_no_scored_only_mean() -> None:
     result = summarise("ActionSequence", "m", Mode.MULTI_IMAGE, "paper", [judgment(0, "failed", None)])
-    assert result.score is None
-    assert result.n_failed == 1
+    assert (result.score, result.scored_only, result.n_failed) == (0.0, None, 1)
+    assert summarise("ActionSequence", "m", Mode.MULTI_IMAGE, "paper", []).score is None
 
 
 def test_group_is_the_mean_of_its_tasks_and_needs_all_of_them() -> None:
@@ -113,8 +129,8 @@ def test_overalls_are_plain_means_of_their_groups() -> None:
 def test_coverage_counts_missing_files_and_samples() -> None:
     def score(n: int, scored: int, missing: int, failed: int) -> TaskScore:
         return TaskScore(
-            task="t", model="m", mode=Mode.MULTI_IMAGE, scorer="paper", score=1.0, n=n,
-            n_scored=scored, n_missing=missing, n_failed=failed, levels={},
+            task="t", model="m", mode=Mode.MULTI_IMAGE, scorer="paper", denominator=Denominator.EXPECTED,
+            score=1.0, scored_only=1.0, n=n, n_scored=scored, n_missing=missing, n_failed=failed, levels={},
         )  # fmt: skip
 
     cov = coverage([score(10, 7, 2, 1), None, score(5, 5, 0, 0)])
@@ -154,19 +170,19 @@ def test_rules_reproduce_the_printed_overalls_except_listed_inconsistencies(pape
     assert checked >= 2 * len(paper.main_table.rows) - 6
 
 
-def test_levels_pool_every_scored_sample_of_a_model_across_tasks() -> None:
+def test_levels_pool_every_expected_sample_of_a_model_across_tasks() -> None:
     def scored(few: tuple[float, int], many: tuple[float, int]) -> TaskScore:
         return TaskScore(
-            task="t", model="m", mode=Mode.MULTI_IMAGE, scorer="paper", score=1.0, n=10, n_scored=10,
-            n_missing=0, n_failed=0,
-            levels={"Few": LevelScore(score=few[0], n_scored=few[1]),
-                    "Medium": LevelScore(score=None, n_scored=0),
-                    "Many": LevelScore(score=many[0], n_scored=many[1])},
+            task="t", model="m", mode=Mode.MULTI_IMAGE, scorer="paper", denominator=Denominator.EXPECTED,
+            score=1.0, scored_only=1.0, n=10, n_scored=10, n_missing=0, n_failed=0,
+            levels={"Few": LevelScore(score=few[0], n=few[1], n_scored=few[1]),
+                    "Medium": LevelScore(score=None, n=0, n_scored=0),
+                    "Many": LevelScore(score=many[0], n=many[1], n_scored=many[1])},
         )  # fmt: skip
 
     pooled = pooled_levels([scored((100.0, 1), (50.0, 4)), scored((0.0, 3), (100.0, 4))])
     assert pooled["Few"].score == pytest.approx(25.0)  # 1 of 4 samples, not the mean of 100 and 0
-    assert pooled["Few"].n_scored == 4
+    assert (pooled["Few"].n, pooled["Few"].n_scored) == (4, 4)
     assert pooled["Many"].score == pytest.approx(75.0)
     assert pooled["Medium"].score is None
 

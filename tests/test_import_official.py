@@ -91,8 +91,10 @@ def test_imports_and_scores_with_both_scorers(setup: tuple[Path, Path, Path]) ->
     standard = [j["extracted"] for j in judgments if j["scorer"] == "standard"]
     assert standard == ["B", "C", None]
     result = json.loads(paths.task_score("random", "ActionSequence", Mode.MULTI_IMAGE).read_text())
-    assert result["score"] == pytest.approx(50.0) and result["missing_ids"] == [2]
-    assert result["variants"]["standard"]["score"] == pytest.approx(100.0)
+    # Sample 2 has no official answer: it counts as wrong (1 right of 3); scored-only: 1 of the 2 answers.
+    assert result["score"] == pytest.approx(100 / 3) and result["missing_ids"] == [2]
+    assert result["scored_only"] == pytest.approx(50.0)
+    assert result["variants"]["standard"]["score"] == pytest.approx(200 / 3)
 
 
 def test_gold_answer_of_another_data_version_is_refused(setup: tuple[Path, Path, Path]) -> None:

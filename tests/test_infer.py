@@ -29,11 +29,11 @@ from milebench.paths import RunPaths
 from milebench.preprocess import commands as preprocess_commands
 from milebench.preprocess.prompt import option_label
 from milebench.record_files import RecordError, read_prepared
-from milebench.records import FailureKind, Prediction, PreparedSample
+from milebench.records import FailureKind, Prediction, PreparedSample, WindowExcess
 from milebench.spec.model import BatchRule, Generation
 from milebench.spec.paper import ContaminationTable, ImageQuantityTable, MainTable, PaperSpec
 from milebench.spec.registry import Specs
-from milebench.spec.run import FixtureSource, Mode, RunSpec
+from milebench.spec.run import ContextOverflow, FixtureSource, Mode, RunSpec
 from milebench.spec.task import Group, QuestionType, ScorerKind
 
 PATHS = RunPaths(out=Path("unused"), reports=Path("unused"))
@@ -170,10 +170,14 @@ def test_cache_key_covers_images_prompt_and_adapter_version() -> None:
     assert cache_key(spec, prepared(1), "v1") == key
 
 
-def test_cache_key_ignores_the_time_limit_but_not_generation_settings() -> None:
+def test_cache_key_ignores_the_time_limit_and_sources_but_not_generation_settings() -> None:
     base = prepared(1)
     key = cache_key(model(), base, "v1")
     assert cache_key(model(sample_timeout_s=30), base, "v1") == key
+    sourced = {"max_images": {"kind": "kit", "detail": "a test limit"}}
+    assert cache_key(model(max_images=4, context_sources=sourced), base, "v1") == cache_key(
+        model(max_images=4), base, "v1"
+    )
     assert cache_key(model(generation=Generation(max_new_tokens=7)), base, "v1") != key
 
 
@@ -287,12 +291,38 @@ def test_combined_model_refuses_multi_image_samples(tmp_path: Path) -> None:
     )
 
 
-def test_more_images_than_the_model_takes_is_context_overflow(tmp_path: Path) -> None:
-    adapter = CountingAdapter()
+def test_an_input_past_the_window_is_generated_and_recorded_as_the_official_code_did(tmp_path: Path) -> None:
+    """The official code never checked the window: a sample over max_images or max_context_len is
+    answered, and its prediction says by how much it went over."""
+    adapter = CountingAdapter()  # reports 10 input tokens per sample
     out = tmp_path / "p.jsonl"
-    summary = run_model(adapter, model(max_images=2), [prepared(0, n_images=2), prepared(1, n_images=3)], out)
-    assert adapter.seen == [0]
-    assert summary.failures == {"context_overflow": 1}
+    spec = model(max_images=2, max_context_len=8)
+    summary = run_model(adapter, spec, [prepared(0, n_images=2), prepared(1, n_images=3)], out)
+    assert adapter.seen == [0, 1]
+    assert (summary.failed, summary.over_window) == (0, 2)
+    saved = records(out)
+    assert all(p.failure is None and p.response for p in saved)
+    assert saved[0].over_window == WindowExcess(
+        input_tokens=10, max_context_len=8, tokens_over=2, images=2, max_images=2, images_over=0
+    )
+    assert saved[1].over_window == WindowExcess(
+        input_tokens=10, max_context_len=8, tokens_over=2, images=3, max_images=2, images_over=1
+    )
+    within = run_model(
+        CountingAdapter(), model(max_images=3), [prepared(2, n_images=3)], tmp_path / "q.jsonl"
+    )
+    assert within.over_window == 0 and records(tmp_path / "q.jsonl")[0].over_window is None
+
+
+def test_the_strict_variant_refuses_more_images_than_the_model_takes(tmp_path: Path) -> None:
+    out = tmp_path / "p.jsonl"
+    samples = [prepared(0, n_images=2), prepared(1, n_images=3)]
+    run_model(CountingAdapter(), model(max_images=2), samples, out)
+    assert records(out)[1].over_window is not None
+    adapter = CountingAdapter()
+    summary = run_model(adapter, model(max_images=2), samples, out, overflow=ContextOverflow.REFUSE)
+    assert adapter.seen == [], "the answer in range is reused, the one past the window is not"
+    assert (summary.reused, summary.failures) == (1, {"context_overflow": 1})
     assert "3 images, model 'random' accepts at most 2" in (records(out)[1].failure_detail or "")
 
 
@@ -419,7 +449,7 @@ def test_preprocess_then_infer_handlers(tmp_path: Path, monkeypatch: pytest.Monk
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(torch_threads)
-    assert calls == [{"input_workers": 1, "data_root": None}]
+    assert calls == [{"input_workers": 1, "data_root": None, "overflow": ContextOverflow.GENERATE}]
     saved = records(paths.predictions("random", task.name, Mode.MULTI_IMAGE))
     assert [r.sample_id for r in saved] == [0, 1, 2]
     assert all(r.response in {"A", "B", "C"} and r.model == "random" for r in saved)

@@ -22,12 +22,15 @@ from milebench.paths import UNLIMITED_REGIME, RunPaths
 from milebench.plan import model_regimes, prepare_jobs
 from milebench.preprocess import commands
 from milebench.preprocess.regime import model_regime
+from milebench.preprocess.tokenizer import TokenizerError, load_tokenizer
 from milebench.records import PreparedSample, TruncationRecord
 from milebench.spec.model import ModelSpec
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode, RunSpec
 
 REAL = load_specs()
+STANDIN = Path(__file__).parent / "qwen_vl_chat_standin"
+"""A stand-in for the Qwen-VL-Chat hub repository: config, tokenizer and model as remote code."""
 TASKS = ("ActionSequence", "SlideVQA", "GPR1200")
 
 
@@ -147,9 +150,40 @@ def test_paper_run_shares_one_unlimited_file_among_models_without_budget() -> No
     run = REAL.run("paper")
     ids = model_regimes(REAL, run)
     unlimited = [m for m in run.models if ids[(m, Mode.MULTI_IMAGE)] == UNLIMITED_REGIME]
-    assert {"random", "gpt-4v", "claude-3-opus", "qwen-vl-chat"} <= set(unlimited)
+    assert {"random", "gpt-4v", "claude-3-opus"} <= set(unlimited)  # API models: no counting tokenizer
     assert ids[("llava-1.5-7b", Mode.MULTI_IMAGE)].startswith("ctx4096-paper-")
+    assert ids[("qwen-vl-chat", Mode.MULTI_IMAGE)].startswith("ctx8192-paper-")
     assert ids[("qwen-vl-chat", Mode.COMBINED_IMAGE)].startswith("ctx8192-paper-combined1-")
+
+
+def test_a_remote_code_tokenizer_counts_when_the_spec_trusts_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Qwen-VL-Chat's tokenizer is the repository's own code: with ``trust_remote_code: true`` in the
+    spec, its regimes (combined-image included) are prepared with it. The stand-in's byte-level tokenizer
+    counts one token per UTF-8 byte, so the kept context counts its own byte length, and every kept
+    image its 256 tokens."""
+    qwen = REAL.models["qwen-vl-chat"]
+    weights = qwen.weights.model_copy(update={"repo_id": str(STANDIN)})
+    specs = specs_for(tmp_path, tmp_path / "out")
+    specs.runs["t"] = specs.runs["t"].model_copy(update={"models": ("qwen-vl-chat",)})
+    specs.models["qwen-vl-chat"] = qwen.model_copy(update={"weights": weights})
+    paths = RunPaths.for_run(specs.runs["t"])
+    write_tree(paths.out / "data", [REAL.tasks[t] for t in TASKS], seed=0, samples_per_task=3)
+    monkeypatch.setattr(commands, "load_specs", lambda _root: specs)
+    for mode in (Mode.COMBINED_IMAGE, Mode.MULTI_IMAGE):
+        regime = model_regime(specs, specs.runs["t"], "qwen-vl-chat", mode)
+        assert regime.tokenizer is not None and regime.tokenizer.kind == "hub-remote-code"
+        assert preprocess("SlideVQA", mode, regime.id) == 0
+        for sample in prepared(paths, "SlideVQA", mode, regime.id):
+            counted = record(sample)
+            pieces = sample.context.split("<ImageHere>")
+            assert counted.max_context_len == 8192
+            assert counted.text_tokens_kept == sum(len(piece.encode("utf-8")) for piece in pieces)
+            if mode is Mode.MULTI_IMAGE:
+                assert counted.image_tokens_kept == 256 * counted.images_kept
+    with pytest.raises(TokenizerError, match="custom code"):
+        load_tokenizer(STANDIN)
 
 
 def test_bad_samples_fail_or_are_counted(

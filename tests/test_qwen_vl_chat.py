@@ -24,6 +24,7 @@ from milebench.paths import RunPaths
 from milebench.records import FailureKind, Prediction
 from milebench.spec.model import ModelSpec
 from milebench.spec.registry import load_specs
+from milebench.spec.run import ContextOverflow
 
 STANDIN = Path(__file__).parent / "qwen_vl_chat_standin"
 SIZES = [(40, 30), (32, 32), (20, 50), (64, 16)]
@@ -110,7 +111,14 @@ def test_answers_depend_on_the_pictures(checkpoint: Path, paths: RunPaths, tmp_p
     assert load_adapter(spec(checkpoint), recoloured, recoloured.data_root).generate([sample]) != original
 
 
-def test_context_limit_is_exact_and_skips_the_model(
+def test_a_turn_past_the_window_is_answered_as_without_the_limit(checkpoint: Path, paths: RunPaths) -> None:
+    sample = picture_sample(0, 2)
+    answer = load_adapter(spec(checkpoint), paths, paths.data_root).generate([sample])
+    short = load_adapter(spec(checkpoint, max_context_len=10), paths, paths.data_root)
+    assert short.generate([sample]) == answer
+
+
+def test_the_strict_variant_limit_is_exact_and_skips_the_model(
     checkpoint: Path, paths: RunPaths, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sample = picture_sample(0, 2)
@@ -118,9 +126,10 @@ def test_context_limit_is_exact_and_skips_the_model(
     answer = unlimited.generate([sample])
     n_tokens = unlimited.last_usage()[0].input_tokens
     assert n_tokens is not None
-    exact = load_adapter(spec(checkpoint, max_context_len=n_tokens), paths, paths.data_root)
+    strict = ContextOverflow.REFUSE
+    exact = load_adapter(spec(checkpoint, max_context_len=n_tokens), paths, paths.data_root, strict)
     assert exact.generate([sample]) == answer
-    short = load_adapter(spec(checkpoint, max_context_len=n_tokens - 1), paths, paths.data_root)
+    short = load_adapter(spec(checkpoint, max_context_len=n_tokens - 1), paths, paths.data_root, strict)
     monkeypatch.setattr(short.model, "chat", _no_call)
     [failure] = short.generate([sample])
     assert failure == SampleFailure(
@@ -162,8 +171,9 @@ def test_remote_code_must_be_trusted(checkpoint: Path, paths: RunPaths) -> None:
 
 
 def test_engine_answers_and_resumes(checkpoint: Path, paths: RunPaths, tmp_path: Path) -> None:
-    """Samples over max_images fail as context overflow without a model call; the rest are answered
-    once, with token counts, and a rerun reuses every answer."""
+    """A sample over max_images is answered, as the official code would have, and records by how many
+    images it went over; every sample is answered once, with token counts, and a rerun reuses every
+    answer. The strict variant refuses that sample without a model call."""
     model = spec(checkpoint, max_images=2)
     adapter = load_adapter(model, paths, paths.data_root)
     calls: list[str] = []
@@ -177,12 +187,22 @@ def test_engine_answers_and_resumes(checkpoint: Path, paths: RunPaths, tmp_path:
     samples = [picture_sample(0, 1), picture_sample(1, 3), picture_sample(2, 2), picture_sample(3, 1)]
     out = tmp_path / "predictions.jsonl"
     summary = run_model(adapter, model, samples, out)
-    assert (summary.total, summary.failed, summary.failures) == (4, 1, {"context_overflow": 1})
+    assert (summary.total, summary.failed, summary.over_window) == (4, 0, 1)
     predictions = {p.sample_id: p for p in (Prediction.model_validate(r) for r in read_jsonl(out))}
-    assert predictions[1].failure is FailureKind.CONTEXT_OVERFLOW
-    assert len(calls) == 3 and not any("Picture 3" in q for q in calls), "one call per answered sample"
-    answered = [predictions[i] for i in (0, 2, 3)]
-    assert all(p.response and p.input_tokens and p.output_tokens for p in answered)
+    over = predictions[1].over_window
+    assert over is not None and (over.images, over.max_images, over.images_over, over.tokens_over) == (
+        3,
+        2,
+        1,
+        0,
+    )
+    assert len(calls) == 4, "one call per sample"
+    assert all(p.response and p.input_tokens and p.output_tokens for p in predictions.values())
     assert predictions[0].response == predictions[3].response, "same pictures and prompt text"
     rerun = run_model(adapter, model, samples, out)
-    assert (rerun.reused, len(calls)) == (3, 3)
+    assert (rerun.reused, len(calls)) == (4, 4)
+
+    strict_out = tmp_path / "strict.jsonl"
+    strict = run_model(adapter, model, samples, strict_out, overflow=ContextOverflow.REFUSE)
+    assert (strict.failed, strict.failures, len(calls)) == (1, {"context_overflow": 1}, 7)
+    assert not any("Picture 3" in q for q in calls[4:]), "the refused sample never reaches the model"

@@ -124,9 +124,10 @@ def write_scores(specs_dir: Path, skip: tuple[str, str, Mode] | None = None, fai
                 n_failed = failed if (model, name) == ("evil", "ActionSequence") else 0
                 adv_shift = 1.0 if mode is Mode.ADVERSARIAL else 0.0
                 score = TaskScore(
-                    task=name, model=model, mode=mode, scorer="paper", score=value - adv_shift, n=3,
+                    task=name, model=model, mode=mode, scorer="paper", denominator="expected",
+                    score=value - adv_shift, scored_only=value - adv_shift, n=3,
                     n_scored=3 - n_failed, n_missing=0, n_failed=n_failed,
-                    levels={"Few": LevelScore(score=value, n_scored=3 - n_failed)},
+                    levels={"Few": LevelScore(score=value, n=3, n_scored=3 - n_failed)},
                     failures={FailureKind.OOM: n_failed} if n_failed else {},
                     failed_ids=tuple(range(n_failed)),
                 )  # fmt: skip

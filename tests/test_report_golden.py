@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 import yaml
+from markupsafe import escape as html_escape
 
 from milebench.io import atomic_write_json, atomic_write_jsonl
 from milebench.paths import RunPaths
@@ -64,12 +65,14 @@ def golden(tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, RunPaths]:
                 model=row.model,
                 mode=Mode.MULTI_IMAGE,
                 scorer="paper",
+                denominator="expected",
                 score=value,
+                scored_only=value,
                 n=SAMPLES,
                 n_scored=SAMPLES,
                 n_missing=0,
                 n_failed=0,
-                levels={"Few": LevelScore(score=value, n_scored=SAMPLES)},
+                levels={"Few": LevelScore(score=value, n=SAMPLES, n_scored=SAMPLES)},
             )
             atomic_write_json(
                 paths.task_score(row.model, task.name, Mode.MULTI_IMAGE), score.model_dump(mode="json")
@@ -130,3 +133,37 @@ def test_verdict_is_all_pass_and_rendered(golden: tuple[Report, RunPaths]) -> No
     assert '<td data-column="overall_real"><span class="ours best-blue">47.5</span>' in mantis.group(1)
     tex = (paths.reports / "report.tex").read_text(encoding="utf-8")
     assert r"\best{red}{61.8}" in tex and r"\best{blue}{47.5}" in tex
+
+
+def test_every_paper_model_shows_its_context_budget_with_sources(golden: tuple[Report, RunPaths]) -> None:
+    """Each model of the paper's table: its context settings with the kind of their source, the source
+    text itself, and whether a budget cut its prompts; an unknown value says so, with the reason."""
+    result, paths = golden
+    specs = load_specs(DEFAULT_SPECS)
+    assert [b.model for b in result.budgets] == [row.model for row in specs.paper.main_table.rows]
+    html = (paths.reports / "report.html").read_text(encoding="utf-8")
+    budgets = re.search(r'<table class="budgets" id="budgets">(.*?)</table>', html, re.S)
+    sources = re.search(r'<table class="budget-sources" id="budget-sources">(.*?)</table>', html, re.S)
+    assert budgets and sources
+    yi = re.search(r'<tr data-model="yi-vl">(.*?)</tr>', budgets.group(1), re.S)
+    assert yi
+    per_image = '<td data-column="n_tokens_per_image">1,024<span class="cell-coverage">model-config'
+    assert per_image in yi.group(1) and "multi-image: yes" in yi.group(1)
+    gemini = re.search(r'<tr data-model="gemini-1.5">(.*?)</tr>', budgets.group(1), re.S)
+    assert gemini and "multi-image: no (no tokenizer to count with)" in gemini.group(1)
+    for budget in result.budgets:
+        spec = specs.models[budget.model]
+        for setting in budget.settings:
+            source = getattr(spec.context_sources, setting.key)
+            assert setting.source == source
+            if source is None:
+                continue
+            row = f'<tr data-model="{budget.model}" data-setting="{setting.key}">'
+            assert row in sources.group(1), (budget.model, setting.key)
+            assert str(html_escape(source.detail)) in sources.group(1)
+    llava = next(b for b in result.budgets if b.model == "llava-1.5-7b")
+    assert llava.applied == {Mode.MULTI_IMAGE: None}
+    cheetor = next(b for b in result.budgets if b.model == "cheetor")
+    assert cheetor.applied == {Mode.MULTI_IMAGE: "unknown max_context_len and n_tokens_per_image"}
+    tex = (paths.reports / "report.tex").read_text(encoding="utf-8")
+    assert "Sources of the context budgets" in tex

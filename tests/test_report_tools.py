@@ -136,7 +136,7 @@ def build_run(root: Path) -> tuple[Path, RunPaths]:
                     paths.judgments(model, task, mode), [j.model_dump(mode="json") for j in rows]
                 )
                 mean = 100 * sum(scores) / len(scores)
-                level = {"Medium": LevelScore(score=mean, n_scored=len(ids))}
+                level = {"Medium": LevelScore(score=mean, n=len(ids), n_scored=len(ids))}
                 # One failed sample, so the LaTeX shows coverage beside numbers (allow_incomplete: true).
                 failed = int((model, task, mode) == ("evil", "WebQA", Mode.COMBINED_IMAGE))
                 score = TaskScore(
@@ -144,7 +144,9 @@ def build_run(root: Path) -> tuple[Path, RunPaths]:
                     model=model,
                     mode=mode,
                     scorer="paper",
+                    denominator="expected",
                     score=mean,
+                    scored_only=mean,
                     n=len(ids) + failed,
                     n_scored=len(ids),
                     n_missing=0,

@@ -102,6 +102,10 @@ def test_aggregate_command_exits_1_then_builds_with_coverage_when_allowed(
     multi = next(m for m in data["models"] if m["mode"] == "multi-image")
     assert multi["column_coverage"]["ActionSequence"] == pytest.approx(2 / 3)
     assert multi["coverage"]["samples_missing"] == 1
+    # 1 right of 3 expected (the missing sample counts as wrong); scored-only: 1 of the 2 answered.
+    assert (data["denominator"], multi["denominator"]) == ("expected", "expected")
+    assert multi["columns"]["ActionSequence"]["value"] == pytest.approx(100 / 3)
+    assert multi["scored_only"]["ActionSequence"] == pytest.approx(50.0)
     verdict = json.loads(paths.verdict_json.read_text())
     assert verdict["run"] == "t" and verdict["cells"] == []  # the test paper spec has no rows
 
@@ -137,3 +141,19 @@ def test_compare_two_runs_of_one_model(specs_dir: Path, capsys: pytest.CaptureFi
 
     with pytest.raises(SpecError, match="two different models or runs"):
         compare_command(argparse.Namespace(**{**vars(ns), "run_b": None}))
+
+
+def test_a_task_score_from_before_the_official_denominator_is_refused_by_name(
+    specs_dir: Path,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A score file without the denominator would be read as the paper's number: the aggregate names the
+    file and the missing fields, and exits 1."""
+    fill(specs_dir)
+    path = paths_of(specs_dir).task_score("random", "ActionSequence", Mode.MULTI_IMAGE)
+    stale = json.loads(path.read_text())
+    del stale["denominator"], stale["scored_only"]
+    path.write_text(json.dumps(stale))
+    with caplog.at_level(logging.ERROR):
+        assert aggregate(argparse.Namespace(run="t", specs=specs_dir, resamples=10, seed=0)) == 1
+    assert str(path) in caplog.text and "denominator" in caplog.text and "milebench score" in caplog.text

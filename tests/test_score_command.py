@@ -138,7 +138,10 @@ def test_scores_judges_and_counts_failed_and_missing(specs_dir: Path) -> None:
     assert standard[:3] == [("scored", "B", 1.0), ("scored", "B", 0.0), ("scored", "D", 1.0)]
 
     result = json.loads(paths.task_score("random", "ActionSequence", Mode.MULTI_IMAGE).read_text())
-    assert result["score"] == pytest.approx(200 / 3)
+    # Two right of five expected: the failed and the missing sample count as wrong, as the official
+    # evaluator divides by every sample; the scored-only variant divides by the three answers.
+    assert (result["denominator"], result["score"]) == ("expected", pytest.approx(40.0))
+    assert result["scored_only"] == pytest.approx(200 / 3)
     assert (result["n"], result["n_scored"], result["n_missing"], result["n_failed"]) == (5, 3, 1, 1)
     assert (result["task"], result["model"], result["mode"], result["scorer"]) == (
         "ActionSequence",
@@ -146,12 +149,12 @@ def test_scores_judges_and_counts_failed_and_missing(specs_dir: Path) -> None:
         "multi-image",
         "paper",
     )
-    assert result["levels"]["Few"] == {"score": 50.0, "n_scored": 2}
-    assert result["levels"]["Many"] == {"score": 100.0, "n_scored": 1}
-    assert result["levels"]["Medium"] == {"score": None, "n_scored": 0}
+    assert result["levels"]["Few"] == {"score": 50.0, "n": 2, "n_scored": 2}
+    assert result["levels"]["Many"] == {"score": 100.0, "n": 1, "n_scored": 1}
+    assert result["levels"]["Medium"] == {"score": 0.0, "n": 2, "n_scored": 0}
     assert result["failures"] == {"oom": 1}
     assert (result["missing_ids"], result["failed_ids"]) == ([4], [3])
-    assert result["variants"]["standard"]["score"] == pytest.approx(200 / 3)
+    assert result["variants"]["standard"]["score"] == pytest.approx(40.0)
     assert result["variants"]["standard"]["n_scored"] == 3
 
 
@@ -163,7 +166,8 @@ def test_missing_predictions_file_marks_every_sample_missing(specs_dir: Path) ->
     assert score(args(specs_dir, "Spot-the-Diff")) == 0
 
     result = json.loads(paths.task_score("random", "Spot-the-Diff", Mode.MULTI_IMAGE).read_text())
-    assert (result["score"], result["n"], result["n_missing"], result["n_scored"]) == (None, 3, 3, 0)
+    assert (result["score"], result["scored_only"]) == (0.0, None)
+    assert (result["n"], result["n_missing"], result["n_scored"]) == (3, 3, 0)
 
 
 def test_open_ended_scores_are_rouge_l(specs_dir: Path) -> None:

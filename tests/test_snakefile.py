@@ -48,9 +48,10 @@ def test_paper_dry_run_lists_every_job_without_data(tmp_path: Path) -> None:
     counts = dry_run("paper", tmp_path)
     assert counts["infer"] == n_cells
     assert counts["score"] == n_cells
-    # One preprocess job per (task, mode, input regime): multi-image and adversarial have the unlimited
-    # regime plus llava-1.5-7b, llava-1.5-13b and yi-vl; combined-image adds qwen-vl-chat (no image tokens).
-    assert counts["preprocess"] == len(prepare_jobs(specs, run)) == 4 * 29 + 5 * 29 + 4 * 26
+    # One preprocess job per (task, mode, input regime): in every mode the unlimited regime plus one per
+    # model with a budget and a tokenizer to count with: llava-1.5-7b and -13b, llava-1.6-7b and -13b,
+    # yi-vl, qwen-vl-chat and allava-longer (29 tasks; adversarial 26).
+    assert counts["preprocess"] == len(prepare_jobs(specs, run)) == 8 * 29 + 8 * 29 + 8 * 26
     assert counts["fetch"] == 1 and counts["report"] == 1
     assert "fixture" not in counts
 

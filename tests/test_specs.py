@@ -9,12 +9,14 @@ from pathlib import Path
 from statistics import mean
 
 import pytest
+import yaml
 
 from milebench.cli import main
 from milebench.data.lock import load_lock
-from milebench.spec.base import SpecError
+from milebench.spec.base import SpecError, load_spec
 from milebench.spec.commands import SCHEMA_MODELS, WEIGHTS_LOCK, export
-from milebench.spec.model import AdapterKind, ApiModel, HubWeights, Section
+from milebench.spec.context import SourceKind
+from milebench.spec.model import AdapterKind, ApiModel, HubWeights, ModelSpec, Section
 from milebench.spec.registry import DEFAULT_SPECS, Specs, load_specs
 from milebench.spec.run import FixtureSource, HubSource, Mode
 from milebench.spec.task import Group, QuestionType
@@ -130,8 +132,10 @@ def test_model_paper_names_match_csv(specs: Specs) -> None:
 def test_model_settings_follow_the_reference(specs: Specs) -> None:
     m = specs.models
     assert (m["llava-1.5-7b"].max_context_len, m["llava-1.5-7b"].n_tokens_per_image) == (4096, 576)
-    assert (m["yi-vl"].max_context_len, m["yi-vl"].n_tokens_per_image) == (4096, 576)
-    assert (m["qwen-vl-chat"].max_context_len, m["qwen-vl-chat"].max_images) == (8192, 32)
+    # Yi-VL's 448-px tower with 14-px patches gives 32 x 32 tokens, not LLaVA-1.5's 576.
+    assert (m["yi-vl"].max_context_len, m["yi-vl"].n_tokens_per_image) == (4096, 1024)
+    qwen = m["qwen-vl-chat"]
+    assert (qwen.max_context_len, qwen.n_tokens_per_image, qwen.max_images) == (8192, 256, 32)
     api_ids = {n: s.weights.model_id for n, s in m.items() if isinstance(s.weights, ApiModel)}
     assert api_ids == {
         "gpt-4v": "gpt-4-turbo",
@@ -151,6 +155,33 @@ def test_model_settings_follow_the_reference(specs: Specs) -> None:
     assert m["llava-1.5-7b"].container == m["llava-1.5-13b"].container == "llava15"
     tiny = m["tiny-llava"]
     assert (tiny.max_context_len, tiny.n_tokens_per_image, tiny.generation.max_new_tokens) == (2048, 16, 8)
+
+
+def test_every_paper_model_traces_its_budget_to_a_source_or_says_why_not(specs: Specs) -> None:
+    """Every model of the paper's table in the specs folder: a value with where it comes from, or
+    null with a ``none`` source that says why; a set max_images has a source too."""
+    paper_models = [m for m in specs.models.values() if m.paper_model]
+    assert len(paper_models) == len(specs.paper.main_table.rows) - 1  # every row but Random
+    for model in paper_models:
+        for name in ("max_context_len", "n_tokens_per_image", "max_images"):
+            value, source = getattr(model, name), getattr(model.context_sources, name)
+            if name == "max_images" and value is None and source is None:
+                continue
+            assert source is not None and source.detail.strip(), (model.name, name)
+            assert (source.kind is SourceKind.NONE) == (value is None), (model.name, name)
+
+
+def test_a_budget_without_its_source_is_refused_naming_file_and_field(tmp_path: Path) -> None:
+    spec = yaml.safe_load((DEFAULT_SPECS / "models" / "yi-vl.yaml").read_text(encoding="utf-8"))
+    del spec["context_sources"]["n_tokens_per_image"]
+    path = tmp_path / "yi-vl.yaml"
+    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    with pytest.raises(SpecError, match=r"yi-vl\.yaml.*context_sources\.n_tokens_per_image"):
+        load_spec(path, ModelSpec)
+    spec["context_sources"]["n_tokens_per_image"] = {"kind": "none", "detail": "unknown"}
+    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    with pytest.raises(SpecError, match="kind none, but n_tokens_per_image is 1024"):
+        load_spec(path, ModelSpec)
 
 
 def test_runs(specs: Specs) -> None:

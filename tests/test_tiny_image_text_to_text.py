@@ -1,19 +1,25 @@
 """The generic image-text-to-text adapter on a tiny LLaVA checkpoint that carries a chat template:
-AutoProcessor + AutoModelForImageTextToText, content parts per image in order, context overflow."""
+AutoProcessor + AutoModelForImageTextToText, content parts per image in order, inputs past the window
+(generated and recorded, or refused under the strict variant)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from picture_samples import picture_sample, write_pictures
 from transformers import AutoProcessor, LlavaForConditionalGeneration
 
 from milebench.infer.adapter import AdapterError, SampleFailure
+from milebench.infer.engine import run_model
 from milebench.infer.hf_image_text_to_text import HfImageTextToTextAdapter
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import build_tiny_llava
+from milebench.io import read_jsonl
 from milebench.paths import RunPaths
-from milebench.records import FailureKind
+from milebench.records import FailureKind, Prediction
 from milebench.spec.model import ModelSpec
+from milebench.spec.run import ContextOverflow
 
 TEMPLATE = (
     "{% for message in messages %}{{ message['role'] | upper }}: "
@@ -80,8 +86,30 @@ def test_generates_deterministically_for_one_and_three_images(paths: RunPaths) -
     assert usage[0].output_tokens is not None and 1 <= usage[0].output_tokens <= 6
 
 
-def test_input_longer_than_the_context_fails_as_overflow(paths: RunPaths) -> None:
-    adapter = load_adapter(spec(max_context_len=60), paths, paths.data_root)
+def test_input_longer_than_the_context_is_generated_and_its_excess_recorded(
+    paths: RunPaths, tmp_path: Path
+) -> None:
+    """As the official code: the template and image tokens push a sample past the window, and it is
+    answered anyway, exactly as without the limit; the prediction records the tokens over."""
+    short = spec(max_context_len=60)
+    batch = [picture_sample(0, 3), picture_sample(1, 1)]
+    reference = load_adapter(spec(), paths, paths.data_root).generate(batch)
+    adapter = load_adapter(short, paths, paths.data_root)
+    assert adapter.generate(batch) == reference
+    n_input = adapter.last_usage()[0].input_tokens
+    assert n_input is not None and n_input > 60
+    out = tmp_path / "predictions.jsonl"
+    summary = run_model(adapter, short, batch, out)
+    saved = [Prediction.model_validate(row) for row in read_jsonl(out)]
+    assert (summary.failed, summary.over_window) == (0, 1)
+    assert [p.response for p in saved] == reference
+    excess = saved[0].over_window
+    assert excess is not None and (excess.input_tokens, excess.tokens_over) == (n_input, n_input - 60)
+    assert saved[1].over_window is None
+
+
+def test_the_strict_variant_refuses_an_input_longer_than_the_context(paths: RunPaths) -> None:
+    adapter = load_adapter(spec(max_context_len=60), paths, paths.data_root, ContextOverflow.REFUSE)
     answers = adapter.generate([picture_sample(0, 3), picture_sample(1, 1)])
     assert isinstance(answers[0], SampleFailure)
     assert answers[0].kind is FailureKind.CONTEXT_OVERFLOW

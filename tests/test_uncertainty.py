@@ -1,4 +1,5 @@
-"""Bootstrap intervals follow the paper's aggregation; paired comparisons use only shared samples."""
+"""Bootstrap intervals follow the paper's aggregation and its denominator; paired comparisons use only
+shared samples."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from mini_specs import MINI_TASKS
 from scipy.stats import bootstrap
 
 from milebench.records import Judgment
-from milebench.score.aggregate import OVERALL_DIAG, OVERALL_REAL
+from milebench.score.aggregate import OVERALL_DIAG, OVERALL_REAL, Denominator
 from milebench.score.uncertainty import TaskSamples, bootstrap_table, compare, point_columns, task_samples
 from milebench.spec.run import Mode
 
@@ -20,6 +21,7 @@ def samples(scores: list[float], start: int = 0) -> TaskSamples:
         ids=tuple(range(start, start + len(scores))),
         scores=np.array(scores, dtype=float),
         n_expected=len(scores),
+        n_scored=len(scores),
     )
 
 
@@ -74,18 +76,35 @@ def test_point_columns_equal_bootstrap_values() -> None:
     assert points == {column: estimate.value for column, estimate in table.items()}
 
 
-def test_task_samples_keep_only_scored_rows_of_one_scorer() -> None:
-    def row(i: int, scorer: str, status: str, score: float | None) -> Judgment:
-        return Judgment(task="t", mode=Mode.MULTI_IMAGE, model="m", sample_id=i, scorer=scorer, status=status,
-                        score=score, image_quantity_level="Few")  # fmt: skip
+def row(i: int, scorer: str, status: str, score: float | None) -> Judgment:
+    return Judgment(task="SlideVQA", mode=Mode.MULTI_IMAGE, model="m", sample_id=i, scorer=scorer,
+                    status=status, score=score, image_quantity_level="Few")  # fmt: skip
 
+
+def test_task_samples_count_a_failed_row_as_zero_unless_scored_only_is_asked() -> None:
     rows = [
         row(0, "paper", "scored", 1.0),
         row(1, "paper", "failed", None),
+        row(2, "paper", "missing", None),
         row(0, "standard", "scored", 0.0),
     ]
     found = task_samples(rows, "paper")
-    assert found.ids == (0,) and found.scores.tolist() == [1.0] and found.n_expected == 2
+    assert (found.ids, found.scores.tolist()) == ((0, 1, 2), [1.0, 0.0, 0.0])
+    assert (found.n_expected, found.n_scored) == (3, 1)
+    only = task_samples(rows, "paper", Denominator.SCORED_ONLY)
+    assert (only.ids, only.scores.tolist(), only.n_expected, only.n_scored) == ((0,), [1.0], 3, 1)
+
+
+def test_intervals_resample_the_official_denominator() -> None:
+    """3 correct of 4 expected, one failed: the value is 75.0 and its interval comes from [1, 1, 1, 0], so it
+    is not the degenerate [100, 100] of the three scored samples."""
+    rows = [row(i, "paper", "scored", 1.0) for i in range(3)] + [row(3, "paper", "failed", None)]
+    official = bootstrap_table({"SlideVQA": task_samples(rows)}, TASKS, resamples=500, seed=0)["SlideVQA"]
+    assert official.value == pytest.approx(75.0)
+    assert official.low is not None and official.low < 75.0 <= official.high == 100.0
+    only = task_samples(rows, "paper", Denominator.SCORED_ONLY)
+    scored_only = bootstrap_table({"SlideVQA": only}, TASKS, resamples=500, seed=0)["SlideVQA"]
+    assert (scored_only.value, scored_only.low, scored_only.high) == (100.0, 100.0, 100.0)
 
 
 def test_identical_sides_differ_by_nothing() -> None:

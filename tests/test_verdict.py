@@ -31,7 +31,9 @@ def tasks():
 def exact(fraction: float, n: int = 1000) -> TaskSamples:
     """n samples whose mean is ``fraction`` (to 1/n)."""
     k = round(fraction * n)
-    return TaskSamples(ids=tuple(range(n)), scores=np.array([1.0] * k + [0.0] * (n - k)), n_expected=n)
+    return TaskSamples(
+        ids=tuple(range(n)), scores=np.array([1.0] * k + [0.0] * (n - k)), n_expected=n, n_scored=n
+    )
 
 
 def samples_for(paper: PaperSpec, tasks, model: str, shift: float = 0.0) -> dict[str, TaskSamples]:

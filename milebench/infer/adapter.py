@@ -10,6 +10,7 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 from milebench.paths import RunPaths
 from milebench.records import FailureKind, PreparedSample
 from milebench.spec.model import ModelSpec
+from milebench.spec.run import ContextOverflow
 
 
 class AdapterError(RuntimeError):
@@ -89,6 +90,15 @@ class BuildsInputs(Protocol):
     def answer(self, samples: Sequence[PreparedSample], inputs: Any) -> list[str | SampleFailure]:
         """``generate`` from inputs already built by ``encode``."""
         ...
+
+
+@runtime_checkable
+class ChecksWindow(Protocol):
+    """Adapters that measure an input against the model's window before generating it, following the
+    run's ``context_overflow`` (set by the loader): under ``refuse`` they fail a sample that is too long
+    without a call; under ``generate`` (the default, as the official code) they answer it."""
+
+    context_overflow: ContextOverflow
 
 
 def failure_kind(err: Exception) -> FailureKind:

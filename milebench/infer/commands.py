@@ -115,16 +115,17 @@ def infer(args: argparse.Namespace) -> int:
 
     started = utc_now()
     specs = load_specs(args.specs)
-    paths = RunPaths.for_run(specs.run(args.run))
+    run = specs.run(args.run)
+    paths = RunPaths.for_run(run)
     spec = pin_weights(model_spec(specs, args.model), specs.root)
     task = task_spec(specs, args.task)
     mode = Mode(args.mode)
     model_threads, input_workers = split_threads(args.threads)
     limit_threads(model_threads)
     try:
-        regime = model_regime(specs, specs.run(args.run), spec.name, mode)
+        regime = model_regime(specs, run, spec.name, mode)
         samples = read_prepared(paths.prepared(task.name, mode, regime.id))
-        adapter = load_adapter(spec, paths, paths.data_root)
+        adapter = load_adapter(spec, paths, paths.data_root, run.context_overflow)
     except (RecordError, AdapterError) as err:
         log.error("%s", err)
         return 1
@@ -133,7 +134,14 @@ def infer(args: argparse.Namespace) -> int:
     try:
         journal = paths.journal(spec.name, task.name, mode)
         summary = run_model(
-            adapter, spec, samples, out, journal, input_workers=input_workers, data_root=images
+            adapter,
+            spec,
+            samples,
+            out,
+            journal,
+            input_workers=input_workers,
+            data_root=images,
+            overflow=run.context_overflow,
         )
     except (AdapterError, CellBusy) as err:
         log.error("%s", err)
@@ -141,7 +149,7 @@ def infer(args: argparse.Namespace) -> int:
     record = job_provenance(
         stage="infer",
         specs=specs,
-        run=specs.run(args.run),
+        run=run,
         model=spec,
         task=task.name,
         mode=mode.value,
@@ -150,7 +158,7 @@ def infer(args: argparse.Namespace) -> int:
         started_at=started,
     )
     write_provenance(paths.infer_provenance(spec.name, task.name, mode), record)
-    return failure_verdict(summary, specs.run(args.run).max_failure_rate, out)
+    return failure_verdict(summary, run.max_failure_rate, out)
 
 
 def failure_verdict(summary: InferSummary, max_rate: float, out: Path) -> int:

@@ -5,7 +5,9 @@ the batch in flight. A rerun skips every sample whose stored answer has the curr
 samples are retried. At the end the output is written with current records only, in prepared order.
 
 A batch that runs out of GPU memory is halved and retried down to single samples; each prediction
-records the batch size that answered it. A sample whose image changed since preprocessing, or cannot be
+records the batch size that answered it. An input past the model's window is generated, as the official
+code did, and its prediction records by how much (``over_window``); the run's ``context_overflow:
+refuse`` fails such samples instead. A sample whose image changed since preprocessing, or cannot be
 decoded, fails on its own and the rest of its batch is answered (``images``). With an input worker (a
 job of two or more threads), the next batches' inputs are built in another process while the model
 answers this one (``prefetch``). One job at a time answers a cell: it holds a lock beside the journal
@@ -36,6 +38,7 @@ from milebench.infer.images import changed_images
 from milebench.infer.journal import cell_lock, read_predictions
 from milebench.infer.prefetch import InputFailure, input_failure, prefetched, worth_a_worker
 from milebench.infer.progress import Progress
+from milebench.infer.window import images_over, window_excess
 from milebench.io import JsonlAppender, atomic_write_jsonl, canonical_json, sha256_text
 from milebench.records import FailureKind, Prediction, PreparedSample
 from milebench.spec.model import (
@@ -48,10 +51,13 @@ from milebench.spec.model import (
     ModelSpec,
 )
 from milebench.spec.registry import spec_hash
+from milebench.spec.run import ContextOverflow
 
 log = logging.getLogger(__name__)
 
 UNPINNED = "unpinned"
+NOT_IN_ANSWER = frozenset({"context_sources"})
+"""Spec fields left out of the cache key entirely: documentation of the spec, not settings."""
 DETAIL_LIMIT = 2000
 
 
@@ -78,7 +84,7 @@ def cache_key(spec: ModelSpec, sample: PreparedSample, adapter_version: str) -> 
     return sha256_text(
         canonical_json(
             {
-                "spec": spec_hash(answer_spec(spec)),
+                "spec": spec_hash(answer_spec(spec), exclude=NOT_IN_ANSWER),
                 "revision": weights_revision(spec),
                 "task": sample.task,
                 "mode": sample.mode.value,
@@ -132,15 +138,21 @@ def check_image_input(spec: ModelSpec, samples: Sequence[PreparedSample]) -> Non
             )
 
 
-def load_done(path: Path, keys: dict[int, str]) -> dict[int, Prediction]:
-    """Stored successful predictions whose key is current; stale or failed ones are dropped, lines that
-    are not predictions set aside (``journal``)."""
+def load_done(
+    path: Path, keys: dict[int, str], overflow: ContextOverflow = ContextOverflow.GENERATE
+) -> dict[int, Prediction]:
+    """Stored successful predictions whose key is current; stale or failed ones are dropped, and so, under
+    ``refuse``, are answers generated past the window; lines that are not predictions are set aside
+    (``journal``)."""
     if not path.exists():
         return {}
+    refuse = overflow is ContextOverflow.REFUSE
     return {
         pred.sample_id: pred
         for pred in read_predictions(path)
-        if pred.failure is None and keys.get(pred.sample_id) == pred.cache_key
+        if pred.failure is None
+        and keys.get(pred.sample_id) == pred.cache_key
+        and not (refuse and pred.over_window is not None)
     }
 
 
@@ -152,6 +164,8 @@ class InferSummary:
     failed: int
     failures: dict[str, int] = field(default_factory=dict)
     """Failed samples per failure kind."""
+    over_window: int = 0
+    """Samples answered although their input exceeded the model's window (recorded in each prediction)."""
 
     @property
     def failure_rate(self) -> float:
@@ -175,21 +189,23 @@ def failed_prediction(
 
 
 def over_image_limit(
-    spec: ModelSpec, samples: Sequence[PreparedSample], keys: dict[int, str]
+    spec: ModelSpec, samples: Sequence[PreparedSample], keys: dict[int, str], overflow: ContextOverflow
 ) -> list[Prediction]:
-    """Samples with more images than the model accepts fail as context overflow without a call."""
-    limit = spec.max_images
+    """Under ``refuse``, samples with more images than the model accepts fail as context overflow
+    without a call; under ``generate`` (as the official code) none is refused."""
+    if overflow is not ContextOverflow.REFUSE:
+        return []
     return [
         failed_prediction(
             spec.name,
             s,
             keys[s.sample_id],
             FailureKind.CONTEXT_OVERFLOW,
-            f"{len(s.images)} images, model {spec.name!r} accepts at most {limit}",
+            f"{len(s.images)} images, model {spec.name!r} accepts at most {spec.max_images}",
             0.0,
         )
         for s in samples
-        if limit is not None and len(s.images) > limit
+        if images_over(spec, s)
     ]
 
 
@@ -310,6 +326,7 @@ def run_batch(
                 output_tokens=counts.output_tokens,
                 batch_size=len(batch),
                 cost_usd=cost_usd(spec, counts),
+                over_window=window_excess(spec, s, counts.input_tokens),
             )
         )
     return predictions
@@ -342,6 +359,7 @@ def run_model(
     journal: Path | None = None,
     input_workers: int = 0,
     data_root: Path | None = None,
+    overflow: ContextOverflow = ContextOverflow.GENERATE,
 ) -> InferSummary:
     """Answer every sample not already answered under its current key; write ``out`` when done.
 
@@ -351,8 +369,9 @@ def run_model(
     separate journal is left in finishing order: it holds exactly the current records, and only ``out``
     needs prepared order. ``input_workers`` processes build the next batches' inputs while the model
     generates, for adapters that keep input building apart (``BuildsInputs``). With ``data_root``, each
-    image is checked against its prepared hash first (adapters that read images). Raises ``CellBusy``
-    while another job answers the same cell.
+    image is checked against its prepared hash first (adapters that read images). ``overflow`` is the
+    run's ``context_overflow``: whether an input past the model's window is answered or refused. Raises
+    ``CellBusy`` while another job answers the same cell.
     """
     journal = journal or out
     ids = [s.sample_id for s in samples]
@@ -361,7 +380,7 @@ def run_model(
     check_image_input(spec, samples)
     label = f"{spec.name} {samples[0].task} {samples[0].mode}" if samples else spec.name
     with cell_lock(journal, label):
-        summary = answer_cell(adapter, spec, samples, out, journal, input_workers, data_root, label)
+        summary = answer_cell(adapter, spec, samples, out, journal, input_workers, data_root, overflow, label)
     log.info("%s -> %s: %s", spec.name, out, summary)
     return summary
 
@@ -374,6 +393,7 @@ def answer_cell(
     journal: Path,
     input_workers: int,
     data_root: Path | None,
+    overflow: ContextOverflow,
     label: str,
 ) -> InferSummary:
     """``run_model`` once the cell is locked."""
@@ -381,14 +401,14 @@ def answer_cell(
     keys = {s.sample_id: cache_key(spec, s, adapter.version) for s in samples}
     records: dict[int, Prediction] = {}
     for path in dict.fromkeys((out, journal)):
-        records |= load_done(path, keys)
+        records |= load_done(path, keys, overflow)
     reused = len(records)
     if records or journal.exists():
         # Start from a clean journal: no stale records, and no torn last line for the appends to join.
         atomic_write_jsonl(journal, (records[i].model_dump(mode="json") for i in ids if i in records))
     pending = [s for s in samples if s.sample_id not in records]
     failures: Counter[str] = Counter()
-    too_many = over_image_limit(spec, pending, keys)
+    too_many = over_image_limit(spec, pending, keys, overflow)
     over = {p.sample_id for p in too_many}
     refused = too_many + image_refusals(
         spec, [s for s in pending if s.sample_id not in over], keys, data_root
@@ -410,4 +430,5 @@ def answer_cell(
         generated=len(pending),
         failed=sum(failures.values()),
         failures=dict(failures),
+        over_window=sum(1 for i in ids if records[i].over_window is not None),
     )

@@ -22,9 +22,11 @@ from milebench.infer.adapter import AdapterError, SampleFailure, TokenUsage
 from milebench.infer.hf_checkpoint import checkpoint
 from milebench.infer.images import reading_image
 from milebench.infer.time_limit import cut_by_time_limit, timeout_failure
+from milebench.infer.window import refusal
 from milebench.paths import RunPaths
 from milebench.records import IMAGE_PLACEHOLDER, FailureKind, PreparedSample
 from milebench.spec.model import ModelSpec
+from milebench.spec.run import ContextOverflow
 
 
 def split_segments(prompt: str) -> list[dict[str, str]]:
@@ -45,11 +47,15 @@ DTYPE_ARGUMENT = "dtype" if Version(transformers.__version__) >= Version("4.56")
 class HfImageTextToTextAdapter:
     """Greedy batched generation with left padding; seeded so any sampling path is reproducible too.
 
-    Samples whose encoded input is longer than the spec's ``max_context_len`` fail as context
-    overflow without being generated; the rest of the batch is answered.
+    A sample whose encoded input (template and image tokens in) is longer than the spec's
+    ``max_context_len`` is generated, as the official code did (the engine records by how much it went
+    over); under the strict variant (``context_overflow`` refuse) it fails as context overflow without
+    being generated, and the rest of the batch is answered.
     """
 
     version = f"1+transformers-{transformers.__version__}+torch-{torch.__version__}"
+    context_overflow: ContextOverflow = ContextOverflow.GENERATE
+    """The run's ``context_overflow``, set by the loader."""
     model_class: ClassVar[str] = "AutoModelForImageTextToText"
     """The transformers class that loads the model, looked up at load time: the module then imports
     under the older transformers of the paper-era containers, and only a class they lack is an error."""
@@ -105,23 +111,20 @@ class HfImageTextToTextAdapter:
         return self.processor(text=texts, images=images or None, return_tensors="pt", padding=True)
 
     def overflowing(self, samples: Sequence[PreparedSample], inputs: BatchFeature) -> dict[int, str]:
-        """Index -> reason for the samples longer than the model's context."""
-        limit = self.spec.max_context_len
-        if limit is None:
+        """Index -> reason for the samples the strict variant refuses (longer than the model's context);
+        none under ``generate``."""
+        if self.context_overflow is not ContextOverflow.REFUSE:
             return {}
         lengths = inputs["attention_mask"].sum(dim=1).tolist()
-        return {
-            i: f"input of {n} tokens exceeds max_context_len {limit}"
-            for i, n in enumerate(lengths)
-            if n > limit
-        }
+        reasons = {i: refusal(self.spec, int(n)) for i, n in enumerate(lengths)}
+        return {i: reason for i, reason in reasons.items() if reason is not None}
 
     def generate(self, samples: Sequence[PreparedSample]) -> list[str | SampleFailure]:
         return self.answer(samples, self.encode(samples))
 
     @torch.inference_mode()
     def answer(self, samples: Sequence[PreparedSample], inputs: BatchFeature) -> list[str | SampleFailure]:
-        """Answers from the batch's encoded inputs; samples longer than the context fail on their own."""
+        """Answers from the batch's encoded inputs; samples the strict variant refuses fail on their own."""
         too_long = self.overflowing(samples, inputs)
         fitting = [s for i, s in enumerate(samples) if i not in too_long]
         answers: list[str | SampleFailure] = []

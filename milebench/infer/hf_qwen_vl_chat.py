@@ -23,9 +23,11 @@ from transformers.generation.streamers import BaseStreamer
 from milebench.infer.adapter import AdapterError, SampleFailure, TokenUsage, failure_kind
 from milebench.infer.hf_checkpoint import checkpoint
 from milebench.infer.time_limit import cut_by_time_limit, timeout_failure
+from milebench.infer.window import refusal
 from milebench.paths import RunPaths
 from milebench.records import IMAGE_PLACEHOLDER, FailureKind, PreparedSample
 from milebench.spec.model import ModelSpec
+from milebench.spec.run import ContextOverflow
 
 SYSTEM = "You are a helpful assistant."
 """The system turn of ``chat`` (its default), passed explicitly so the token count below matches it."""
@@ -56,13 +58,17 @@ class TokenCounter(BaseStreamer):
 class HfQwenVLChatAdapter:
     """One ``chat`` call per sample, seeded.
 
-    A sample whose query is longer than the spec's ``max_context_len`` fails as context overflow without
-    a call (samples over ``max_images`` never reach the adapter: the engine fails them). Any other error
-    of a sample (a missing picture, a path too long for the image span) fails that sample only. Output
-    tokens count every token the model generated, stop tokens included.
+    A sample whose chat turn is longer than the spec's ``max_context_len``, or that has more images than
+    ``max_images``, is answered, as the official code would have generated it (the engine records by
+    how much it went over); under the strict variant (``context_overflow`` refuse) a turn too long fails
+    as context overflow without a call, and the engine refuses samples over ``max_images``. Any other
+    error of a sample (a missing picture, a path too long for the image span) fails that sample only.
+    Output tokens count every token the model generated, stop tokens included.
     """
 
     version = f"1+transformers-{transformers.__version__}+torch-{torch.__version__}"
+    context_overflow: ContextOverflow = ContextOverflow.GENERATE
+    """The run's ``context_overflow``, set by the loader."""
 
     def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path) -> None:
         self.spec = spec
@@ -137,10 +143,10 @@ class HfQwenVLChatAdapter:
         try:
             query = self.query(sample)
             n_input = self.input_tokens(query)
-            limit = self.spec.max_context_len
-            if limit is not None and n_input > limit:
-                detail = f"input of {n_input} tokens exceeds max_context_len {limit}"
-                return SampleFailure(FailureKind.CONTEXT_OVERFLOW, detail), n_input, None
+            strict = self.context_overflow is ContextOverflow.REFUSE
+            refused = refusal(self.spec, n_input) if strict else None
+            if refused is not None:
+                return SampleFailure(FailureKind.CONTEXT_OVERFLOW, refused), n_input, None
             torch.manual_seed(self.spec.generation.seed)
             counter = TokenCounter()
             response, _ = self.model.chat(

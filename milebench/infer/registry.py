@@ -5,9 +5,10 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from milebench.infer.adapter import Adapter, AdapterError
+from milebench.infer.adapter import Adapter, AdapterError, ChecksWindow
 from milebench.paths import RunPaths
 from milebench.spec.model import AdapterKind, ModelSpec
+from milebench.spec.run import ContextOverflow
 
 ADAPTERS: dict[AdapterKind, str] = {
     AdapterKind.RANDOM: "milebench.infer.random:RandomAdapter",
@@ -37,5 +38,12 @@ def adapter_class(spec: ModelSpec) -> type[Adapter]:
     return getattr(importlib.import_module(module_name), class_name)
 
 
-def load_adapter(spec: ModelSpec, paths: RunPaths, data_root: Path) -> Adapter:
-    return adapter_class(spec)(spec, paths, data_root)
+def load_adapter(
+    spec: ModelSpec, paths: RunPaths, data_root: Path, overflow: ContextOverflow = ContextOverflow.GENERATE
+) -> Adapter:
+    """The spec's adapter; one that checks the window before generating follows ``overflow`` (the run's
+    ``context_overflow``)."""
+    adapter = adapter_class(spec)(spec, paths, data_root)
+    if isinstance(adapter, ChecksWindow):
+        adapter.context_overflow = overflow
+    return adapter

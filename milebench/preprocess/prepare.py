@@ -72,7 +72,7 @@ def load_budget(regime: Regime, paths: RunPaths) -> Budget | None:
     return Budget(
         max_context_len=regime.max_context_len,
         n_tokens_per_image=regime.n_tokens_per_image or 0,
-        tokenizer=load_tokenizer(location, source.revision),
+        tokenizer=load_tokenizer(location, source.revision, source.trust_remote_code),
         mode=regime.truncation,
     )
 

@@ -17,25 +17,29 @@ from pydantic import Field
 from milebench.io import canonical_json, sha256_text
 from milebench.paths import UNLIMITED_REGIME, RunPaths
 from milebench.spec.base import Spec, SpecError
-from milebench.spec.model import AdapterKind, HubWeights, ImageInput, ModelSpec, TinyWeights
+from milebench.spec.model import HubWeights, ImageInput, ModelSpec, TinyWeights
 from milebench.spec.registry import Specs
 from milebench.spec.run import CombinedSource, Mode, RunSpec, TruncationMode
 from milebench.spec.weights_lock import load_weights_lock
 
 WEIGHTS_LOCK = Path("locks") / "weights.lock.yaml"
-BASELINES = (AdapterKind.RANDOM, AdapterKind.ORACLE)
 
 
 class TokenizerSource(Spec):
-    """Where the counting tokenizer loads from: a kit-built model folder or a hub repo."""
+    """Where the counting tokenizer loads from: a kit-built model folder or a hub repo; ``hub-remote-code``
+    is a hub repo whose tokenizer is the repo's own code (the model spec trusts it)."""
 
-    kind: Literal["model-dir", "hub"]
+    kind: Literal["model-dir", "hub", "hub-remote-code"]
     name: str = Field(description="Model spec name (model-dir) or hub repo id.")
     revision: str | None = None
 
     @property
     def label(self) -> str:
         return f"{self.kind}:{self.name}@{self.revision or 'main'}"
+
+    @property
+    def trust_remote_code(self) -> bool:
+        return self.kind == "hub-remote-code"
 
 
 class Regime(Spec):
@@ -68,7 +72,8 @@ UNLIMITED = Regime(image_input=ImageInput.INTERLEAVED)
 
 
 def tokenizer_source(spec: ModelSpec, specs_root: Path) -> TokenizerSource | None:
-    """The model's own tokenizer: its kit-built folder, the spec's ``tokenizer``, or its pinned hub repo."""
+    """The model's own tokenizer: its kit-built folder, the spec's ``tokenizer``, or its pinned hub repo
+    (with the repo's own code when the spec trusts it)."""
     if isinstance(spec.weights, TinyWeights):
         return TokenizerSource(kind="model-dir", name=spec.name)
     if spec.tokenizer is not None:
@@ -78,7 +83,8 @@ def tokenizer_source(spec: ModelSpec, specs_root: Path) -> TokenizerSource | Non
         lock = specs_root / WEIGHTS_LOCK
         if revision is None and lock.is_file():
             revision = load_weights_lock(lock).revisions.get(spec.name)
-        return TokenizerSource(kind="hub", name=spec.weights.repo_id, revision=revision)
+        kind = "hub-remote-code" if spec.weights.trust_remote_code else "hub"
+        return TokenizerSource(kind=kind, name=spec.weights.repo_id, revision=revision)
     return None
 
 
@@ -87,7 +93,7 @@ def regime_for(spec: ModelSpec, run: RunSpec, mode: Mode, specs_root: Path) -> R
     combined = mode is Mode.COMBINED_IMAGE or spec.image_input is ImageInput.COMBINED
     tokenizer = tokenizer_source(spec, specs_root)
     needs = [spec.max_context_len, tokenizer] + ([] if combined else [spec.n_tokens_per_image])
-    budgeted = spec.adapter not in BASELINES and all(v is not None for v in needs)
+    budgeted = not spec.builtin and all(v is not None for v in needs)
     return Regime(
         image_input=ImageInput.COMBINED if combined else ImageInput.INTERLEAVED,
         max_context_len=spec.max_context_len if budgeted else None,

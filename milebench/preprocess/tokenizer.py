@@ -7,12 +7,16 @@ text with ``tokenizer.decode(ids)``; :class:`HFTokenizer` does exactly that. ``o
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # transformers costs seconds to import; only jobs that count tokens pay for it
     from transformers import PreTrainedTokenizerBase
+
+
+log = logging.getLogger(__name__)
 
 
 class TokenizerError(ValueError):
@@ -55,12 +59,27 @@ class HFTokenizer:
         return [tuple(span) for span in encoded["offset_mapping"]]
 
 
-def load_tokenizer(source: str | Path, revision: str | None = None) -> HFTokenizer:
-    """Load from a local model folder or a hub id (the hub's cache applies; offline mode is honoured)."""
+def load_tokenizer(
+    source: str | Path, revision: str | None = None, trust_remote_code: bool = False
+) -> HFTokenizer:
+    """Load from a local model folder or a hub id (the hub's cache applies; offline mode is honoured).
+
+    ``trust_remote_code`` runs the repository's own tokenizer code (Qwen-VL-Chat ships one), as its
+    model spec allows with ``weights.trust_remote_code: true``; from the hub without a pinned revision
+    that code can change under the run, so it is loaded with a warning.
+    """
+    if trust_remote_code and revision is None and not Path(source).is_dir():
+        log.warning(
+            "tokenizer %s runs the repository's own code at its current main: pin its revision in "
+            "specs/locks/weights.lock.yaml (milebench lock-weights) so the counting code cannot change",
+            source,
+        )
     try:
         from transformers import AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(str(source), revision=revision)
+        tokenizer = AutoTokenizer.from_pretrained(
+            str(source), revision=revision, trust_remote_code=trust_remote_code
+        )
     except (OSError, ValueError) as err:
         raise TokenizerError(f"cannot load tokenizer {source}: {err}") from None
     return HFTokenizer(tokenizer, str(source))

@@ -22,7 +22,7 @@ from milebench.report.render import FIGURES, render_html, render_tex
 from milebench.report.sensitivity import sensitivity_rows
 from milebench.report.skipped import skipped_tables
 from milebench.report.tables import PAPER_MODE, Report, build_report
-from milebench.report.truncation import truncation_tables
+from milebench.report.truncation import budget_rows, truncation_tables
 from milebench.report.verdict_view import build_verdict_view
 from milebench.score.aggregate import TaskScore
 from milebench.score.run_aggregate import (
@@ -67,6 +67,7 @@ def gather(specs: Specs, run: RunSpec, paths: RunPaths, files: ReportFiles | Non
         manifests=manifests(paths),
         sensitivity=sensitivity_rows(models, tasks, all_tasks, lookup) if PAPER_MODE in run.modes else None,
         truncation=truncation_tables(specs, run, tasks, evidence),
+        budgets=budget_rows(specs, run),
         skipped=skipped_tables(specs, run, tasks, paths),
     )
 

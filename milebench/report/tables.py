@@ -9,14 +9,15 @@ from typing import TYPE_CHECKING
 
 from milebench.plan import applies
 from milebench.score.aggregate import (
-    LEVELS,
     Coverage,
+    Denominator,
     TaskScore,
     column_tasks,
     coverage,
     group_scores,
     overall_diag,
     overall_real,
+    pooled_levels,
 )
 from milebench.spec.model import ModelSpec, Section
 from milebench.spec.paper import MainRow, PaperSpec
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from milebench.report.provenance import Manifest
     from milebench.report.sensitivity import SensitivityRow
     from milebench.report.skipped import SkippedTable
-    from milebench.report.truncation import TruncationTable
+    from milebench.report.truncation import ModelBudget, TruncationTable
     from milebench.report.verdict_view import VerdictView
 
 OVERALL_REAL, OVERALL_DIAG = "overall_real", "overall_diag"
@@ -132,6 +133,9 @@ class CoverageRow:
     model: str
     display_name: str
     coverage: Coverage
+    scored_only: dict[str, float | None] = field(default_factory=dict)
+    """The two overall columns under the scored-only variant (a failure cannot lower them), shown
+    beside the official ones that count every expected sample."""
 
 
 @dataclass(frozen=True)
@@ -205,19 +209,35 @@ def paper_values(row: MainRow) -> dict[str, float]:
 
 
 def main_row_values(
-    model: str, mode: Mode, all_tasks: Sequence[TaskSpec], lookup: ScoreLookup
+    model: str,
+    mode: Mode,
+    all_tasks: Sequence[TaskSpec],
+    lookup: ScoreLookup,
+    denominator: Denominator = Denominator.EXPECTED,
 ) -> dict[str, float | None]:
-    """Group and overall columns of one model in one mode, by the paper's aggregation rules."""
+    """Group and overall columns of one model in one mode, by the paper's aggregation rules, from the
+    task scores under ``denominator`` (the official one unless the scored-only variant is asked for)."""
     task_scores = {}
     for task in all_tasks:
         found = lookup(model, task.name, mode) if applies(task, mode) else None
-        task_scores[task.name] = found.score if found is not None else None
+        if found is None:
+            task_scores[task.name] = None
+        else:
+            task_scores[task.name] = found.score if denominator is Denominator.EXPECTED else found.scored_only
     groups = group_scores(task_scores, all_tasks)
     return {
         **{g.value: v for g, v in groups.items()},
         OVERALL_REAL: overall_real(groups),
         OVERALL_DIAG: overall_diag(groups),
     }
+
+
+def scored_only_overall(
+    model: str, mode: Mode, all_tasks: Sequence[TaskSpec], lookup: ScoreLookup
+) -> dict[str, float | None]:
+    """Overall Real. and Diag. under the scored-only variant."""
+    values = main_row_values(model, mode, all_tasks, lookup, Denominator.SCORED_ONLY)
+    return {key: values[key] for key in (OVERALL_REAL, OVERALL_DIAG)}
 
 
 def partial_coverage(
@@ -247,7 +267,12 @@ def mode_tables(
     tasks.sort(key=lambda t: order[t.group])
 
     coverage_rows = [
-        CoverageRow(m.name, m.display_name, coverage(lookup(m.name, t.name, mode) for t in tasks))
+        CoverageRow(
+            m.name,
+            m.display_name,
+            coverage(lookup(m.name, t.name, mode) for t in tasks),
+            scored_only_overall(m.name, mode, all_tasks, lookup),
+        )
         for m in models
     ]
     complete = {row.model: row.coverage.complete for row in coverage_rows}
@@ -306,16 +331,9 @@ def contamination_rows(
 
 
 def level_means(scores: Iterable[TaskScore | None]) -> dict[str, float | None]:
-    """Per level, the mean over all scored samples of every task (each task weighted by its samples)."""
-    totals: dict[str, list[float]] = {level: [0.0, 0.0] for level in LEVELS}
-    for task_score in scores:
-        if task_score is None:
-            continue
-        for level, found in task_score.levels.items():
-            if found.score is not None and found.n_scored:
-                totals[level][0] += found.score * found.n_scored
-                totals[level][1] += found.n_scored
-    return {level: (s / n if n else None) for level, (s, n) in totals.items()}
+    """Per level, the mean over all expected samples of every task (each task weighted by its samples;
+    a missing or failed sample counts 0)."""
+    return {level: found.score for level, found in pooled_levels(s for s in scores if s is not None).items()}
 
 
 def quantity_rows(
@@ -370,6 +388,8 @@ class Report:
     sensitivity: list[SensitivityRow] | None = None
     """Present when the score files carry the standard scorer."""
     truncation: list[TruncationTable] = field(default_factory=list)
+    budgets: list[ModelBudget] = field(default_factory=list)
+    """Every run model's context budget with the source of each number (shown with truncation)."""
     skipped: list[SkippedTable] = field(default_factory=list)
     """Per mode: skipped samples and preprocess totals per input regime, from the preprocess manifests."""
 

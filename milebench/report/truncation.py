@@ -4,7 +4,8 @@ Each model reads the prepared file of its input regime (its context length, toke
 tokenizer); every prepared sample there carries a ``TruncationRecord`` of what the budget let through.
 The report sums those records: the share of images kept and the share of context tokens kept (text
 plus image tokens; the instruction is always kept and left out). Files made before the records
-existed, or absent ones, show as "not recorded".
+existed, or absent ones, show as "not recorded". Beside them, every model's context budget: each number
+with its source (or why it is unknown), and per mode whether a budget was applied or why not.
 """
 
 from __future__ import annotations
@@ -13,12 +14,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from milebench.plan import applies
-from milebench.preprocess.regime import model_regime
+from milebench.preprocess.regime import Regime, model_regime
 from milebench.records import PreparedSample
 from milebench.report.evidence import Evidence
+from milebench.spec.context import ContextSource
+from milebench.spec.model import ImageInput, ModelSpec
 from milebench.spec.registry import Specs
 from milebench.spec.run import Mode, RunSpec
 from milebench.spec.task import TaskSpec
+
+BUDGET_LABELS: tuple[tuple[str, str], ...] = (
+    ("max_context_len", "Context (tokens)"),
+    ("n_tokens_per_image", "Tokens per image"),
+    ("max_images", "Max images"),
+)
+"""(ModelSpec field, header) of the settings a budget table shows."""
 
 
 @dataclass(frozen=True)
@@ -125,3 +135,52 @@ def truncation_tables(
             )
         tables.append(TruncationTable(mode, [(t.name, t.display_name) for t in mode_tasks], rows))
     return tables
+
+
+@dataclass(frozen=True)
+class BudgetSetting:
+    """One context setting of a model: its value (None: unknown or no limit) and where it comes from."""
+
+    key: str
+    label: str
+    value: int | None
+    source: ContextSource | None
+
+
+@dataclass(frozen=True)
+class ModelBudget:
+    model: str
+    display_name: str
+    settings: tuple[BudgetSetting, ...]
+    applied: dict[Mode, str | None]
+    """Per mode of the run: None when the budget cut the prompts, else why no budget applied."""
+
+
+def why_no_budget(spec: ModelSpec, regime: Regime, mode: Mode) -> str | None:
+    """Why a model's prompts in ``mode`` were not cut to a budget; None when they were."""
+    if regime.budgeted:
+        return None
+    if spec.builtin:
+        return "built-in baseline"
+    combined = mode is Mode.COMBINED_IMAGE or spec.image_input is ImageInput.COMBINED
+    needed = ("max_context_len",) if combined else ("max_context_len", "n_tokens_per_image")
+    unknown = [name for name in needed if getattr(spec, name) is None]
+    if unknown:
+        return "unknown " + " and ".join(unknown)
+    return "no tokenizer to count with"
+
+
+def budget_rows(specs: Specs, run: RunSpec) -> list[ModelBudget]:
+    """Every run model's context settings with their sources, and per mode whether they were applied."""
+    rows = []
+    for name in run.models:
+        spec = specs.models[name]
+        settings = tuple(
+            BudgetSetting(field, label, getattr(spec, field), getattr(spec.context_sources, field))
+            for field, label in BUDGET_LABELS
+        )
+        applied = {
+            mode: why_no_budget(spec, model_regime(specs, run, name, mode), mode) for mode in run.modes
+        }
+        rows.append(ModelBudget(name, spec.display_name, settings, applied))
+    return rows

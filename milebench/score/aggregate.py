@@ -1,6 +1,9 @@
 """Scores as the paper aggregates them: task means, levels, group means and the two overall columns.
 
-Task and level scores are means x100 over scored samples. A group is the plain mean of its tasks'
+Task and level scores are means x100 over every expected sample, as the official evaluator divides: it
+never sees a failure (the official run generates every sample), so a sample without an answer (missing
+prediction, failed generation) counts as wrong, score 0. The mean over scored samples only is kept as
+the named variant ``scored-only``, beside and never instead. A group is the plain mean of its tasks'
 scores and the overall columns are plain means of groups (Real.: the nine realistic groups, Diag.:
 N-1, N-2 and I-1), which reproduces the paper's printed overall values except the rows its own spec
 lists as inconsistent. The official score script stops at task scores; the group rules are the paper's.
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from enum import StrEnum
 
 from pydantic import Field
 
@@ -26,13 +30,26 @@ REALISTIC_GROUPS: tuple[Group, ...] = tuple(g for g in Group if GROUP_CATEGORY[g
 DIAGNOSTIC_GROUPS: tuple[Group, ...] = tuple(g for g in Group if GROUP_CATEGORY[g] is Category.DIAGNOSTIC)
 
 
+class Denominator(StrEnum):
+    """Which samples a mean divides by."""
+
+    EXPECTED = "expected"
+    """The official evaluator's: every expected sample, a missing or failed one scoring 0 (paper)."""
+    SCORED_ONLY = "scored-only"
+    """Only the samples with an answer: a named variant that a failure cannot lower."""
+
+
 class LevelScore(Spec):
-    score: float | None = Field(description="Mean x100 over the level's scored samples; null if none.")
+    score: float | None = Field(
+        description="Mean x100 over the level's expected samples (missing and failed count 0); null if none."
+    )
+    n: int = Field(ge=0, description="Expected samples of the level: the denominator.")
     n_scored: int = Field(ge=0)
 
 
 class VariantScore(Spec):
-    """A task's score under another scorer than the file's main one (same samples, same statuses)."""
+    """A task's score under another scorer than the file's main one (same samples, same statuses, same
+    denominator)."""
 
     scorer: str
     score: float | None
@@ -51,7 +68,14 @@ class TaskScore(Spec):
     model: str
     mode: Mode
     scorer: str
-    score: float | None = Field(description="Mean x100 over scored samples; null when none was scored.")
+    denominator: Denominator = Field(description="What ``score`` divides by: always the official one.")
+    score: float | None = Field(
+        description="Mean x100 over every expected sample, a missing or failed one scoring 0 (the official "
+        "denominator); null only when the task has no samples."
+    )
+    scored_only: float | None = Field(
+        description="Variant scored-only: mean x100 over scored samples only; null when none was scored."
+    )
     n: int = Field(ge=0, description="Prepared samples (the expected count).")
     n_scored: int = Field(ge=0)
     n_missing: int = Field(ge=0)
@@ -99,26 +123,31 @@ def mean_x100(scores: Sequence[float]) -> float | None:
     return None if value is None else 100 * value
 
 
-def _scored(judgments: Sequence[Judgment]) -> list[tuple[QuantityLevel, float]]:
-    return [
-        (j.image_quantity_level, j.score) for j in judgments if j.status == "scored" and j.score is not None
-    ]
+def scored(judgment: Judgment) -> bool:
+    return judgment.status == "scored" and judgment.score is not None
 
 
-def _levels(scored: Sequence[tuple[QuantityLevel, float]]) -> dict[QuantityLevel, LevelScore]:
-    return {
-        level: LevelScore(
-            score=mean_x100([s for lv, s in scored if lv == level]),
-            n_scored=sum(1 for lv, _ in scored if lv == level),
+def sample_score(judgment: Judgment) -> float:
+    """A sample's score under the official denominator: its score, or 0 without an answer."""
+    return judgment.score if scored(judgment) and judgment.score is not None else 0.0
+
+
+def _levels(judgments: Sequence[Judgment]) -> dict[QuantityLevel, LevelScore]:
+    levels = {}
+    for level in LEVELS:
+        rows = [j for j in judgments if j.image_quantity_level == level]
+        levels[level] = LevelScore(
+            score=mean_x100([sample_score(j) for j in rows]), n=len(rows), n_scored=sum(map(scored, rows))
         )
-        for level in LEVELS
-    }
+    return levels
 
 
 def variant_score(scorer: str, judgments: Sequence[Judgment]) -> VariantScore:
-    scored = _scored(judgments)
     return VariantScore(
-        scorer=scorer, score=mean_x100([s for _, s in scored]), n_scored=len(scored), levels=_levels(scored)
+        scorer=scorer,
+        score=mean_x100([sample_score(j) for j in judgments]),
+        n_scored=sum(map(scored, judgments)),
+        levels=_levels(judgments),
     )
 
 
@@ -130,11 +159,11 @@ def summarise(
     judgments: Sequence[Judgment],
     variants: Mapping[str, Sequence[Judgment]] | None = None,
 ) -> TaskScore:
-    """Task score and per-level scores from one task's judgments (levels as the judgments carry them).
+    """Task score and per-level scores from one task's judgments (levels as the judgments carry them),
+    over every judged sample; the scored-only mean beside it.
 
     ``variants`` maps other scorer names to their judgments of the same samples.
     """
-    scored = _scored(judgments)
     failed = [j for j in judgments if j.status == "failed"]
     kinds = sorted({j.failure for j in failed if j.failure is not None})
     return TaskScore(
@@ -142,12 +171,14 @@ def summarise(
         model=model,
         mode=mode,
         scorer=scorer,
-        score=mean_x100([s for _, s in scored]),
+        denominator=Denominator.EXPECTED,
+        score=mean_x100([sample_score(j) for j in judgments]),
+        scored_only=mean_x100([j.score for j in judgments if scored(j) and j.score is not None]),
         n=len(judgments),
-        n_scored=len(scored),
+        n_scored=sum(map(scored, judgments)),
         n_missing=sum(1 for j in judgments if j.status == "missing"),
         n_failed=len(failed),
-        levels=_levels(scored),
+        levels=_levels(judgments),
         failures={kind: sum(1 for j in failed if j.failure is kind) for kind in kinds},
         missing_ids=tuple(j.sample_id for j in judgments if j.status == "missing"),
         failed_ids=tuple(j.sample_id for j in failed),
@@ -156,7 +187,8 @@ def summarise(
 
 
 def pooled_levels(scores: Iterable[TaskScore | VariantScore]) -> dict[QuantityLevel, LevelScore]:
-    """Accuracy per image-quantity level over a model's tasks: every scored sample of the level counts once.
+    """Accuracy per image-quantity level over a model's tasks: every expected sample of the level counts
+    once (a missing or failed one as 0).
 
     The evaluator reports each level as [sum of scores, count] per task; pooling those sums and counts
     over tasks gives the per-level accuracy of a model across the benchmark.
@@ -165,9 +197,11 @@ def pooled_levels(scores: Iterable[TaskScore | VariantScore]) -> dict[QuantityLe
     pooled = {}
     for level in LEVELS:
         parts = [s.levels[level] for s in items if level in s.levels and s.levels[level].score is not None]
-        n = sum(part.n_scored for part in parts)
-        total = math.fsum(part.score * part.n_scored for part in parts if part.score is not None)
-        pooled[level] = LevelScore(score=total / n if n else None, n_scored=n)
+        n = sum(part.n for part in parts)
+        total = math.fsum(part.score * part.n for part in parts if part.score is not None)
+        pooled[level] = LevelScore(
+            score=total / n if n else None, n=n, n_scored=sum(part.n_scored for part in parts)
+        )
     return pooled
 
 

@@ -1,7 +1,8 @@
 """``milebench compare``: is model A better than model B (or run A than run B) on the same samples?
 
-Both sides are read from their judgments, so no inference is repeated; only samples scored on both
-sides enter (see ``milebench.score.uncertainty.compare``). The table goes to stdout, the full result
+Both sides are read from their judgments, so no inference is repeated; the samples judged on both
+sides enter, a missing or failed one as 0, as the official denominator counts it (see
+``milebench.score.uncertainty.compare``). The table goes to stdout, the full result
 to ``--out`` as JSON when given.
 """
 
@@ -59,7 +60,7 @@ def compare_command(args: argparse.Namespace) -> int:
     b = RunFiles(RunPaths.for_run(specs.run(run_b))).samples(model_b, mode, tasks, args.scorer)
     rows = compare(a, b, list(specs.tasks.values()), args.resamples, args.seed)
     if not any(r.difference is not None for r in rows):
-        log.error("no task has samples scored on both sides (run the score stage for both first)")
+        log.error("no task has samples judged on both sides (run the score stage for both first)")
         return 1
     label_a, label_b = f"{args.run}/{args.model_a}", f"{run_b}/{model_b}"
     sys.stdout.write(format_table(rows, label_a, label_b))

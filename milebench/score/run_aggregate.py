@@ -3,7 +3,8 @@
 This is the one place that decides whether a run's tables may be built: a run with a missing score
 file, a missing prediction or a failed one is refused (``IncompleteError`` names each incomplete cell
 and its samples) unless the run spec sets ``allow_incomplete: true``; then every number carries the
-coverage it rests on.
+coverage it rests on. Every column divides by the official denominator (a missing or failed sample
+counts as wrong), its interval resamples the same samples, and the scored-only variant stands beside.
 """
 
 from __future__ import annotations
@@ -11,18 +12,20 @@ from __future__ import annotations
 import argparse
 import logging
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from milebench.data.schema import QuantityLevel
 from milebench.io import atomic_write_json
 from milebench.paths import RunPaths
 from milebench.plan import applies
-from milebench.record_files import read_records
+from milebench.record_files import RecordError, read_records
 from milebench.records import FailureKind, Judgment
 from milebench.score.aggregate import (
     OVERALL_REAL,
     Coverage,
+    Denominator,
     LevelScore,
     TaskScore,
     column_tasks,
@@ -33,7 +36,7 @@ from milebench.score.registry import DEFAULT_SCORER
 from milebench.score.standard import SCORER_NAME as STANDARD
 from milebench.score.uncertainty import Estimate, TaskSamples, bootstrap_table, point_columns, task_samples
 from milebench.score.verdict import Verdict, build_verdict
-from milebench.spec.base import Spec
+from milebench.spec.base import Spec, describe_errors
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode, RunSpec
 from milebench.spec.task import Category, TaskSpec
@@ -93,7 +96,15 @@ class ModelAggregate(Spec):
     model: str
     mode: Mode
     scorer: str
-    columns: dict[str, Estimate] = Field(description="Task, group and overall columns (x100).")
+    denominator: Denominator = Field(description="What ``columns`` divide by: the official denominator.")
+    columns: dict[str, Estimate] = Field(
+        description="Task, group and overall columns (x100): every expected sample counts, a missing or "
+        "failed one as 0; the interval resamples the same samples."
+    )
+    scored_only: dict[str, float | None] = Field(
+        description="Variant scored-only: the same columns over scored samples only (a failure cannot lower "
+        "them), shown beside the official ones, never instead."
+    )
     column_coverage: dict[str, float | None] = Field(description="Scored / expected samples per column.")
     standard: dict[str, float | None] = Field(description="The same columns under the standard scorer.")
     scorer_difference: dict[str, float | None] = Field(description="Per task: standard minus paper.")
@@ -117,12 +128,25 @@ class RunAggregate(Spec):
     complete: bool
     allow_incomplete: bool
     scorer: str
+    denominator: Denominator
     resamples: int
     seed: int
     confidence: float
     incomplete: tuple[IncompleteCell, ...]
     models: tuple[ModelAggregate, ...]
     adversarial: tuple[AdversarialDelta, ...]
+
+
+def read_task_score(path: Path) -> TaskScore:
+    """A task score file; one that does not validate (malformed, or written before the official
+    denominator) is a ``RecordError`` naming the file and its fields."""
+    try:
+        return TaskScore.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValidationError as err:
+        raise RecordError(
+            f"{path}: not a valid task score ({describe_errors(err)}); a file written before scores "
+            "divided by every expected sample lacks denominator and scored_only: run `milebench score` again"
+        ) from None
 
 
 class RunFiles:
@@ -137,9 +161,7 @@ class RunFiles:
         key = (model, task, mode)
         if key not in self._scores:
             path = self.paths.task_score(model, task, mode)
-            self._scores[key] = (
-                TaskScore.model_validate_json(path.read_text(encoding="utf-8")) if path.exists() else None
-            )
+            self._scores[key] = read_task_score(path) if path.exists() else None
         return self._scores[key]
 
     def judgments(self, model: str, task: str, mode: Mode) -> list[Judgment]:
@@ -150,14 +172,19 @@ class RunFiles:
         return self._judgments[key]
 
     def samples(
-        self, model: str, mode: Mode, tasks: Sequence[TaskSpec], scorer: str
+        self,
+        model: str,
+        mode: Mode,
+        tasks: Sequence[TaskSpec],
+        scorer: str,
+        denominator: Denominator = Denominator.EXPECTED,
     ) -> dict[str, TaskSamples]:
-        """Per-sample scores of every task with judgments under ``scorer``."""
+        """Per-sample scores of every task with judgments under ``scorer``, for ``denominator``."""
         found = {}
         for task in tasks:
             rows = [j for j in self.judgments(model, task.name, mode) if j.scorer == scorer]
             if rows:
-                found[task.name] = task_samples(rows, scorer)
+                found[task.name] = task_samples(rows, scorer, denominator)
         return found
 
 
@@ -221,6 +248,7 @@ def model_aggregate(
     samples = files.samples(model, mode, tasks, DEFAULT_SCORER)
     columns = bootstrap_table(samples, all_tasks, resamples, seed, confidence)
     standard = point_columns(files.samples(model, mode, tasks, STANDARD), all_tasks)
+    scored_only = files.samples(model, mode, tasks, DEFAULT_SCORER, Denominator.SCORED_ONLY)
     failures: dict[FailureKind, int] = {}
     for found in present:
         for kind, n in found.failures.items():
@@ -234,7 +262,9 @@ def model_aggregate(
         model=model,
         mode=mode,
         scorer=DEFAULT_SCORER,
+        denominator=Denominator.EXPECTED,
         columns=columns,
+        scored_only=point_columns(scored_only, all_tasks),
         column_coverage={column: column_coverage(column) for column in columns},
         standard=standard,
         scorer_difference={name: s.difference(STANDARD) for name, s in scores.items() if s is not None},
@@ -285,6 +315,7 @@ def aggregate_run(
         complete=not cells,
         allow_incomplete=run.allow_incomplete,
         scorer=DEFAULT_SCORER,
+        denominator=Denominator.EXPECTED,
         resamples=resamples,
         seed=seed,
         confidence=confidence,
@@ -324,7 +355,7 @@ def aggregate(args: argparse.Namespace) -> int:
             if Mode.MULTI_IMAGE in run.modes
             else None
         )
-    except IncompleteError as err:
+    except (IncompleteError, RecordError) as err:
         log.error("%s", err)
         return 1
     atomic_write_json(paths.aggregate_json, result.model_dump(mode="json"))

@@ -2,11 +2,14 @@
 
 Samples are resampled within each task (tasks are fixed, samples are the random draw), and every
 replicate goes through the paper's aggregation (task mean, group mean of tasks, overall mean of
-groups), so group and overall intervals respect the unweighted design of the table. Each task draws
-from its own generator seeded by (seed, task name): a task's interval does not change when another
-task is added. A paired comparison uses only samples scored for both sides, so the two sides are
-judged on the same questions; its p-value comes from a sign-flip permutation test (under the null
-hypothesis the two answers of a sample are exchangeable), run through the same aggregation.
+groups), so group and overall intervals respect the unweighted design of the table. The resampled
+set is the one the point value divides by: under the official denominator every expected sample, a
+missing or failed one as 0, so an interval never looks tighter than its number. Each task draws from
+its own generator seeded by (seed, task name): a task's interval does not change when another task is
+added. A paired comparison uses the samples present on both sides (every expected one under the
+official denominator, a failure counting 0 on its side), so the two sides are judged on the same
+questions; its p-value comes from a sign-flip permutation test (under the null hypothesis the two
+answers of a sample are exchangeable), run through the same aggregation.
 """
 
 from __future__ import annotations
@@ -23,7 +26,10 @@ from milebench.score.aggregate import (
     OVERALL_DIAG,
     OVERALL_REAL,
     REALISTIC_GROUPS,
+    Denominator,
     column_tasks,
+    sample_score,
+    scored,
 )
 from milebench.spec.base import Spec
 from milebench.spec.task import Group, TaskSpec
@@ -31,11 +37,13 @@ from milebench.spec.task import Group, TaskSpec
 
 @dataclass(frozen=True)
 class TaskSamples:
-    """One task's scored samples (ids and scores in [0, 1]) and how many were expected."""
+    """One task's samples under a denominator (ids and scores in [0, 1]), how many were expected and how
+    many of those were scored."""
 
     ids: tuple[int, ...]
     scores: np.ndarray
     n_expected: int
+    n_scored: int
 
 
 class Estimate(Spec):
@@ -57,14 +65,18 @@ class Comparison(Spec):
     n_pairs: int
 
 
-def task_samples(judgments: Iterable[Judgment], scorer: str = "paper") -> TaskSamples:
-    """The scored samples of one task's judgments under ``scorer``."""
+def task_samples(
+    judgments: Iterable[Judgment], scorer: str = "paper", denominator: Denominator = Denominator.EXPECTED
+) -> TaskSamples:
+    """One task's samples under ``scorer``: every judged one (a missing or failed one as 0) under the
+    official denominator, the scored ones only under ``scored-only``."""
     rows = [j for j in judgments if j.scorer == scorer]
-    scored = [j for j in rows if j.status == "scored" and j.score is not None]
+    kept = rows if denominator is Denominator.EXPECTED else [j for j in rows if scored(j)]
     return TaskSamples(
-        ids=tuple(j.sample_id for j in scored),
-        scores=np.array([j.score for j in scored], dtype=float),
+        ids=tuple(j.sample_id for j in kept),
+        scores=np.array([sample_score(j) for j in kept], dtype=float),
         n_expected=len(rows),
+        n_scored=sum(map(scored, rows)),
     )
 
 
@@ -113,7 +125,7 @@ def bootstrap_table(
     seed: int = 0,
     confidence: float = 0.95,
 ) -> dict[str, Estimate]:
-    """Estimate for every task, group and overall column (x100); a task with nothing scored has none."""
+    """Estimate for every task, group and overall column (x100); a task without samples has none."""
     values: dict[str, np.ndarray] = {}
     replicates: dict[str, np.ndarray] = {}
     for task in tasks:
@@ -140,7 +152,7 @@ def _sign_flip_means(values: np.ndarray, rng: np.random.Generator, resamples: in
 
 
 def paired_differences(a: TaskSamples, b: TaskSamples) -> np.ndarray:
-    """Score of A minus score of B on the sample ids both scored, in A's order."""
+    """Score of A minus score of B on the sample ids present on both sides, in A's order."""
     b_scores = dict(zip(b.ids, b.scores, strict=True))
     return np.array([s - b_scores[i] for i, s in zip(a.ids, a.scores, strict=True) if i in b_scores])
 
@@ -155,7 +167,7 @@ def compare(
 ) -> list[Comparison]:
     """Paired comparison of A and B per task, group and overall column (differences x100).
 
-    A task enters only when both sides scored at least one common sample; a group or overall column
+    A task enters only when both sides have at least one common sample; a group or overall column
     needs all its tasks, as in the paper's table.
     """
     diffs = {}

@@ -141,7 +141,7 @@ def column_coverage(
     its spec's ``n_samples`` expected and none scored."""
     members = column_tasks(column, tasks)
     expected = sum(samples[t.name].n_expected if t.name in samples else t.n_samples for t in members)
-    scored = sum(len(samples[t.name].scores) for t in members if t.name in samples)
+    scored = sum(samples[t.name].n_scored for t in members if t.name in samples)
     return scored / expected if expected else None
 
 

@@ -8,6 +8,13 @@ from typing import Annotated, Literal
 from pydantic import Field, StrictBool, StrictInt, model_validator
 
 from milebench.spec.base import Number, Spec
+from milebench.spec.context import (
+    BUDGET_FIELDS,
+    REQUIRED_FIELDS,
+    ContextSources,
+    SourceKind,
+    source_problems,
+)
 
 
 class Section(StrEnum):
@@ -153,6 +160,11 @@ class ModelSpec(Spec):
     max_context_len: StrictInt | None = Field(default=None, gt=0)
     n_tokens_per_image: StrictInt | None = Field(default=None, ge=0)
     max_images: StrictInt | None = Field(default=None, gt=0)
+    context_sources: ContextSources = Field(
+        default_factory=ContextSources,
+        description="Where max_context_len, n_tokens_per_image and max_images come from (kind none: "
+        "unknown, and why). Required for the paper's models (those with a paper_name).",
+    )
     tokenizer: str | None = Field(
         default=None, description="Hub id of the tokenizer used to count tokens when the model is absent."
     )
@@ -169,12 +181,35 @@ class ModelSpec(Spec):
     container: str | None = Field(default=None, description="Folder under containers/ holding its image.")
     notes: str | None = None
 
+    @property
+    def paper_model(self) -> bool:
+        """One of the models the paper evaluated: a row of its table other than the Random baseline. Each
+        traces its context settings to a source."""
+        return self.paper_name is not None and not self.builtin
+
+    @property
+    def builtin(self) -> bool:
+        """A baseline the kit answers itself: it reads no context, so it has no budget."""
+        return self.adapter in (AdapterKind.RANDOM, AdapterKind.ORACLE)
+
+    @model_validator(mode="after")
+    def _sources_match(self) -> ModelSpec:
+        values = {name: getattr(self, name) for name in BUDGET_FIELDS}
+        problems = source_problems(values, self.context_sources, self.paper_model)
+        if problems:
+            raise ValueError("; ".join(f"{where}: {message}" for where, message in problems))
+        return self
+
     @model_validator(mode="after")
     def _unknowns_explained(self) -> ModelSpec:
+        def explained(name: str) -> bool:
+            source = getattr(self.context_sources, name)
+            return source is not None and source.kind is SourceKind.NONE
+
         unknown = [
             name
-            for name in ("max_context_len", "n_tokens_per_image")
-            if getattr(self, name) is None and self.adapter not in (AdapterKind.RANDOM, AdapterKind.ORACLE)
+            for name in REQUIRED_FIELDS
+            if getattr(self, name) is None and not self.builtin and not explained(name)
         ]
         if self.adapter is AdapterKind.UNPORTED:
             unknown.append("adapter")

@@ -40,9 +40,13 @@ class Specs:
         return [self.models[n] for n in run.models]
 
 
-def spec_hash(spec: Spec) -> str:
-    """Content hash of a validated spec: a formatting-only edit of its YAML leaves it unchanged."""
-    payload = json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+def spec_hash(spec: Spec, exclude: frozenset[str] = frozenset()) -> str:
+    """Content hash of a validated spec: a formatting-only edit of its YAML leaves it unchanged.
+
+    ``exclude`` leaves top-level fields out, so adding a field that cannot matter keeps old hashes."""
+    payload = json.dumps(
+        spec.model_dump(mode="json", exclude=set(exclude)), sort_keys=True, separators=(",", ":")
+    )
     return hashlib.sha256(payload.encode()).hexdigest()
 
 

@@ -62,6 +62,16 @@ class TruncationMode(StrEnum):
     CLEAN = "clean"
 
 
+class ContextOverflow(StrEnum):
+    """What inference does with an input longer than the model's window (or with more images than it
+    takes) after truncation: ``generate`` as the official code, which never checked, recording by how
+    much it went over (paper); ``refuse`` fails such a sample as context_overflow without a call (the
+    named strict variant)."""
+
+    GENERATE = "generate"
+    REFUSE = "refuse"
+
+
 class CombinedSource(StrEnum):
     """Where combined-image pictures come from: the data's pre-made ``combined_1_images`` or the kit."""
 
@@ -115,6 +125,11 @@ class RunSpec(Spec):
     tolerance: Number = Field(default=1.0, ge=0, description="Verdict tolerance in table points (x100).")
     truncation: TruncationMode = Field(
         default=TruncationMode.PAPER, description="How prompts are cut to each model's context length."
+    )
+    context_overflow: ContextOverflow = Field(
+        default=ContextOverflow.GENERATE,
+        description="generate: answer inputs past the model's window and record by how much (as the "
+        "official code, paper); refuse: fail them as context_overflow without a call (strict variant).",
     )
     combined_pictures: StrictInt = Field(
         default=1, ge=1, description="Pictures each sample's images are tiled into in combined-image mode."
