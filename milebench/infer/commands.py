@@ -22,11 +22,9 @@ from milebench.spec.base import SpecError
 from milebench.spec.model import BuiltinModel, HubWeights, ModelSpec
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode
-from milebench.spec.weights_lock import load_weights_lock
+from milebench.spec.weights_lock import WEIGHTS_LOCK, locked_revision
 
 log = logging.getLogger(__name__)
-
-WEIGHTS_LOCK = Path("locks") / "weights.lock.yaml"
 
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -61,16 +59,15 @@ def model_spec(specs: Specs, name: str) -> ModelSpec:
 def pin_weights(spec: ModelSpec, specs_root: Path) -> ModelSpec:
     """Fill a hub spec's ``revision: null`` from the weights lock: loading and cache keys use the commit."""
     weights = spec.weights
-    lock_path = specs_root / WEIGHTS_LOCK
-    if not isinstance(weights, HubWeights) or weights.revision is not None or not lock_path.is_file():
+    if not isinstance(weights, HubWeights) or weights.revision is not None:
         return spec
-    commit = load_weights_lock(lock_path).revisions.get(spec.name)
+    commit = locked_revision(spec.name, specs_root)
     if commit is None:
         log.warning(
             "%s: no revision for %s in %s; loading the hub's current main",
             spec.name,
             weights.repo_id,
-            lock_path,
+            specs_root / WEIGHTS_LOCK,
         )
         return spec
     return spec.model_copy(update={"weights": weights.model_copy(update={"revision": commit})})

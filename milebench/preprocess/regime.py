@@ -20,9 +20,7 @@ from milebench.spec.base import Spec, SpecError
 from milebench.spec.model import HubWeights, ImageInput, ModelSpec, TinyWeights
 from milebench.spec.registry import Specs
 from milebench.spec.run import CombinedSource, Mode, RunSpec, TruncationMode
-from milebench.spec.weights_lock import load_weights_lock
-
-WEIGHTS_LOCK = Path("locks") / "weights.lock.yaml"
+from milebench.spec.weights_lock import locked_revision
 
 
 class TokenizerSource(Spec):
@@ -79,10 +77,7 @@ def tokenizer_source(spec: ModelSpec, specs_root: Path) -> TokenizerSource | Non
     if spec.tokenizer is not None:
         return TokenizerSource(kind="hub", name=spec.tokenizer)
     if isinstance(spec.weights, HubWeights):
-        revision = spec.weights.revision
-        lock = specs_root / WEIGHTS_LOCK
-        if revision is None and lock.is_file():
-            revision = load_weights_lock(lock).revisions.get(spec.name)
+        revision = spec.weights.revision or locked_revision(spec.name, specs_root)
         kind = "hub-remote-code" if spec.weights.trust_remote_code else "hub"
         return TokenizerSource(kind=kind, name=spec.weights.repo_id, revision=revision)
     return None

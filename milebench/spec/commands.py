@@ -12,13 +12,17 @@ from pydantic import BaseModel
 from milebench.data.lock import DataLock, load_lock
 from milebench.io import atomic_write_text
 from milebench.spec.base import SpecError
-from milebench.spec.lock_weights import WEIGHTS_LOCK
 from milebench.spec.model import ModelSpec
 from milebench.spec.paper import PaperSpec
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import RunSpec
 from milebench.spec.task import TaskSpec
-from milebench.spec.weights_lock import WeightsLock, check_weights_lock, load_weights_lock
+from milebench.spec.weights_lock import (
+    WEIGHTS_LOCK,
+    WeightsLock,
+    check_weights_lock,
+    load_weights_lock,
+)
 
 log = logging.getLogger(__name__)
 

@@ -14,12 +14,9 @@ from milebench.hub import hub_errors
 from milebench.io import atomic_write_text
 from milebench.spec.model import HubWeights, ModelSpec
 from milebench.spec.registry import load_specs
-from milebench.spec.weights_lock import WeightsLock
+from milebench.spec.weights_lock import WEIGHTS_LOCK, WeightsLock
 
 log = logging.getLogger(__name__)
-
-WEIGHTS_LOCK = Path("locks") / "weights.lock.yaml"
-"""Where the weights lock lives, relative to the specs folder."""
 
 
 class ModelInfo(Protocol):

@@ -11,6 +11,9 @@ from pydantic import Field, StringConstraints
 from milebench.spec.base import Spec, SpecError, load_spec
 from milebench.spec.model import HubWeights, ModelSpec
 
+WEIGHTS_LOCK = Path("locks") / "weights.lock.yaml"
+"""Where the weights lock lives, relative to the specs folder."""
+
 Commit = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
 
 
@@ -25,6 +28,14 @@ class WeightsLock(Spec):
 
 def load_weights_lock(path: Path) -> WeightsLock:
     return load_spec(Path(path), WeightsLock)
+
+
+def locked_revision(name: str, specs_root: Path) -> str | None:
+    """The commit the specs folder's weights lock pins for model ``name``; None without a lock or entry."""
+    path = specs_root / WEIGHTS_LOCK
+    if not path.exists():
+        return None
+    return load_weights_lock(path).revisions.get(name)
 
 
 def check_weights_lock(lock: WeightsLock, models: Mapping[str, ModelSpec], path: Path) -> None:
