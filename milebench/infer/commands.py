@@ -22,6 +22,7 @@ from milebench.spec.model import HubWeights, ModelSpec
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode
 from milebench.spec.weights_lock import load_weights_lock
+from milebench.stage_inputs import preprocess_command
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +123,8 @@ def infer(args: argparse.Namespace) -> int:
     limit_threads(model_threads)
     try:
         regime = model_regime(specs, specs.run(args.run), spec.name, mode)
-        samples = read_prepared(paths.prepared(task.name, mode, regime.id))
+        made_by = preprocess_command(args.run, task.name, mode, regime.id)
+        samples = read_prepared(paths.prepared(task.name, mode, regime.id), made_by)
         adapter = load_adapter(spec, paths, paths.data_root)
     except (RecordError, AdapterError) as err:
         log.error("%s", err)

@@ -31,6 +31,7 @@ from milebench.score.run_aggregate import (
     RunFiles,
     incomplete_cells,
     require_complete,
+    require_scores,
 )
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode, RunSpec
@@ -96,9 +97,14 @@ def write_report(report: Report, paths: RunPaths) -> None:
 
 def report(args: argparse.Namespace) -> int:
     specs = load_specs(args.specs)
-    run = specs.run(args.run)
+    return report_run(specs, specs.run(args.run))
+
+
+def report_run(specs: Specs, run: RunSpec) -> int:
+    """Render the run's report from its score files; 1 (logged) for a refused incomplete run."""
     paths = RunPaths.for_run(run)
     files = ReportFiles(paths)
+    require_scores(run, specs.run_tasks(run), files)
     try:
         require_complete(run, incomplete_cells(run, specs.run_tasks(run), files))
     except IncompleteError as err:

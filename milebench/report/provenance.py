@@ -67,10 +67,12 @@ def _job_line(job: JobProvenance, env_number: int) -> str:
     dirty = {True: " (dirty)", False: "", None: " (dirty: unknown)"}[job.kit.dirty]
     seconds = (job.finished_at - job.started_at).total_seconds()
     data = "no fetch manifest" if job.data is None else f"data {job.data.kind} {job.data.revision or '-'}"
+    imported = "" if job.predictions_from is None else f"; predictions from {job.predictions_from}"
+    promptless = "; no prompt rebuilt (task JSON alone)" if job.prompt_rebuilt is False else ""
     return (
         f"commit {job.kit.commit[:12]}{dirty}; environment {env_number}; host {job.host}; "
         f"{job.started_at.isoformat()} + {seconds:.1f} s; {data}; weights {job.weights_revision}; "
-        f"seeds {job.seeds}"
+        f"seeds {job.seeds}{imported}{promptless}"
     )
 
 

@@ -172,6 +172,30 @@ class QuantityRow:
 
 
 @dataclass(frozen=True)
+class PromptlessRow:
+    """A model's tasks in one mode judged against the task JSON alone: no prompt was rebuilt for them."""
+
+    model: str
+    display_name: str
+    mode: Mode
+    tasks: list[str]
+
+
+def promptless_rows(
+    run: RunSpec, models: Sequence[ModelSpec], run_tasks: Sequence[TaskSpec], lookup: ScoreLookup
+) -> list[PromptlessRow]:
+    """Every (model, mode) with task scores of imported official outputs scored without prompts."""
+    rows = []
+    for mode in run.modes:
+        for m in models:
+            found = [lookup(m.name, t.name, mode) for t in run_tasks if applies(t, mode)]
+            names = [s.task for s in found if s is not None and not s.prompt_rebuilt]
+            if names:
+                rows.append(PromptlessRow(m.name, m.display_name, mode, names))
+    return rows
+
+
+@dataclass(frozen=True)
 class Notes:
     caption: str
     source: str
@@ -372,6 +396,8 @@ class Report:
     truncation: list[TruncationTable] = field(default_factory=list)
     skipped: list[SkippedTable] = field(default_factory=list)
     """Per mode: skipped samples and preprocess totals per input regime, from the preprocess manifests."""
+    promptless: list[PromptlessRow] = field(default_factory=list)
+    """Task scores judged against the task JSON alone (imported official outputs, no prompt rebuilt)."""
 
     @property
     def complete(self) -> bool:
@@ -399,4 +425,5 @@ def build_report(
         contamination=contamination_rows(models, all_tasks, paper, lookup) if both else None,
         notes=notes(paper, {m.name: m for m in models}),
         image_quantity=quantity_rows(models, run_tasks, paper, lookup) if PAPER_MODE in run.modes else None,
+        promptless=promptless_rows(run, models, run_tasks, lookup),
     )
