@@ -346,8 +346,6 @@ def write_aggregate(specs: Specs, run: RunSpec, resamples: int = 2000, seed: int
     log.info("wrote %s", paths.aggregate_json)
     if verdict is not None:
         atomic_write_json(paths.verdict_json, verdict.model_dump(mode="json"))
-        log.info(
-            "wrote %s: %d passed, %d failed, %d not reproduced (tolerance %s)",
-            paths.verdict_json, verdict.n_passed, verdict.n_failed, verdict.n_unreproduced, verdict.tolerance,
-        )  # fmt: skip
+        counts = ", ".join(f"{n} {state}" for state, n in verdict.table.counts.items() if n)
+        log.info("wrote %s: %s (tolerance %s)", paths.verdict_json, counts or "no cells", verdict.tolerance)
     return 0
