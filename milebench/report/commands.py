@@ -17,7 +17,7 @@ from milebench.io import atomic_write_bytes, atomic_write_text
 from milebench.paths import RunPaths
 from milebench.report.evidence import Evidence
 from milebench.report.figures import report_figures
-from milebench.report.provenance import manifests
+from milebench.report.provenance import run_provenance
 from milebench.report.render import FIGURES, render_html, render_tex
 from milebench.report.sensitivity import sensitivity_rows
 from milebench.report.skipped import skipped_tables
@@ -65,7 +65,7 @@ def gather(specs: Specs, run: RunSpec, paths: RunPaths, files: ReportFiles | Non
         tables,
         verdict=build_verdict_view(run, specs.paper, models, tasks, all_tasks, evidence),
         figures=report_figures(tables, models, tasks, evidence),
-        manifests=manifests(paths),
+        provenance=run_provenance(paths),
         sensitivity=sensitivity_rows(models, tasks, all_tasks, lookup) if PAPER_MODE in run.modes else None,
         truncation=truncation_tables(specs, run, tasks, evidence),
         skipped=skipped_tables(specs, run, tasks, paths),

@@ -25,7 +25,7 @@ from milebench.spec.task import Group, TaskSpec
 
 if TYPE_CHECKING:
     from milebench.report.figures import Figure
-    from milebench.report.provenance import Manifest
+    from milebench.report.provenance import Provenance
     from milebench.report.sensitivity import SensitivityRow
     from milebench.report.skipped import SkippedTable
     from milebench.report.truncation import TruncationTable
@@ -390,7 +390,7 @@ class Report:
     """Present when the run has multi-image scores."""
     verdict: VerdictView | None = None
     figures: list[Figure] = field(default_factory=list)
-    manifests: list[Manifest] = field(default_factory=list)
+    provenance: Provenance | None = None
     sensitivity: list[SensitivityRow] | None = None
     """Present when the score files carry the standard scorer."""
     truncation: list[TruncationTable] = field(default_factory=list)
