@@ -22,7 +22,7 @@ MADE_BY: dict[str, tuple[str, ...]] = {
     "tiny-model": (),
     "preprocess": ("milebench fetch", "milebench tiny-model"),
     "infer": ("milebench preprocess", "milebench tiny-model"),
-    "score": ("milebench preprocess",),
+    "score": ("milebench preprocess", OFFICIAL_CODE, "milebench fetch"),
     "report": ("milebench score",),
     "aggregate": ("milebench score",),
     "compare": ("milebench score",),
@@ -41,8 +41,6 @@ class MissingInput(Exception):
     """A stage input that is not on disk; the message names it and the command that makes it."""
 
     def __init__(self, path: Path, what: str, made_by: str) -> None:
-        self.path = path
-        self.made_by = made_by
         super().__init__(f"{path}: {what} not found; run {made_by} first")
 
 

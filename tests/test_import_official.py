@@ -104,6 +104,7 @@ def test_imports_and_scores_with_both_scorers(setup: tuple[Path, Path, Path]) ->
     assert paper == [(0, "scored", "B"), (1, "scored", "AC"), (2, "missing", None)]
     standard = [j["extracted"] for j in judgments if j["scorer"] == "standard"]
     assert standard == ["B", "C", None]
+    assert all(j["prompt_rebuilt"] for j in judgments)  # the run's prepared samples were there
     result = json.loads(paths.task_score("random", "ActionSequence", Mode.MULTI_IMAGE).read_text())
     assert result["score"] == pytest.approx(50.0) and result["missing_ids"] == [2]
     assert result["variants"]["standard"]["score"] == pytest.approx(100.0)
@@ -144,6 +145,17 @@ def test_nothing_to_import_and_unknown_model_fail(setup: tuple[Path, Path, Path]
     other.model = "nobody"
     with pytest.raises(SpecError, match="'nobody' is not part of run 't'"):
         import_official(other)
+
+
+def test_missing_task_json_names_the_file_and_the_fetch_command(setup: tuple[Path, Path, Path]) -> None:
+    specs_dir, data, outputs = setup  # noqa: F811
+    with pytest.raises(MissingInput, match=r"nowhere: MileBench data folder not found; run `milebench fetch"):
+        import_official(ns(specs_dir, outputs, data.parent / "nowhere"))
+    (data / "ActionSequence" / "ActionSequence.json").unlink()
+    with pytest.raises(
+        MissingInput, match=r"ActionSequence\.json: task file not found; run `milebench fetch --run t` first"
+    ):
+        import_official(ns(specs_dir, outputs, data))
 
 
 def test_score_command_takes_an_official_outputs_folder(setup: tuple[Path, Path, Path]) -> None:

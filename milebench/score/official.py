@@ -36,8 +36,8 @@ from milebench.records import GoldSample, Prediction, PreparedSample
 from milebench.score.commands import score_task, write_scores
 from milebench.score.run_aggregate import write_aggregate
 from milebench.spec.base import SpecError, describe_errors
-from milebench.spec.registry import load_specs
-from milebench.spec.run import Mode
+from milebench.spec.registry import Specs, load_specs
+from milebench.spec.run import Mode, RunSpec
 from milebench.spec.task import TaskSpec
 from milebench.stage_inputs import OFFICIAL_CODE, command, preprocess_command, require
 
@@ -136,6 +136,7 @@ def gold_samples(task: TaskSpec, task_file: TaskFile, mode: Mode, source: Path) 
 class ImportedTask:
     """One task's official predictions, checked against the task JSON they are judged by."""
 
+    task: TaskSpec
     pred_file: Path
     predictions: list[Prediction]
     source: Path
@@ -161,17 +162,17 @@ def import_task(
         paths.predictions(model, task.name, mode), [p.model_dump(mode="json") for p in predictions]
     )
     log.info("%s: %d records -> %s", path, len(records), paths.predictions(model, task.name, mode))
-    return ImportedTask(path, predictions, source, task_file)
+    return ImportedTask(task, path, predictions, source, task_file)
 
 
 def scoring_samples(
-    task: TaskSpec, mode: Mode, found: ImportedTask, prepared: Path, made_by: str
+    mode: Mode, found: ImportedTask, prepared: Path, made_by: str
 ) -> list[PreparedSample] | list[GoldSample]:
     """The run's prepared samples where preprocess made them, else the task JSON's gold alone."""
     if prepared.exists():
         return read_prepared(prepared, made_by)
     log.info("%s: no prepared samples; judging against %s alone (no prompt rebuilt)", prepared, found.source)
-    return gold_samples(task, found.task_file, mode, found.source)
+    return gold_samples(found.task, found.task_file, mode, found.source)
 
 
 def task_json_revision(source: Path, data_root: Path) -> DataRevision:
@@ -179,6 +180,34 @@ def task_json_revision(source: Path, data_root: Path) -> DataRevision:
     return DataRevision(
         kind="task-json", revision=None, archives={str(source.relative_to(data_root)): sha256_file(source)}
     )
+
+
+def score_imported(
+    specs: Specs, run: RunSpec, model: str, found: ImportedTask, mode: Mode, data_dir: Path | None
+) -> None:
+    """Judge one imported task with every scorer; write its judgments, task score and provenance."""
+    started, task, paths = utc_now(), found.task, RunPaths.for_run(run)
+    regime = model_regime(specs, run, model, mode).id
+    made_by = preprocess_command(run.name, task.name, mode, regime)
+    samples = scoring_samples(mode, found, paths.prepared(task.name, mode, regime), made_by)
+    predictions = {p.sample_id: p for p in found.predictions}
+    judgments, task_score = score_task(task, model, mode, samples, predictions)
+    write_scores(paths, judgments, task_score)
+    record = job_provenance(
+        stage="score",
+        specs=specs,
+        run=run,
+        model=specs.models[model],
+        task=task.name,
+        mode=mode.value,
+        outputs=(paths.judgments(model, task.name, mode), paths.task_score(model, task.name, mode)),
+        fetch_manifest=paths.fetch_manifest,
+        started_at=started,
+        data=None if data_dir is None else task_json_revision(found.source, data_dir),
+        prompt_rebuilt=task_score.prompt_rebuilt,
+        predictions_from=found.pred_file,
+    )
+    write_provenance(paths.score_provenance(model, task.name, mode), record)
 
 
 def import_official(args: argparse.Namespace) -> int:
@@ -189,48 +218,26 @@ def import_official(args: argparse.Namespace) -> int:
         raise SpecError(specs.root / "runs" / f"{run.name}.yaml",
                         [("models", f"model {args.model!r} is not part of run {run.name!r}")])  # fmt: skip
     require(args.outputs, "official outputs folder", OFFICIAL_CODE)
-    paths = RunPaths.for_run(run)
-    data_root = args.data_dir or paths.data_root
     fetch = command("fetch", run=run.name)
-    regime = model_regime(specs, run, args.model, mode).id
+    if args.data_dir is not None:
+        require(args.data_dir, "MileBench data folder", fetch)
+    paths = RunPaths.for_run(run)
     imported = 0
     for task in specs.run_tasks(run):
         if not applies(task, mode):
             continue
-        started = utc_now()
+        data_root = args.data_dir or paths.data_root
         found = import_task(task, mode, args.model, args.outputs, data_root, paths, fetch)
         if found is None:
             log.warning("%s: no %s; the task's samples stay missing", args.outputs / task.name, PRED_FILE)
             continue
         imported += 1
-        made_by = preprocess_command(run.name, task.name, mode, regime)
-        samples = scoring_samples(task, mode, found, paths.prepared(task.name, mode, regime), made_by)
-        judgments, task_score = score_task(
-            task, args.model, mode, samples, {p.sample_id: p for p in found.predictions}
-        )
-        write_scores(paths, judgments, task_score)
-        name = task.name
-        written = (paths.judgments(args.model, name, mode), paths.task_score(args.model, name, mode))
-        record = job_provenance(
-            stage="score",
-            specs=specs,
-            run=run,
-            model=specs.models[args.model],
-            task=task.name,
-            mode=mode.value,
-            outputs=written,
-            fetch_manifest=paths.fetch_manifest,
-            started_at=started,
-            data=None if args.data_dir is None else task_json_revision(found.source, data_root),
-            prompt_rebuilt=task_score.prompt_rebuilt,
-            predictions_from=found.pred_file,
-        )
-        write_provenance(paths.score_provenance(args.model, task.name, mode), record)
+        score_imported(specs, run, args.model, found, mode, args.data_dir)
     if imported == 0:
         log.error("%s: no <Task>/%s of any task of run %s", args.outputs, PRED_FILE, run.name)
         return 1
     if not args.report:
         return 0
-    from milebench.report.commands import report_run
+    from milebench.report.commands import report_run  # the report loads matplotlib: only when asked
 
     return write_aggregate(specs, run) or report_run(specs, run)
