@@ -84,6 +84,7 @@ class VerdictView:
 
 
 def summary_row(key: str, header: str, summary: AgreementSummary) -> SummaryRow:
+    """The report's three states (and no score), the paper's-rule cells counted as reproduced."""
     counts = {state: summary.counts.get(state, 0) for state in SUMMARY_STATES}
     rule = summary.counts.get(Agreement.RULE, 0)
     counts[Agreement.REPRODUCED] += rule
