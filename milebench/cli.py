@@ -15,6 +15,7 @@ from pathlib import Path
 from milebench.spec.base import SpecError
 from milebench.spec.registry import DEFAULT_SPECS
 from milebench.spec.run import Mode
+from milebench.stage_inputs import MissingInput
 
 log = logging.getLogger("milebench")
 
@@ -47,6 +48,7 @@ def _official_args(p: argparse.ArgumentParser, required: bool) -> None:
         "--official-outputs", "--outputs", dest="outputs", type=Path, required=required, help=help_text
     )
     p.add_argument("--data-dir", type=Path, default=None, help="MileBench/ data root (default: the run's).")
+    p.add_argument("--report", action="store_true", help="Then write the run's aggregate and its report.")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -172,6 +174,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SpecError as err:
         log.error("invalid spec\n%s", err)
         return 2
+    except MissingInput as err:
+        log.error("%s", err)
+        return 1
 
 
 if __name__ == "__main__":

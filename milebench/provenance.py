@@ -17,6 +17,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -85,6 +86,13 @@ class JobProvenance(Spec):
     started_at: datetime
     finished_at: datetime
     host: str
+    prompt_rebuilt: bool | None = Field(
+        default=None,
+        description="Score jobs: false when judged against the task JSON alone, no prompt rebuilt.",
+    )
+    predictions_from: str | None = Field(
+        default=None, description="The official outputs file the predictions were imported from."
+    )
 
 
 def utc_now() -> datetime:
@@ -133,8 +141,10 @@ def data_revision(fetch_manifest: Path) -> DataRevision | None:
         return None
 
 
+@cache
 def packages() -> dict[str, str]:
-    """Installed distributions as ``pip freeze`` would list them, read in-process."""
+    """Installed distributions as ``pip freeze`` would list them, read in-process, once per process
+    (reading them costs a third of a second; a command writing many manifests pays it once)."""
     found = {
         (dist.metadata["Name"] or "").lower(): dist.version for dist in importlib.metadata.distributions()
     }
@@ -203,8 +213,15 @@ def job_provenance(
     fetch_manifest: Path,
     started_at: datetime,
     environ: Mapping[str, str] = os.environ,
+    data: DataRevision | None = None,
+    prompt_rebuilt: bool | None = None,
+    predictions_from: Path | None = None,
 ) -> JobProvenance:
-    """``model`` is the spec the job ran (weights pinned from the lock); spec hashes are of the files."""
+    """``model`` is the spec the job ran (weights pinned from the lock); spec hashes are of the files.
+
+    ``data`` replaces the fetch manifest's revision when the job read other data (imported official
+    outputs are judged against the task JSON the user points at).
+    """
     return JobProvenance(
         stage=stage,
         run=run.name,
@@ -218,13 +235,15 @@ def job_provenance(
             "model": spec_hash(specs.models[model.name]),
             "task": spec_hash(specs.tasks[task]),
         },
-        data=data_revision(fetch_manifest),
+        data=data if data is not None else data_revision(fetch_manifest),
         environment=environment(environ),
         seeds=seeds(run, model),
         weights_revision=weights_revision(model),
         started_at=started_at,
         finished_at=utc_now(),
         host=socket.gethostname(),
+        prompt_rebuilt=prompt_rebuilt,
+        predictions_from=None if predictions_from is None else str(predictions_from),
     )
 
 

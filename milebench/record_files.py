@@ -10,6 +10,7 @@ from pydantic import BaseModel, ValidationError
 from milebench.io import jsonl_lines
 from milebench.records import PreparedSample
 from milebench.spec.base import describe_errors
+from milebench.stage_inputs import require
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -29,7 +30,6 @@ def read_records(path: Path, model: type[R]) -> list[R]:
     return records
 
 
-def read_prepared(path: Path) -> list[PreparedSample]:
-    if not path.exists():
-        raise RecordError(f"{path}: prepared samples not found (run the preprocess stage first)")
-    return read_records(path, PreparedSample)
+def read_prepared(path: Path, made_by: str) -> list[PreparedSample]:
+    """The prepared samples; ``made_by`` is the preprocess command line named when the file is absent."""
+    return read_records(require(path, "prepared samples", made_by), PreparedSample)

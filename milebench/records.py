@@ -90,6 +90,28 @@ class PreparedSample(Spec):
         return f"{self.instruction}\n{self.context}"
 
 
+class GoldSample(Spec):
+    """What scoring reads of a sample, taken from the task JSON alone: no prompt built, no image read.
+
+    Official outputs are judged against it when the run has no prepared samples (the images, which
+    preprocess needs, are absent); the official evaluator itself reads no more than this.
+    """
+
+    task: str
+    mode: Mode
+    sample_id: int
+    question_type: QuestionType
+    choices: tuple[str, ...] | None
+    labelled_choices: bool = True
+    response: str = Field(description="The gold answer.")
+    image_quantity_level: QuantityLevel
+    n_images: int = Field(description="Images of the sample (its images_path entries).")
+
+
+ScoredSample = PreparedSample | GoldSample
+"""What an answer is judged against: a prepared sample (prompt rebuilt) or the task JSON's gold alone."""
+
+
 class FailureKind(StrEnum):
     OOM = "oom"
     API_ERROR = "api_error"
@@ -144,3 +166,7 @@ class Judgment(Spec):
     extracted: str | None = None
     score: float | None = None
     image_quantity_level: QuantityLevel
+    prompt_rebuilt: bool = Field(
+        default=True,
+        description="false: judged against the task JSON alone (official outputs, no prompt rebuilt).",
+    )

@@ -571,8 +571,13 @@ def test_kit_image_infers_exactly_as_the_host(tmp_path: Path, monkeypatch: pytes
     assert [sid for sid, _, _ in host] == [0, 1, 2, 3] and host[3][1] == ""
     assert answers("box") == host
 
-    # A failing job (no prepared file) returns its exit code and leaves no container behind.
+    # A job failing inside the image (a malformed prepared file) returns its exit code and leaves no
+    # container behind; a missing prepared file is refused on the host before any container starts.
     failing = ["--model", "random", "--task", "WebQA", "--mode", "adversarial"]
+    assert cli.main(["--specs", str(specs), "container-infer", "--run", "box", *failing]) == 1
+    bad = RunPaths(out=out / "box", reports=tmp_path).prepared("WebQA", "adversarial")
+    bad.parent.mkdir(parents=True, exist_ok=True)
+    bad.write_text('{"task": "WebQA"}\n', encoding="utf-8")
     assert cli.main(["--specs", str(specs), "container-infer", "--run", "box", *failing]) != 0
     left = client.containers.list(all=True, filters={"label": "org.milebench.run=box"})
     assert left == []

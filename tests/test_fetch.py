@@ -26,6 +26,7 @@ from milebench.paths import RunPaths
 from milebench.spec.base import SpecError
 from milebench.spec.registry import Specs
 from milebench.spec.run import FixtureSource, HubSource, LocalSource, MirrorSource, RunSpec
+from milebench.stage_inputs import MissingInput
 
 ARCHIVES = {
     "MileBench_part0.tar.gz": tar_gz(
@@ -241,7 +242,7 @@ def test_hub_source_uses_resolve_urls_and_token(tmp_path: Path, monkeypatch: pyt
 
 def test_fixture_source_reads_the_run_mirror(tmp_path: Path) -> None:
     specs, run, paths = setup(tmp_path, FixtureSource(kind="fixture"))
-    with pytest.raises(FetchError, match="milebench fixture --out"):
+    with pytest.raises(MissingInput, match=r"lock\.yaml: fixture lock not found; run `milebench fixture"):
         fetch_run(specs, run, paths)
     paths.mirror.mkdir(parents=True)
     for name, data in ARCHIVES.items():

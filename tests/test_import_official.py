@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
+import tarfile
 from pathlib import Path
 
 import pytest
+import yaml
 from test_score_command import CHOICES, paths_of, sample, specs_dir  # noqa: F401
 
 from milebench import cli
 from milebench.io import atomic_write_jsonl, read_jsonl
+from milebench.paths import RunPaths
+from milebench.provenance import read_provenance
+from milebench.score.aggregate import TaskScore
 from milebench.score.official import OfficialFormatError, import_official, read_official
 from milebench.spec.base import SpecError
+from milebench.spec.registry import DEFAULT_SPECS, load_specs
 from milebench.spec.run import Mode
+from milebench.stage_inputs import MissingInput
 
 
 def data_file(root: Path, task: str, samples: list[tuple[int, str, list[str] | None]]) -> None:
@@ -74,7 +82,13 @@ def setup(specs_dir: Path, tmp_path: Path) -> tuple[Path, Path, Path]:  # noqa: 
 
 def ns(specs_dir: Path, outputs: Path, data: Path) -> argparse.Namespace:  # noqa: F811
     return argparse.Namespace(
-        run="t", model="random", mode=Mode.MULTI_IMAGE, outputs=outputs, data_dir=data, specs=specs_dir
+        run="t",
+        model="random",
+        mode=Mode.MULTI_IMAGE,
+        outputs=outputs,
+        data_dir=data,
+        specs=specs_dir,
+        report=False,
     )
 
 
@@ -90,6 +104,7 @@ def test_imports_and_scores_with_both_scorers(setup: tuple[Path, Path, Path]) ->
     assert paper == [(0, "scored", "B"), (1, "scored", "AC"), (2, "missing", None)]
     standard = [j["extracted"] for j in judgments if j["scorer"] == "standard"]
     assert standard == ["B", "C", None]
+    assert all(j["prompt_rebuilt"] for j in judgments)  # the run's prepared samples were there
     result = json.loads(paths.task_score("random", "ActionSequence", Mode.MULTI_IMAGE).read_text())
     # Sample 2 has no official answer: it counts as wrong (1 right of 3); scored-only: 1 of the 2 answers.
     assert result["score"] == pytest.approx(100 / 3) and result["missing_ids"] == [2]
@@ -124,11 +139,25 @@ def test_unknown_sample_and_malformed_records_name_file_and_record(tmp_path: Pat
 
 def test_nothing_to_import_and_unknown_model_fail(setup: tuple[Path, Path, Path], tmp_path: Path) -> None:
     specs_dir, data, _ = setup  # noqa: F811
+    (tmp_path / "empty").mkdir()
     assert import_official(ns(specs_dir, tmp_path / "empty", data)) == 1
+    with pytest.raises(MissingInput, match=r"absent: official outputs folder not found; run the official"):
+        import_official(ns(specs_dir, tmp_path / "absent", data))
     other = ns(specs_dir, tmp_path, data)
     other.model = "nobody"
     with pytest.raises(SpecError, match="'nobody' is not part of run 't'"):
         import_official(other)
+
+
+def test_missing_task_json_names_the_file_and_the_fetch_command(setup: tuple[Path, Path, Path]) -> None:
+    specs_dir, data, outputs = setup  # noqa: F811
+    with pytest.raises(MissingInput, match=r"nowhere: MileBench data folder not found; run `milebench fetch"):
+        import_official(ns(specs_dir, outputs, data.parent / "nowhere"))
+    (data / "ActionSequence" / "ActionSequence.json").unlink()
+    with pytest.raises(
+        MissingInput, match=r"ActionSequence\.json: task file not found; run `milebench fetch --run t` first"
+    ):
+        import_official(ns(specs_dir, outputs, data))
 
 
 def test_score_command_takes_an_official_outputs_folder(setup: tuple[Path, Path, Path]) -> None:
@@ -141,3 +170,70 @@ def test_score_command_takes_an_official_outputs_folder(setup: tuple[Path, Path,
     assert paper == ["B", "AC", None]
     with pytest.raises(SystemExit, match="--task is required"):
         cli.main(argv)
+
+
+def test_official_outputs_and_task_json_alone_give_judgments_scores_and_a_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No images: `import-official --report` scores against the task JSON and says no prompt was rebuilt."""
+    mirror, tree = tmp_path / "mirror", tmp_path / "data" / "MileBench"
+    assert cli.main(["fixture", "--out", str(mirror)]) == 0
+    for archive in sorted(mirror.glob("*.tar.gz")):  # the data without its images: task JSON files only
+        with tarfile.open(archive) as tar:
+            task_json = [m for m in tar.getmembers() if m.isfile() and m.name.endswith(".json")]
+            tar.extractall(tmp_path / "data", members=task_json, filter="data")
+    assert sorted({p.suffix for p in tree.rglob("*") if p.is_file()}) == [".json"]
+    assert not list(tree.glob("*/images"))
+
+    kit_specs = tmp_path / "specs"
+    shutil.copytree(DEFAULT_SPECS, kit_specs)
+    run = {"name": "old", "description": "An old official run.", "models": ["llava-1.5-7b"],
+           "data": {"kind": "local", "path": str(tree)}, "output_dir": str(tmp_path / "results")}  # fmt: skip
+    (kit_specs / "runs" / "old.yaml").write_text(yaml.safe_dump(run), encoding="utf-8")
+    outputs = tmp_path / "outputs" / "llava-v1.5-7b"
+    for task in load_specs(kit_specs).tasks:
+        samples = json.loads((tree / task / f"{task}.json").read_text(encoding="utf-8"))["data"]
+        # Right everywhere except sample 0, which answers nothing useful.
+        records = [
+            official_record(
+                s["sample_id"], s["response"], "no idea" if s["sample_id"] == 0 else s["response"]
+            )
+            for s in samples
+        ]
+        (outputs / task).mkdir(parents=True)
+        (outputs / task / "pred.json").write_text(json.dumps(records, indent=4), encoding="utf-8")
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["--specs", str(kit_specs), "import-official", "--run", "old", "--model", "llava-1.5-7b"]
+    assert cli.main([*argv, "--official-outputs", str(outputs), "--data-dir", str(tree), "--report"]) == 0
+
+    paths = RunPaths.for_run(load_specs(kit_specs).run("old"))
+    judgments = list(read_jsonl(paths.judgments("llava-1.5-7b", "ActionSequence", Mode.MULTI_IMAGE)))
+    assert [(j["scorer"], j["sample_id"], j["score"]) for j in judgments] == [
+        ("paper", 0, 0.0), ("paper", 1, 1.0), ("paper", 2, 1.0),
+        ("standard", 0, 0.0), ("standard", 1, 1.0), ("standard", 2, 1.0),
+    ]  # fmt: skip
+    assert all(j["prompt_rebuilt"] is False for j in judgments)
+    score = TaskScore.model_validate_json(
+        paths.task_score("llava-1.5-7b", "ActionSequence", Mode.MULTI_IMAGE).read_text()
+    )
+    assert score.prompt_rebuilt is False and score.n_scored == 3
+    assert score.score == pytest.approx(200 / 3) and score.variants["standard"].score == pytest.approx(
+        200 / 3
+    )
+    record = read_provenance(paths.score_provenance("llava-1.5-7b", "ActionSequence", Mode.MULTI_IMAGE))
+    assert record.prompt_rebuilt is False
+    assert record.predictions_from == str(outputs / "ActionSequence" / "pred.json")
+    assert record.data is not None and record.data.kind == "task-json"
+    assert set(record.data.archives) == {"ActionSequence/ActionSequence.json"}
+    assert not paths.out.joinpath("prepared").exists()
+
+    verdict = json.loads(paths.verdict_json.read_text())
+    assert len(verdict["cells"]) == 14
+    html = paths.report_html.read_text(encoding="utf-8")
+    assert "No prompt was rebuilt for LLaVA-1.5-7B (multi-image, 29 tasks)" in html
+    assert html.count("&Dagger;</sup>") == 29
+    assert 'id="verdict-cells"' in html
+    assert "no prompt rebuilt (task JSON alone)" in html
+    tex = paths.report_tex.read_text(encoding="utf-8")
+    assert r"\textbf{No prompt was rebuilt} for LLaVA-1.5-7B (multi-image, 29 tasks)" in tex

@@ -491,4 +491,4 @@ def test_a_prepared_file_with_a_garbage_line_is_a_clear_error(tmp_path: Path) ->
     good = prepared(0).model_dump_json()
     path.write_text(f"{good}\nnot json\n{good}\n")
     with pytest.raises(RecordError, match=rf"^{re.escape(str(path))}: record 2: .*Invalid JSON"):
-        read_prepared(path)
+        read_prepared(path, "milebench preprocess ...")

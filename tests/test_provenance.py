@@ -22,7 +22,7 @@ from milebench.provenance import (
     read_provenance,
     write_provenance,
 )
-from milebench.report.provenance import job_manifests, manifests
+from milebench.report.provenance import run_provenance
 from milebench.spec.registry import load_specs, spec_hash
 
 ARCHIVES = {"MileBench_part0.tar.gz": "a" * 64, "MileBench_part1.tar.gz": "b" * 64}
@@ -137,16 +137,36 @@ def test_report_condenses_job_manifests(tmp_path: Path) -> None:
     )
     write_provenance(paths.infer_provenance("random", "WebQA", "multi-image"), other)
 
-    found = job_manifests(paths)
-    titles = [m.path for m in found]
-    assert titles[:2] == ["job environment 1 (2 jobs)", "job environment 2 (1 job)"]
-    lines = dict(found[-1].entries)
+    found = run_provenance(paths)
+    assert [e.label for e in found.environments] == ["job environment 1", "job environment 2"]
+    first, second = found.environments
+    assert first.facts["jobs"] == "2 (infer 1, score 1)" and second.facts["jobs"] == "1 (infer 1)"
+    assert second.facts["image"] == "1" and second.image == "sha256:1" and first.facts["image"] == "host"
+    assert first.differs == second.differs == {"image"}  # the rest of the two environments agrees
+    assert first.facts["weights"] == f"llava-1.5-7b {job.weights_revision}"
+    assert first.facts["data"] == f"hub {'c' * 40}"
+    assert ("pydantic", job.environment.packages["pydantic"]) in first.packages
+    assert found.jobs is not None
+    lines = dict(found.jobs.entries)
     assert set(lines) == {
         "infer llava-1.5-7b/multi-image/WebQA",
         "score llava-1.5-7b/multi-image/WebQA",
         "infer random/multi-image/WebQA",
     }
     assert "environment 2" in lines["infer random/multi-image/WebQA"]
-    assert ("image_id", "sha256:1") in found[1].entries
-    # the data manifests stay first
-    assert manifests(paths)[0].path == str(paths.fetch_manifest)
+    # the data manifests, key by key
+    assert [m.path for m in found.data] == [str(paths.fetch_manifest)]
+
+
+def test_package_differences_between_environments_are_marked(tmp_path: Path) -> None:
+    paths = RunPaths(out=tmp_path / "results" / "r", reports=tmp_path / "reports" / "r")
+    job = record(tmp_path)
+    env = job.environment
+    other = env.model_copy(update={"packages": {**env.packages, "pydantic": "0.1", "extra-pkg": "1.0"}})
+    write_provenance(paths.infer_provenance("llava-1.5-7b", "WebQA", "multi-image"), job)
+    moved = job.model_copy(update={"model": "random", "environment": other})
+    write_provenance(paths.infer_provenance("random", "WebQA", "multi-image"), moved)
+    first, second = run_provenance(paths).environments
+    assert first.package_differences == ["extra-pkg absent", f"pydantic {env.packages['pydantic']}"]
+    assert second.package_differences == ["extra-pkg 1.0", "pydantic 0.1"]
+    assert "packages" in first.differs and "2 differ: extra-pkg absent" in first.facts["packages"]

@@ -115,14 +115,15 @@ def test_verdict_is_all_pass_and_rendered(golden: tuple[Report, RunPaths]) -> No
     assert len(view.rows) == 23 * 14
     # Random (both overall columns), GPT-4V and GPT-4o (Overall Diag.) print values off their own rule;
     # Gemini 1.5 and MiniGPT-v2 miss it only by rounding, within the tolerance of the print itself.
-    assert view.count("pass (paper's rule)") == 4
-    assert view.count("fail") == view.count("not reproduced") == 0
+    assert view.count("reproduced (paper's rule)") == 4
+    assert view.count("consistent") == view.count("not reproduced") == view.count("no score") == 0
+    assert [(s.key, s.state) for s in view.summary][-1] == ("table", "reproduced")
     real = next(r for r in view.verdict.rank_correlations if r.column == "overall_real")
     assert real.rho is not None and real.rho > 0.99
 
     html = (paths.reports / "report.html").read_text(encoding="utf-8")
     assert "Verdict against the paper: reproduced." in html
-    assert 'data-status="fail"' not in html
+    assert 'data-status="not reproduced"' not in html and 'data-status="consistent"' not in html
     # The paper's best marks: GPT-4o leads the closed models on T-1, Mantis the open image models overall.
     main = re.search(r'<table class="main" id="main-multi-image">(.*?)</table>', html, re.S)
     assert main

@@ -8,6 +8,7 @@ import json
 import shutil
 import subprocess
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -327,12 +328,15 @@ def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
-def open_in_chromium(html: Path, profile: Path) -> tuple[list[str], list[list], bytes]:
-    """Load ``html``; return console / log errors, each <img>'s (complete, naturalWidth) and a screenshot."""
+def open_in_chromium(
+    html: Path, profile: Path, evaluate: Sequence[str] = ()
+) -> tuple[list[str], list[list], bytes, list[object]]:
+    """Load ``html`` in a 1280-pixel-wide window; return console / log errors, each <img>'s (complete,
+    naturalWidth), a screenshot, and the value of each ``evaluate`` expression, run in order."""
     connect = pytest.importorskip("websockets.sync.client", reason="the CDP check needs `websockets`").connect
 
     proc = subprocess.Popen(
-        [chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
+        [chromium(), *CHROMIUM_FLAGS, "--window-size=1280,900", f"--user-data-dir={profile}", "about:blank"],
         stderr=subprocess.PIPE,
         text=True,
     )
@@ -381,10 +385,14 @@ def open_in_chromium(html: Path, profile: Path) -> tuple[list[str], list[list], 
                 expression="Array.from(document.images).map(i => [i.complete, i.naturalWidth])",
                 returnByValue=True,
             )["result"]["value"]
+            values = [
+                call("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
+                for expression in evaluate
+            ]
             shot = call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
         import base64
 
-        return errors, images, base64.b64decode(shot["data"])
+        return errors, images, base64.b64decode(shot["data"]), values
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -393,7 +401,7 @@ def open_in_chromium(html: Path, profile: Path) -> tuple[list[str], list[list], 
 @pytest.mark.skipif(chromium() is None, reason="chromium absent: run .ci/report-tools.sh")
 def test_html_loads_in_chromium_without_errors(rendered: tuple[Report, RunPaths], tmp_path: Path) -> None:
     _, paths = rendered
-    errors, images, screenshot = open_in_chromium(paths.report_html.resolve(), tmp_path / "profile")
+    errors, images, screenshot, _ = open_in_chromium(paths.report_html.resolve(), tmp_path / "profile")
     assert errors == []
     assert len(images) == 4 and all(complete and width > 0 for complete, width in images)
     assert screenshot.startswith(b"\x89PNG")

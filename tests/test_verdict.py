@@ -2,17 +2,32 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+from test_report import TASKS, run_report, specs_dir, write_scores  # noqa: F401
 
+from milebench.io import atomic_write_jsonl
+from milebench.records import Judgment
 from milebench.score.uncertainty import TaskSamples
-from milebench.score.verdict import COLUMNS, Verdict, build_verdict, inconsistent_cells, rank_correlation
+from milebench.score.verdict import (
+    COLUMNS,
+    ROUNDING,
+    Agreement,
+    Verdict,
+    agreement,
+    build_verdict,
+    in_interval,
+    inconsistent_cells,
+    rank_correlation,
+    summarise_agreement,
+)
 from milebench.spec.base import load_spec
 from milebench.spec.paper import PaperSpec
 from milebench.spec.registry import load_specs
-from milebench.spec.run import FixtureSource, RunSpec
+from milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.spec.task import Group
 
 SPECS = Path(__file__).resolve().parents[1] / "specs"
@@ -61,7 +76,7 @@ def test_cells_compare_ours_with_the_printed_values(paper: PaperSpec, tasks) -> 
     assert t1.passed and t1.coverage == 1.0
     assert t1.ci_low < t1.ours < t1.ci_high
     assert cells["overall_real"].passed
-    assert verdict.n_passed == len(COLUMNS) and verdict.n_failed == 0
+    assert verdict.table.counts[Agreement.REPRODUCED] == len(COLUMNS) and verdict.all_reproduced
 
 
 def test_tolerance_decides_pass_and_missing_tasks_are_unreproduced(paper: PaperSpec, tasks) -> None:
@@ -75,7 +90,7 @@ def test_tolerance_decides_pass_and_missing_tasks_are_unreproduced(paper: PaperS
     # N-1 and N-2: 1000 scored each; I-1: none of its 600 specified samples.
     assert cells["overall_diag"].coverage == pytest.approx(2000 / 2600)
     assert cells["I-1"].coverage == 0.0
-    assert verdict.n_unreproduced == 2
+    assert verdict.table.counts[Agreement.NO_SCORE] == 2
 
 
 def test_inconsistent_cells_are_flagged_with_their_note(paper: PaperSpec, tasks) -> None:
@@ -100,3 +115,96 @@ def test_rank_correlation_is_spearman_over_models(paper: PaperSpec, tasks) -> No
     reversed_ = rank_correlation("x", {"a": 1.0, "b": 2.0, "c": 3.0}, {"a": 3.0, "b": 2.0, "c": 1.0})
     assert reversed_.rho == pytest.approx(-1.0)
     assert rank_correlation("x", {"a": 1.0, "b": 2.0}, {"a": 1.0, "b": 2.0}).rho is None
+
+
+def test_a_difference_exactly_at_the_tolerance_is_reproduced(paper: PaperSpec, tasks) -> None:
+    assert agreement(26.0, 25.0, inside=False, tolerance=1.0) is Agreement.REPRODUCED
+    assert agreement(24.0, 25.0, inside=False, tolerance=1.0) is Agreement.REPRODUCED
+    assert agreement(26.0 + 1e-6, 25.0, inside=False, tolerance=1.0) is Agreement.NOT_REPRODUCED
+    samples = samples_for(paper, tasks, "vila", shift=0.5)
+    verdict = build_verdict(run(("vila",), tolerance=0.5), paper, tasks, {"vila": samples}, resamples=100)
+    t1 = next(c for c in verdict.cells if c.column == "T-1")
+    assert t1.difference == pytest.approx(0.5, abs=1e-9) and t1.agreement is Agreement.REPRODUCED
+    assert verdict.columns["T-1"].state is Agreement.REPRODUCED
+    assert verdict.table.state is Agreement.REPRODUCED and verdict.all_reproduced
+
+
+def test_outside_the_tolerance_but_inside_the_interval_is_consistent(paper: PaperSpec, tasks) -> None:
+    # The smoke run's Random row: T-1 published 25.0, ours 22.2 over 9 samples, interval [0.0, 44.4].
+    assert in_interval(25.0, 0.0, 44.4) is True
+    assert agreement(22.2, 25.0, inside=True, tolerance=1.0) is Agreement.CONSISTENT
+    # The printed value stands for anything within 0.05 of it: the interval is widened by that much.
+    assert in_interval(44.4 + ROUNDING, 0.0, 44.4) is True and in_interval(-ROUNDING, 0.0, 44.4) is True
+    few = {
+        t.name: TaskSamples(ids=(0, 1, 2), scores=np.array([0.0, 1.0, 0.0]), n_expected=3, n_scored=3)
+        for t in tasks
+    }
+    verdict = build_verdict(run(("random",)), paper, tasks, {"random": few}, resamples=500)
+    t1 = next(c for c in verdict.cells if c.column == "T-1")
+    assert not t1.passed and t1.published_in_interval and t1.agreement is Agreement.CONSISTENT
+    assert verdict.columns["T-1"].state is Agreement.CONSISTENT and not verdict.all_reproduced
+
+
+def test_an_interval_that_excludes_the_published_value_is_not_reproduced(paper: PaperSpec, tasks) -> None:
+    assert in_interval(44.4 + ROUNDING + 1e-6, 0.0, 44.4) is False
+    assert agreement(50.0, 44.5, inside=False, tolerance=1.0) is Agreement.NOT_REPRODUCED
+    samples = samples_for(paper, tasks, "vila", shift=5.0)  # 1000 samples a task: narrow intervals
+    verdict = build_verdict(run(("vila",)), paper, tasks, {"vila": samples}, resamples=200)
+    t1 = next(c for c in verdict.cells if c.column == "T-1")
+    assert t1.published_in_interval is False and t1.agreement is Agreement.NOT_REPRODUCED
+    assert verdict.columns["T-1"].state is Agreement.NOT_REPRODUCED
+    assert verdict.table.state is Agreement.NOT_REPRODUCED
+    assert verdict.table.counts[Agreement.NOT_REPRODUCED] == len(COLUMNS)
+
+
+def test_summary_states_rank_not_reproduced_over_consistent_over_reproduced() -> None:
+    ok, near, far, none = (Agreement.REPRODUCED, Agreement.CONSISTENT, Agreement.NOT_REPRODUCED,
+                           Agreement.NO_SCORE)  # fmt: skip
+    assert summarise_agreement([ok, Agreement.RULE, none]).state is ok
+    assert summarise_agreement([ok, near, none]).state is near
+    assert summarise_agreement([ok, near, far]).state is far
+    assert summarise_agreement([none, none]).state is none
+    assert summarise_agreement([ok, near, far, none]).counts == {
+        ok: 1, Agreement.RULE: 0, near: 1, far: 1, none: 1
+    }  # fmt: skip
+
+
+STATE_SCORES = {
+    # T-1 of the test paper spec is published as 10.0 (tolerance 1.0); sample scores of each T-1 task.
+    "reproduced": [1.0] * 11 + [0.0] * 89,  # 11.0: exactly the tolerance away
+    "consistent": [1.0] + [0.0] * 4,  # 20.0 over five samples: the interval holds 10.0
+    "not reproduced": [1.0] * 60 + [0.0] * 40,  # 60.0 over a hundred: the interval excludes it
+}
+
+
+@pytest.mark.parametrize("state", list(STATE_SCORES))
+def test_each_state_is_rendered_in_html_and_latex(
+    state: str,
+    specs_dir: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    paths = write_scores(specs_dir)
+    for task, (group, _, _) in TASKS.items():
+        scores = STATE_SCORES[state] if group is Group.T1 else [0.0, 1.0]
+        rows = [
+            Judgment(task=task, mode=Mode.MULTI_IMAGE, model="random", sample_id=i, scorer="paper",
+                     status="scored", score=score, image_quantity_level="Few").model_dump(mode="json")
+            for i, score in enumerate(scores)
+        ]  # fmt: skip
+        atomic_write_jsonl(paths.judgments("random", task, Mode.MULTI_IMAGE), rows)
+    reports = run_report(specs_dir, tmp_path, monkeypatch)
+
+    html = reports.report_html.read_text(encoding="utf-8")
+    cell = re.search(r'<tr data-model="random" data-column="T-1">(.*?)</tr>', html, re.S)
+    assert cell and f'data-status="{state}">{state}</td>' in cell.group(1)
+    columns = re.search(r'<table class="verdict-summary" id="verdict-columns">(.*?)</table>', html, re.S)
+    assert columns
+    t1 = re.search(r'<tr data-column="T-1">(.*?)</tr>', columns.group(1), re.S)
+    assert t1 and f'data-status="{state}">{state}</td>' in t1.group(1)
+    assert 'id="verdict-summary"' in html and "consistent (outside the tolerance" in html
+
+    tex = reports.report_tex.read_text(encoding="utf-8")
+    shown = r"\textbf{not reproduced}" if state == "not reproduced" else state
+    assert re.search(rf"^Random & T-1 & 10\.0 & .* & {re.escape(shown)} \\\\$", tex, re.M), tex
+    assert re.search(rf"^T-1 & {re.escape(shown)} & ", tex, re.M)

@@ -19,11 +19,13 @@ from milebench.containers.docker_runtime import (
 from milebench.containers.image import ImageError, build_image, client_from_env, recorded_image, registry_uri
 from milebench.infer.commands import model_spec
 from milebench.paths import RunPaths
+from milebench.preprocess.regime import model_regime
 from milebench.provenance import COMMIT_VAR, DIRTY_VAR, IMAGE_ID_VAR, kit_version
 from milebench.spec.base import SpecError
 from milebench.spec.model import ModelSpec
 from milebench.spec.registry import load_specs
-from milebench.spec.run import LocalSource, RunSpec
+from milebench.spec.run import LocalSource, Mode, RunSpec
+from milebench.stage_inputs import preprocess_command, require
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +90,9 @@ def container_infer(args: argparse.Namespace) -> int:
     family_name = container_family(model, specs.root)
     run = specs.run(args.run)
     paths = RunPaths.for_run(run)
+    regime = model_regime(specs, run, model.name, Mode(args.mode)).id
+    prepared = paths.prepared(args.task, args.mode, regime)
+    require(prepared, "prepared samples", preprocess_command(run.name, args.task, args.mode, regime))
     paths.out.mkdir(parents=True, exist_ok=True)
     cell = ("--run", run.name, "--model", model.name, "--task", args.task, "--mode", str(args.mode))
     threads = ("--threads", str(args.threads)) if args.threads else ()

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from milebench.data.download import hub_dataset_url, hub_url
-from milebench.data.errors import FetchError
 from milebench.data.lock import ArchiveEntry, DataLock, load_lock
 from milebench.paths import RunPaths
 from milebench.spec.base import SpecError
 from milebench.spec.registry import Specs
 from milebench.spec.run import FixtureSource, HubSource, LocalSource, MirrorSource, RunSpec
+from milebench.stage_inputs import command, require
 
 FIXTURE_LOCK = "milebench.lock.yaml"
 
@@ -42,12 +42,7 @@ def resolve_source(specs: Specs, run: RunSpec, paths: RunPaths) -> ResolvedSourc
     if isinstance(source, MirrorSource):
         return _mirror(source.url, specs.root / source.lock, {"kind": "mirror", "url": source.url})
     if isinstance(source, FixtureSource):
-        lock_path = paths.mirror / FIXTURE_LOCK
-        if not lock_path.is_file():
-            raise FetchError(
-                f"{lock_path} not found: the fixture archives are not generated; "
-                f"run `milebench fixture --out {paths.mirror}`"
-            )
+        lock_path = require(paths.mirror / FIXTURE_LOCK, "fixture lock", command("fixture", out=paths.mirror))
         return _mirror(str(paths.mirror), lock_path, {"kind": "fixture", "path": str(paths.mirror)})
     raise TypeError(f"unknown data source {source!r}")
 
@@ -61,7 +56,7 @@ def _local(specs: Specs, run: RunSpec, source: LocalSource) -> ResolvedSource:
 
 
 def _hub(lock_path: Path) -> ResolvedSource:
-    lock = load_lock(lock_path)
+    lock = load_lock(require(lock_path, "data lock", command("lock-data", out=lock_path)))
     if lock.repo_id is None or lock.revision is None:
         raise SpecError(lock_path, [("repo_id", "a hub source needs the dataset repo id")])
     archives = tuple((e, hub_url(lock.repo_id, lock.revision, e.name)) for e in lock.archives)

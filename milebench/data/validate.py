@@ -23,6 +23,8 @@ from milebench.data.schema import Sample, TaskFile, quantity_level, task_json_pa
 from milebench.spec.base import field_path
 from milebench.spec.registry import load_specs
 from milebench.spec.task import QuestionType, TaskSpec
+from milebench.stage_inputs import command as command_line
+from milebench.stage_inputs import require
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +155,7 @@ def _sample_messages(task_dir: Path, spec: TaskSpec, sample: Sample, n_instructi
 def command(args: argparse.Namespace) -> int:
     """Log each problem on its own line; exit 1 if there is any."""
     tasks = list(load_specs(args.specs).tasks.values())
+    require(args.data_root, "MileBench data folder", command_line("fetch", run="<run>"))
     problems = validate_tree(args.data_root, tasks, args.samples_per_task)
     for problem in problems:
         log.error("%s", problem)

@@ -23,6 +23,7 @@ from milebench.spec.model import BuiltinModel, HubWeights, ModelSpec
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode
 from milebench.spec.weights_lock import WEIGHTS_LOCK, locked_revision
+from milebench.stage_inputs import preprocess_command
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +122,8 @@ def infer(args: argparse.Namespace) -> int:
     limit_threads(model_threads)
     try:
         regime = model_regime(specs, run, spec.name, mode)
-        samples = read_prepared(paths.prepared(task.name, mode, regime.id))
+        made_by = preprocess_command(args.run, task.name, mode, regime.id)
+        samples = read_prepared(paths.prepared(task.name, mode, regime.id), made_by)
         adapter = load_adapter(spec, paths, paths.data_root, run.context_overflow)
     except (RecordError, AdapterError) as err:
         log.error("%s", err)

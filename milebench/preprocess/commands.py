@@ -12,12 +12,13 @@ from milebench.io import atomic_write_json, atomic_write_jsonl, sha256_file
 from milebench.paths import RunPaths
 from milebench.preprocess.prepare import load_budget, manifest, prepare_task
 from milebench.preprocess.prompt import PreprocessError
-from milebench.preprocess.regime import run_regimes
+from milebench.preprocess.regime import run_regimes, tokenizer_dirs
 from milebench.preprocess.tokenizer import TokenizerError
 from milebench.spec.base import SpecError, validate_mapping
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode
 from milebench.spec.task import TaskSpec
+from milebench.stage_inputs import command, require
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,9 @@ def preprocess(args: argparse.Namespace) -> int:
     regime, models = regimes[args.regime]
     try:
         source = task_source(task, mode, paths.data_root)
+        require(source, "task file", command("fetch", run=run.name))
+        for folder in tokenizer_dirs(regime, paths):
+            require(folder, "tiny model checkpoint", command("tiny-model", run=run.name, model=folder.name))
         task_file = read_task_file(source)
         budget = load_budget(regime, paths)
         prepared = prepare_task(

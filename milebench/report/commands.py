@@ -17,7 +17,7 @@ from milebench.io import atomic_write_bytes, atomic_write_text
 from milebench.paths import RunPaths
 from milebench.report.evidence import Evidence
 from milebench.report.figures import report_figures
-from milebench.report.provenance import manifests
+from milebench.report.provenance import run_provenance
 from milebench.report.render import FIGURES, render_html, render_tex
 from milebench.report.sensitivity import sensitivity_rows
 from milebench.report.skipped import skipped_tables
@@ -31,6 +31,7 @@ from milebench.score.run_aggregate import (
     RunFiles,
     incomplete_cells,
     require_complete,
+    require_scores,
 )
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode, RunSpec
@@ -64,7 +65,7 @@ def gather(specs: Specs, run: RunSpec, paths: RunPaths, files: ReportFiles | Non
         tables,
         verdict=build_verdict_view(run, specs.paper, models, tasks, all_tasks, evidence),
         figures=report_figures(tables, models, tasks, evidence),
-        manifests=manifests(paths),
+        provenance=run_provenance(paths),
         sensitivity=sensitivity_rows(models, tasks, all_tasks, lookup) if PAPER_MODE in run.modes else None,
         truncation=truncation_tables(specs, run, tasks, evidence),
         budgets=budget_rows(specs, run),
@@ -97,9 +98,14 @@ def write_report(report: Report, paths: RunPaths) -> None:
 
 def report(args: argparse.Namespace) -> int:
     specs = load_specs(args.specs)
-    run = specs.run(args.run)
+    return report_run(specs, specs.run(args.run))
+
+
+def report_run(specs: Specs, run: RunSpec) -> int:
+    """Render the run's report from its score files; 1 (logged) for a refused incomplete run."""
     paths = RunPaths.for_run(run)
     files = ReportFiles(paths)
+    require_scores(run, specs.run_tasks(run), files)
     try:
         require_complete(run, incomplete_cells(run, specs.run_tasks(run), files))
     except IncompleteError as err:

@@ -26,7 +26,7 @@ from milebench.spec.task import Group, TaskSpec
 
 if TYPE_CHECKING:
     from milebench.report.figures import Figure
-    from milebench.report.provenance import Manifest
+    from milebench.report.provenance import Provenance
     from milebench.report.sensitivity import SensitivityRow
     from milebench.report.skipped import SkippedTable
     from milebench.report.truncation import ModelBudget, TruncationTable
@@ -173,6 +173,30 @@ class QuantityRow:
     display_name: str
     ours: dict[str, float | None]
     paper: dict[str, float] | None
+
+
+@dataclass(frozen=True)
+class PromptlessRow:
+    """A model's tasks in one mode judged against the task JSON alone: no prompt was rebuilt for them."""
+
+    model: str
+    display_name: str
+    mode: Mode
+    tasks: list[str]
+
+
+def promptless_rows(
+    run: RunSpec, models: Sequence[ModelSpec], run_tasks: Sequence[TaskSpec], lookup: ScoreLookup
+) -> list[PromptlessRow]:
+    """Every (model, mode) with task scores of imported official outputs scored without prompts."""
+    rows = []
+    for mode in run.modes:
+        for m in models:
+            found = [lookup(m.name, t.name, mode) for t in run_tasks if applies(t, mode)]
+            names = [s.task for s in found if s is not None and not s.prompt_rebuilt]
+            if names:
+                rows.append(PromptlessRow(m.name, m.display_name, mode, names))
+    return rows
 
 
 @dataclass(frozen=True)
@@ -384,7 +408,7 @@ class Report:
     """Present when the run has multi-image scores."""
     verdict: VerdictView | None = None
     figures: list[Figure] = field(default_factory=list)
-    manifests: list[Manifest] = field(default_factory=list)
+    provenance: Provenance | None = None
     sensitivity: list[SensitivityRow] | None = None
     """Present when the score files carry the standard scorer."""
     truncation: list[TruncationTable] = field(default_factory=list)
@@ -392,6 +416,8 @@ class Report:
     """Every run model's context budget with the source of each number (shown with truncation)."""
     skipped: list[SkippedTable] = field(default_factory=list)
     """Per mode: skipped samples and preprocess totals per input regime, from the preprocess manifests."""
+    promptless: list[PromptlessRow] = field(default_factory=list)
+    """Task scores judged against the task JSON alone (imported official outputs, no prompt rebuilt)."""
 
     @property
     def complete(self) -> bool:
@@ -419,4 +445,5 @@ def build_report(
         contamination=contamination_rows(models, all_tasks, paper, lookup) if both else None,
         notes=notes(paper, {m.name: m for m in models}),
         image_quantity=quantity_rows(models, run_tasks, paper, lookup) if PAPER_MODE in run.modes else None,
+        promptless=promptless_rows(run, models, run_tasks, lookup),
     )

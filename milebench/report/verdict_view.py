@@ -1,10 +1,10 @@
-"""The verdict against the paper as the report shows it: one status per cell and one overall answer.
+"""The verdict against the paper as the report shows it: one state per cell, per column and overall.
 
-``milebench.score.verdict`` judges every cell against the printed value. Where the paper's own rule
-does not give its printed value (``main_table.inconsistencies`` with an exact column), a reproduction
-that is faithful to the rule must miss the print; such a cell is shown as failing against the print
-and passing against the rule's value, with the paper's note as a footnote, and it counts as a pass
-for the overall answer. Everything else must pass against the print.
+``milebench.score.verdict`` decides every cell's state (reproduced, consistent, not reproduced, or no
+score). Where the paper's own rule does not give its printed value (``main_table.inconsistencies``
+with an exact column), a reproduction faithful to the rule must miss the print; such a cell is
+"reproduced (paper's rule)" when it is within the tolerance of the rule's value, with the paper's note
+as a footnote, and it counts as reproduced for the headline.
 """
 
 from __future__ import annotations
@@ -15,24 +15,55 @@ from dataclasses import dataclass
 from milebench.report.evidence import Evidence
 from milebench.score.registry import DEFAULT_SCORER
 from milebench.score.uncertainty import TaskSamples, task_samples
-from milebench.score.verdict import Verdict, VerdictCell, build_verdict
+from milebench.score.verdict import COLUMNS, Agreement, AgreementSummary, Verdict, VerdictCell, build_verdict
 from milebench.spec.model import ModelSpec
 from milebench.spec.paper import PaperSpec
 from milebench.spec.run import Mode, RunSpec
 from milebench.spec.task import TaskSpec
 
-PASS, FAIL, RULE_PASS, UNREPRODUCED = "pass", "fail", "pass (paper's rule)", "not reproduced"
+STATE_CLASSES: dict[Agreement, str] = {
+    Agreement.REPRODUCED: "reproduced",
+    Agreement.RULE: "rule",
+    Agreement.CONSISTENT: "consistent",
+    Agreement.NOT_REPRODUCED: "not-reproduced",
+    Agreement.NO_SCORE: "no-score",
+}
+"""The CSS class of each state (a state's text has spaces and quotes)."""
+SUMMARY_STATES = (Agreement.REPRODUCED, Agreement.CONSISTENT, Agreement.NOT_REPRODUCED, Agreement.NO_SCORE)
+"""The states the summaries count; the paper's-rule cells are counted with the reproduced."""
 
 
 @dataclass(frozen=True)
 class VerdictRow:
     cell: VerdictCell
     display_name: str
-    status: str
-    rule_value: float | None
-    """The value the paper's own rule gives for a flagged cell (from its printed groups), if exact."""
     footnote: int | None
     """Number of the inconsistency footnote of a flagged cell."""
+
+    @property
+    def status(self) -> str:
+        return self.cell.agreement.value
+
+    @property
+    def css(self) -> str:
+        return STATE_CLASSES[self.cell.agreement]
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    """A column's (or the whole table's) state and its cells per state."""
+
+    key: str
+    header: str
+    state: Agreement
+    counts: dict[Agreement, int]
+    """Cells per state of ``SUMMARY_STATES`` (the paper's-rule cells among the reproduced)."""
+    rule: int
+    """Of the reproduced cells, those within the tolerance of the paper's own rule only."""
+
+    @property
+    def css(self) -> str:
+        return STATE_CLASSES[self.state]
 
 
 @dataclass(frozen=True)
@@ -40,32 +71,27 @@ class VerdictView:
     verdict: Verdict
     rows: list[VerdictRow]
     footnotes: list[str]
+    summary: list[SummaryRow]
+    """Each main-table column, then the whole table."""
 
     @property
     def all_pass(self) -> bool:
-        return bool(self.rows) and all(r.status in (PASS, RULE_PASS) for r in self.rows)
+        """The headline, by the tolerance rule: every cell reproduced."""
+        return self.verdict.all_reproduced
 
     def count(self, status: str) -> int:
         return sum(1 for r in self.rows if r.status == status)
 
 
-def rule_values(paper: PaperSpec) -> dict[tuple[str, str], float]:
-    """(model, column) -> the value the paper's rule computes, for inconsistencies naming one column."""
-    return {(i.model, i.column): i.computed for i in paper.main_table.inconsistencies if ".." not in i.column}
+def summary_row(key: str, header: str, summary: AgreementSummary) -> SummaryRow:
+    """The report's three states (and no score), the paper's-rule cells counted as reproduced."""
+    counts = {state: summary.counts.get(state, 0) for state in SUMMARY_STATES}
+    rule = summary.counts.get(Agreement.RULE, 0)
+    counts[Agreement.REPRODUCED] += rule
+    return SummaryRow(key, header, summary.state, counts, rule)
 
 
-def status(cell: VerdictCell, rule: float | None, tolerance: float) -> str:
-    if cell.ours is None or cell.passed is None:
-        return UNREPRODUCED
-    if cell.passed:
-        return PASS
-    if cell.flagged and rule is not None and abs(cell.ours - rule) <= tolerance + 1e-9:
-        return RULE_PASS
-    return FAIL
-
-
-def verdict_view(verdict: Verdict, paper: PaperSpec, models: Mapping[str, ModelSpec]) -> VerdictView:
-    rules = rule_values(paper)
+def verdict_view(verdict: Verdict, models: Mapping[str, ModelSpec]) -> VerdictView:
     notes: list[str] = []
     rows = []
     for cell in verdict.cells:
@@ -74,17 +100,10 @@ def verdict_view(verdict: Verdict, paper: PaperSpec, models: Mapping[str, ModelS
             if cell.flag_note not in notes:
                 notes.append(cell.flag_note)
             footnote = notes.index(cell.flag_note) + 1
-        rule = rules.get((cell.model, cell.column))
-        rows.append(
-            VerdictRow(
-                cell=cell,
-                display_name=models[cell.model].display_name,
-                status=status(cell, rule, verdict.tolerance),
-                rule_value=rule,
-                footnote=footnote,
-            )
-        )
-    return VerdictView(verdict, rows, notes)
+        rows.append(VerdictRow(cell=cell, display_name=models[cell.model].display_name, footnote=footnote))
+    summary = [summary_row(key, header, verdict.columns[key]) for key, header in COLUMNS]
+    summary.append(summary_row("table", "All columns", verdict.table))
+    return VerdictView(verdict, rows, notes, summary)
 
 
 def run_samples(
@@ -118,4 +137,4 @@ def build_verdict_view(
         return None
     samples = run_samples(run, run_tasks, evidence)
     verdict = build_verdict(run, paper, all_tasks, samples, scorer=DEFAULT_SCORER)
-    return verdict_view(verdict, paper, {m.name: m for m in models})
+    return verdict_view(verdict, {m.name: m for m in models})

@@ -85,6 +85,9 @@ class TaskScore(Spec):
     missing_ids: tuple[int, ...] = Field(default=(), description="Sample ids without a prediction.")
     failed_ids: tuple[int, ...] = Field(default=(), description="Sample ids whose prediction failed.")
     variants: dict[str, VariantScore] = Field(default_factory=dict, description="Scorer name -> score.")
+    prompt_rebuilt: bool = Field(
+        default=True, description="false: judged against the task JSON alone, no prompt rebuilt."
+    )
 
     def difference(self, scorer: str) -> float | None:
         """``scorer``'s score minus this file's main score (table points); None if either is absent."""
@@ -183,6 +186,7 @@ def summarise(
         missing_ids=tuple(j.sample_id for j in judgments if j.status == "missing"),
         failed_ids=tuple(j.sample_id for j in failed),
         variants={name: variant_score(name, rows) for name, rows in (variants or {}).items()},
+        prompt_rebuilt=all(j.prompt_rebuilt for j in judgments),
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Sequence
 
 from milebench.data.schema import quantity_level
 from milebench.io import atomic_write_json, atomic_write_jsonl
@@ -12,7 +13,7 @@ from milebench.plan import applies
 from milebench.preprocess.regime import model_regime
 from milebench.provenance import job_provenance, utc_now, write_provenance
 from milebench.record_files import read_prepared
-from milebench.records import Judgment, Prediction, PreparedSample
+from milebench.records import Judgment, Prediction, PreparedSample, ScoredSample
 from milebench.score.aggregate import TaskScore, summarise
 from milebench.score.inputs import read_predictions
 from milebench.score.registry import DEFAULT_SCORER, SCORERS
@@ -21,16 +22,18 @@ from milebench.spec.base import SpecError
 from milebench.spec.registry import load_specs
 from milebench.spec.run import Mode
 from milebench.spec.task import TaskSpec
+from milebench.stage_inputs import preprocess_command
 
 log = logging.getLogger(__name__)
 
 
 def judge_sample(
-    task: TaskSpec, model: str, sample: PreparedSample, pred: Prediction | None, scorer: str = DEFAULT_SCORER
+    task: TaskSpec, model: str, sample: ScoredSample, pred: Prediction | None, scorer: str = DEFAULT_SCORER
 ) -> Judgment:
     """One judgment; a missing or failed prediction is recorded with its status and never scored.
 
     The level is derived from the sample's image count, as the evaluator does, not read from the data.
+    A judgment against the task JSON's gold alone says that no prompt was rebuilt for it.
     """
     status, extracted, score = "missing", None, None
     if pred is not None and (pred.failure is not None or pred.response is None):
@@ -49,11 +52,12 @@ def judge_sample(
         extracted=extracted,
         score=score,
         image_quantity_level=quantity_level(sample.n_images),
+        prompt_rebuilt=isinstance(sample, PreparedSample),
     )
 
 
 def score_task(
-    task: TaskSpec, model: str, mode: Mode, samples: list[PreparedSample], preds: dict[int, Prediction]
+    task: TaskSpec, model: str, mode: Mode, samples: Sequence[ScoredSample], preds: dict[int, Prediction]
 ) -> tuple[list[Judgment], TaskScore]:
     """Judgments under every scorer (the default's first) and the task score holding all of them."""
     by_scorer = {name: [judge_sample(task, model, s, preds.get(s.sample_id), name) for s in samples]
@@ -116,7 +120,9 @@ def score(args: argparse.Namespace) -> int:
 
     task = specs.tasks[args.task]
     paths = RunPaths.for_run(run)
-    samples = read_prepared(paths.prepared(task.name, mode, model_regime(specs, run, args.model, mode).id))
+    regime = model_regime(specs, run, args.model, mode).id
+    made_by = preprocess_command(run.name, task.name, mode, regime)
+    samples = read_prepared(paths.prepared(task.name, mode, regime), made_by)
     preds = read_predictions(paths.predictions(args.model, task.name, mode), task.name, args.model, mode)
     judgments, task_score = score_task(task, args.model, mode, samples, preds)
     write_scores(paths, judgments, task_score)
@@ -130,6 +136,7 @@ def score(args: argparse.Namespace) -> int:
         outputs=(paths.judgments(args.model, task.name, mode), paths.task_score(args.model, task.name, mode)),
         fetch_manifest=paths.fetch_manifest,
         started_at=started,
+        prompt_rebuilt=task_score.prompt_rebuilt,
     )
     write_provenance(paths.score_provenance(args.model, task.name, mode), record)
     return 0

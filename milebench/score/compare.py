@@ -16,10 +16,12 @@ from milebench.io import atomic_write_json
 from milebench.paths import RunPaths
 from milebench.plan import applies
 from milebench.score.run_aggregate import RunFiles
-from milebench.score.uncertainty import Comparison, compare
+from milebench.score.uncertainty import Comparison, TaskSamples, compare
 from milebench.spec.base import SpecError
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode
+from milebench.spec.task import TaskSpec
+from milebench.stage_inputs import MissingInput, command
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +33,18 @@ def _check(specs: Specs, run_name: str, model: str) -> None:
             specs.root / "runs" / f"{run.name}.yaml",
             [("models", f"model {model!r} is not part of run {run.name!r}")],
         )
+
+
+def _judged(
+    specs: Specs, run: str, model: str, mode: Mode, tasks: list[TaskSpec], scorer: str
+) -> dict[str, TaskSamples]:
+    """One side's scored samples per task; a side without any judgment was never scored."""
+    paths = RunPaths.for_run(specs.run(run))
+    found = RunFiles(paths).samples(model, mode, tasks, scorer)
+    if not found:
+        made_by = command("score", run=run, model=model, task="<Task>", mode=mode)
+        raise MissingInput(paths.judgments(model, "<Task>", mode), f"{scorer} judgments", made_by)
+    return found
 
 
 def format_table(rows: list[Comparison], label_a: str, label_b: str) -> str:
@@ -56,8 +70,8 @@ def compare_command(args: argparse.Namespace) -> int:
     _check(specs, run_b, model_b)
     mode = Mode(args.mode)
     tasks = [t for t in specs.tasks.values() if applies(t, mode)]
-    a = RunFiles(RunPaths.for_run(specs.run(args.run))).samples(args.model_a, mode, tasks, args.scorer)
-    b = RunFiles(RunPaths.for_run(specs.run(run_b))).samples(model_b, mode, tasks, args.scorer)
+    a = _judged(specs, args.run, args.model_a, mode, tasks, args.scorer)
+    b = _judged(specs, run_b, model_b, mode, tasks, args.scorer)
     rows = compare(a, b, list(specs.tasks.values()), args.resamples, args.seed)
     if not any(r.difference is not None for r in rows):
         log.error("no task has samples judged on both sides (run the score stage for both first)")

@@ -7,6 +7,11 @@ old runs are scored by every scorer and shown in the report beside new ones. Bef
 written, every record is checked against the MileBench data: its sample must exist in the task file
 of the mode and its gold answer must equal the data's, so predictions of another task or data
 version are refused, naming the file, record and sample.
+
+Scoring needs no more than the official evaluator does: the predictions and the task JSON. Where the
+run has prepared samples for the model, answers are judged against them; otherwise against the task
+JSON's gold alone (``GoldSample``), and the judgments, task score, provenance and report say that no
+prompt was rebuilt. So an old run is scored without its images, which only prompts need.
 """
 
 from __future__ import annotations
@@ -14,22 +19,27 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from milebench.data.schema import TaskFile
-from milebench.io import atomic_write_jsonl, canonical_json, sha256_text
+from milebench.io import atomic_write_jsonl, canonical_json, sha256_file, sha256_text
 from milebench.paths import RunPaths
 from milebench.plan import applies
 from milebench.preprocess.commands import read_task_file, task_source
+from milebench.preprocess.regime import model_regime
+from milebench.provenance import DataRevision, job_provenance, utc_now, write_provenance
 from milebench.record_files import read_prepared
-from milebench.records import Prediction
+from milebench.records import GoldSample, Prediction, PreparedSample
 from milebench.score.commands import score_task, write_scores
+from milebench.score.run_aggregate import write_aggregate
 from milebench.spec.base import SpecError, describe_errors
-from milebench.spec.registry import load_specs
-from milebench.spec.run import Mode
+from milebench.spec.registry import Specs, load_specs
+from milebench.spec.run import Mode, RunSpec
 from milebench.spec.task import TaskSpec
+from milebench.stage_inputs import OFFICIAL_CODE, command, preprocess_command, require
 
 log = logging.getLogger(__name__)
 
@@ -98,22 +108,106 @@ def to_predictions(records: list[OfficialRecord], task: str, mode: Mode, model: 
     return list(by_id.values())
 
 
+def gold_samples(task: TaskSpec, task_file: TaskFile, mode: Mode, source: Path) -> list[GoldSample]:
+    """The gold side of every sample of a task JSON, read as preprocess reads it (choices, image count)."""
+    question_type = task_file.meta_data.question_type
+    if question_type is not task.question_type:
+        raise OfficialFormatError(
+            f"{source}: meta_data.question_type {question_type} differs from the task spec "
+            f"({task.question_type})"
+        )
+    return [
+        GoldSample(
+            task=task.name,
+            mode=mode,
+            sample_id=sample.sample_id,
+            question_type=question_type,
+            choices=tuple(choices) if (choices := sample.task_instance.choice_list) is not None else None,
+            labelled_choices=task.labelled_choices,
+            response=sample.response,
+            image_quantity_level=sample.image_quantity_level,
+            n_images=len(sample.task_instance.images_path),
+        )
+        for sample in task_file.data
+    ]
+
+
+@dataclass(frozen=True)
+class ImportedTask:
+    """One task's official predictions, checked against the task JSON they are judged by."""
+
+    task: TaskSpec
+    pred_file: Path
+    predictions: list[Prediction]
+    source: Path
+    task_file: TaskFile
+
+
 def import_task(
-    task: TaskSpec, mode: Mode, model: str, outputs: Path, data_root: Path, paths: RunPaths
-) -> list[Prediction] | None:
-    """Convert one task's ``pred.json`` (None when the outputs have none) into the run's predictions."""
+    task: TaskSpec, mode: Mode, model: str, outputs: Path, data_root: Path, paths: RunPaths, fetch: str
+) -> ImportedTask | None:
+    """Convert one task's ``pred.json`` (None when the outputs have none) into the run's predictions.
+
+    ``fetch`` is the command that makes the task JSON, named when it is absent.
+    """
     path = outputs / task.name / PRED_FILE
     if not path.exists():
         return None
     records = read_official(path)
-    source = task_source(task, mode, data_root)
-    check_against_data(records, read_task_file(source), path, source)
+    source = require(task_source(task, mode, data_root), "task file", fetch)
+    task_file = read_task_file(source)
+    check_against_data(records, task_file, path, source)
     predictions = to_predictions(records, task.name, mode, model)
     atomic_write_jsonl(
         paths.predictions(model, task.name, mode), [p.model_dump(mode="json") for p in predictions]
     )
     log.info("%s: %d records -> %s", path, len(records), paths.predictions(model, task.name, mode))
-    return predictions
+    return ImportedTask(task, path, predictions, source, task_file)
+
+
+def scoring_samples(
+    mode: Mode, found: ImportedTask, prepared: Path, made_by: str
+) -> list[PreparedSample] | list[GoldSample]:
+    """The run's prepared samples where preprocess made them, else the task JSON's gold alone."""
+    if prepared.exists():
+        return read_prepared(prepared, made_by)
+    log.info("%s: no prepared samples; judging against %s alone (no prompt rebuilt)", prepared, found.source)
+    return gold_samples(found.task, found.task_file, mode, found.source)
+
+
+def task_json_revision(source: Path, data_root: Path) -> DataRevision:
+    """Provenance of judgments made against a task JSON outside the run's fetched data."""
+    return DataRevision(
+        kind="task-json", revision=None, archives={str(source.relative_to(data_root)): sha256_file(source)}
+    )
+
+
+def score_imported(
+    specs: Specs, run: RunSpec, model: str, found: ImportedTask, mode: Mode, data_dir: Path | None
+) -> None:
+    """Judge one imported task with every scorer; write its judgments, task score and provenance."""
+    started, task, paths = utc_now(), found.task, RunPaths.for_run(run)
+    regime = model_regime(specs, run, model, mode).id
+    made_by = preprocess_command(run.name, task.name, mode, regime)
+    samples = scoring_samples(mode, found, paths.prepared(task.name, mode, regime), made_by)
+    predictions = {p.sample_id: p for p in found.predictions}
+    judgments, task_score = score_task(task, model, mode, samples, predictions)
+    write_scores(paths, judgments, task_score)
+    record = job_provenance(
+        stage="score",
+        specs=specs,
+        run=run,
+        model=specs.models[model],
+        task=task.name,
+        mode=mode.value,
+        outputs=(paths.judgments(model, task.name, mode), paths.task_score(model, task.name, mode)),
+        fetch_manifest=paths.fetch_manifest,
+        started_at=started,
+        data=None if data_dir is None else task_json_revision(found.source, data_dir),
+        prompt_rebuilt=task_score.prompt_rebuilt,
+        predictions_from=found.pred_file,
+    )
+    write_provenance(paths.score_provenance(model, task.name, mode), record)
 
 
 def import_official(args: argparse.Namespace) -> int:
@@ -123,26 +217,27 @@ def import_official(args: argparse.Namespace) -> int:
     if args.model not in run.models:
         raise SpecError(specs.root / "runs" / f"{run.name}.yaml",
                         [("models", f"model {args.model!r} is not part of run {run.name!r}")])  # fmt: skip
+    require(args.outputs, "official outputs folder", OFFICIAL_CODE)
+    fetch = command("fetch", run=run.name)
+    if args.data_dir is not None:
+        require(args.data_dir, "MileBench data folder", fetch)
     paths = RunPaths.for_run(run)
-    data_root = args.data_dir or paths.data_root
     imported = 0
     for task in specs.run_tasks(run):
         if not applies(task, mode):
             continue
-        predictions = import_task(task, mode, args.model, args.outputs, data_root, paths)
-        if predictions is None:
+        data_root = args.data_dir or paths.data_root
+        found = import_task(task, mode, args.model, args.outputs, data_root, paths, fetch)
+        if found is None:
             log.warning("%s: no %s; the task's samples stay missing", args.outputs / task.name, PRED_FILE)
             continue
         imported += 1
-        prepared = paths.prepared(task.name, mode)
-        if not prepared.exists():
-            log.warning("%s: not prepared yet; score later with `milebench score` after preprocess", prepared)
-            continue
-        judgments, task_score = score_task(
-            task, args.model, mode, read_prepared(prepared), {p.sample_id: p for p in predictions}
-        )
-        write_scores(paths, judgments, task_score)
+        score_imported(specs, run, args.model, found, mode, args.data_dir)
     if imported == 0:
         log.error("%s: no <Task>/%s of any task of run %s", args.outputs, PRED_FILE, run.name)
         return 1
-    return 0
+    if not args.report:
+        return 0
+    from milebench.report.commands import report_run  # the report loads matplotlib: only when asked
+
+    return write_aggregate(specs, run) or report_run(specs, run)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from milebench.records import PreparedSample
+from milebench.records import ScoredSample
 from milebench.score.choice import extract_choice, option_key, option_map
 from milebench.score.normalize import normalize
 from milebench.score.rouge_l import rouge_l_f
@@ -15,7 +15,7 @@ class ScoringError(ValueError):
     """A sample the evaluator cannot judge (its own assertion fails); names the task and sample."""
 
 
-def _choice(task: TaskSpec, sample: PreparedSample, prediction: str) -> tuple[str, float]:
+def _choice(task: TaskSpec, sample: ScoredSample, prediction: str) -> tuple[str, float]:
     if not sample.choices:
         raise ScoringError(f"task {task.name} sample {sample.sample_id}: multi-choice sample has no choices")
     options = option_map(sample.choices)
@@ -31,7 +31,7 @@ def _choice(task: TaskSpec, sample: PreparedSample, prediction: str) -> tuple[st
     return extracted, float(extracted == gold_key)
 
 
-def judge(task: TaskSpec, sample: PreparedSample, prediction: str) -> tuple[str | None, float]:
+def judge(task: TaskSpec, sample: ScoredSample, prediction: str) -> tuple[str | None, float]:
     """(extracted option key or None, score in [0, 1]) for one raw model response.
 
     The rule follows the task's official dispatch (``TaskSpec.scorer``); only the choice rule extracts.

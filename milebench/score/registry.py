@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from milebench.records import PreparedSample
+from milebench.records import ScoredSample
 from milebench.score import paper, standard
 from milebench.spec.task import TaskSpec
 
-Judge = Callable[[TaskSpec, PreparedSample, str], tuple[str | None, float]]
+Judge = Callable[[TaskSpec, ScoredSample, str], tuple[str | None, float]]
 """(task, sample, raw response) -> (extracted option key or None, score in [0, 1])."""
 
 DEFAULT_SCORER = paper.SCORER_NAME

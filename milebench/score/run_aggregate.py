@@ -40,6 +40,7 @@ from milebench.spec.base import Spec, describe_errors
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode, RunSpec
 from milebench.spec.task import Category, TaskSpec
+from milebench.stage_inputs import MissingInput, command
 
 log = logging.getLogger(__name__)
 
@@ -214,6 +215,19 @@ def incomplete_cells(run: RunSpec, run_tasks: Sequence[TaskSpec], files: RunFile
     return cells
 
 
+def require_scores(run: RunSpec, run_tasks: Sequence[TaskSpec], files: RunFiles) -> None:
+    """A run none of whose cells has a task score was never scored: ``MissingInput``, not a table."""
+    if not any(
+        files.task_score(model, task.name, mode) is not None
+        for model in run.models
+        for mode in run.modes
+        for task in run_tasks
+        if applies(task, mode)
+    ):
+        made_by = command("score", run=run.name, model="<model>", task="<Task>", mode="<mode>")
+        raise MissingInput(files.paths.out / "scores", f"task scores of run {run.name!r}", made_by)
+
+
 def require_complete(run: RunSpec, cells: Sequence[IncompleteCell]) -> None:
     """Raise ``IncompleteError`` for incomplete cells unless the run spec allows them."""
     if cells and not run.allow_incomplete:
@@ -346,15 +360,16 @@ def run_verdict(
 def aggregate(args: argparse.Namespace) -> int:
     """``milebench aggregate``: write aggregate.json (and verdict.json when the run has multi-image)."""
     specs = load_specs(args.specs)
-    run = specs.run(args.run)
+    return write_aggregate(specs, specs.run(args.run), args.resamples, args.seed)
+
+
+def write_aggregate(specs: Specs, run: RunSpec, resamples: int = 2000, seed: int = 0) -> int:
+    """The run's aggregate.json and verdict.json; 1 (logged) for an incomplete run that does not allow it."""
     paths = RunPaths.for_run(run)
     try:
-        result = aggregate_run(specs, run, paths, args.resamples, args.seed)
-        verdict = (
-            run_verdict(specs, run, paths, args.resamples, args.seed)
-            if Mode.MULTI_IMAGE in run.modes
-            else None
-        )
+        require_scores(run, specs.run_tasks(run), RunFiles(paths))
+        result = aggregate_run(specs, run, paths, resamples, seed)
+        verdict = run_verdict(specs, run, paths, resamples, seed) if Mode.MULTI_IMAGE in run.modes else None
     except (IncompleteError, RecordError) as err:
         log.error("%s", err)
         return 1
@@ -362,8 +377,6 @@ def aggregate(args: argparse.Namespace) -> int:
     log.info("wrote %s", paths.aggregate_json)
     if verdict is not None:
         atomic_write_json(paths.verdict_json, verdict.model_dump(mode="json"))
-        log.info(
-            "wrote %s: %d passed, %d failed, %d not reproduced (tolerance %s)",
-            paths.verdict_json, verdict.n_passed, verdict.n_failed, verdict.n_unreproduced, verdict.tolerance,
-        )  # fmt: skip
+        counts = ", ".join(f"{n} {state}" for state, n in verdict.table.counts.items() if n)
+        log.info("wrote %s: %s (tolerance %s)", paths.verdict_json, counts or "no cells", verdict.tolerance)
     return 0

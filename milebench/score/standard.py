@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import TYPE_CHECKING
 
-from milebench.records import PreparedSample
+from milebench.records import ScoredSample
 from milebench.score.choice import option_key
 from milebench.score.paper import ScoringError
 from milebench.spec.task import ScorerKind, TaskSpec
@@ -103,7 +103,7 @@ def rouge_l(prediction: str, gold: str) -> float:
     return float(_rouge().score(gold, prediction)["rougeL"].fmeasure)
 
 
-def judge(task: TaskSpec, sample: PreparedSample, prediction: str) -> tuple[str | None, float]:
+def judge(task: TaskSpec, sample: ScoredSample, prediction: str) -> tuple[str | None, float]:
     """(extracted option key or None, score in [0, 1]) under the standard rules."""
     if task.scorer is ScorerKind.CHOICE:
         if not sample.choices:

@@ -1,20 +1,32 @@
 """Did the run reproduce the paper? One verdict cell per model x main-table column, plus rank agreement.
 
 The verdict compares a run's multi-image scores (paper scorer) with the published main table, so a
-reader sees at once which numbers came back, by how much they differ and whether the difference is
-within the run's tolerance. It is plain data for the report to render.
+reader sees at once which numbers came back, by how much they differ, and whether the difference is
+one the data can tell apart from chance. It is plain data for the report to render.
+
+Each cell is in one of three states (``Agreement``), or has no score of ours:
+
+- ``reproduced``: ``abs(ours - published) <= tolerance`` (the run spec's tolerance, table points);
+  ``reproduced (paper's rule)``: the same against the value the paper's own rule gives, where its
+  print is listed as inconsistent with that rule;
+- ``consistent``: outside the tolerance, but the published value lies inside our bootstrap interval
+  (widened by the 0.05 the printed rounding allows): the data cannot tell the two apart;
+- ``not reproduced``: our interval excludes the published value.
+
+The headline stays the tolerance rule: the table is reproduced when every cell is (either kind of)
+``reproduced``. Each column and the whole table are also summarised in the three states: ``not
+reproduced`` when any of its cells is, else ``consistent`` when any is, else ``reproduced``.
 
 ``Verdict`` fields:
 
 - ``run``, ``mode``, ``scorer``: what was compared (the paper's table is multi-image, paper scorer).
-- ``tolerance``: ``RunSpec.tolerance``, in table points (x100); a cell passes when
-  ``abs(ours - published) <= tolerance``.
+- ``tolerance``: ``RunSpec.tolerance``, in table points (x100).
 - ``confidence``, ``resamples``, ``seed``: the bootstrap behind every interval.
 - ``cells``: one ``VerdictCell`` per model of the run that has a published row, per column of the
   main table (``T-1`` ... ``I-1``, ``overall_real``, ``overall_diag``), in table order.
+- ``columns``: per column key, its ``AgreementSummary``; ``table``: the summary of every cell.
 - ``rank_correlations``: per overall column, Spearman's rho (and its p-value) between our scores and
   the published ones over the models that have both; ``None`` fields where fewer than 3 models do.
-- ``n_passed``, ``n_failed``, ``n_unreproduced``: cells that passed, failed, or have no score of ours.
 
 ``VerdictCell`` fields:
 
@@ -23,18 +35,19 @@ within the run's tolerance. It is plain data for the report to render.
 - ``published``: the printed value; ``ours``: our value (``None`` when not computable, e.g. a task
   without a score); ``difference``: ``ours - published``.
 - ``ci_low``, ``ci_high``: bootstrap interval of ``ours`` (percentile, samples resampled within each
-  task); ``published_in_interval``: whether the published value lies in it (widened by the 0.05 the
-  printed rounding allows).
+  task); ``published_in_interval``: whether the published value lies in it (widened by ``ROUNDING``).
 - ``coverage``: scored / expected samples behind ``ours`` (1.0 for a complete cell).
 - ``passed``: ``abs(difference) <= tolerance``, ``None`` when ``ours`` is ``None``.
 - ``flagged``: the paper's own rules do not reproduce its printed value (``specs/paper.yaml``
-  ``main_table.inconsistencies``); ``flag_note`` says why. A flagged cell is still judged, but the
-  report should read its pass/fail in the light of the note.
+  ``main_table.inconsistencies``); ``flag_note`` says why; ``rule_value``: the value the rule gives,
+  where the inconsistency names one column.
+- ``agreement``: the cell's state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from enum import StrEnum
 
 import numpy as np
 from pydantic import Field
@@ -55,6 +68,61 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 """(key, header) of the main table's score columns, in the paper's order."""
 ROUNDING = 0.05
 """Half the last printed digit: a printed value stands for anything within this of it."""
+EPSILON = 1e-9
+"""Float slack of the tolerance rule: a difference exactly at the tolerance is within it."""
+
+
+class Agreement(StrEnum):
+    """How a reproduced number stands to the published one (see the module docstring)."""
+
+    REPRODUCED = "reproduced"
+    RULE = "reproduced (paper's rule)"
+    CONSISTENT = "consistent"
+    NOT_REPRODUCED = "not reproduced"
+    NO_SCORE = "no score"
+
+
+def within(difference: float, tolerance: float) -> bool:
+    return abs(difference) <= tolerance + EPSILON
+
+
+def in_interval(published: float, low: float | None, high: float | None) -> bool | None:
+    """Whether a printed value lies in our interval widened by ``ROUNDING``; None without an interval."""
+    if low is None or high is None:
+        return None
+    return low - ROUNDING <= published <= high + ROUNDING
+
+
+def agreement(
+    ours: float | None, published: float, inside: bool | None, tolerance: float, rule: float | None = None
+) -> Agreement:
+    """The state of one cell; ``inside``: the published value lies in our (widened) interval."""
+    if ours is None:
+        return Agreement.NO_SCORE
+    if within(ours - published, tolerance):
+        return Agreement.REPRODUCED
+    if rule is not None and within(ours - rule, tolerance):
+        return Agreement.RULE
+    return Agreement.CONSISTENT if inside else Agreement.NOT_REPRODUCED
+
+
+class AgreementSummary(Spec):
+    """A column's (or the table's) cells by state, and the state that sums them up."""
+
+    state: Agreement
+    counts: dict[Agreement, int]
+
+
+def summarise_agreement(states: Iterable[Agreement]) -> AgreementSummary:
+    """``not reproduced`` if any cell is, else ``consistent`` if any is, else ``reproduced``; cells
+    without a score are counted but decide nothing (all without one: ``no score``)."""
+    found = list(states)
+    counts = {state: found.count(state) for state in Agreement}
+    for state in (Agreement.NOT_REPRODUCED, Agreement.CONSISTENT):
+        if counts[state]:
+            return AgreementSummary(state=state, counts=counts)
+    scored = counts[Agreement.REPRODUCED] + counts[Agreement.RULE]
+    return AgreementSummary(state=Agreement.REPRODUCED if scored else Agreement.NO_SCORE, counts=counts)
 
 
 class VerdictCell(Spec):
@@ -73,6 +141,8 @@ class VerdictCell(Spec):
     passed: bool | None
     flagged: bool
     flag_note: str | None = None
+    rule_value: float | None = None
+    agreement: Agreement
 
 
 class RankCorrelation(Spec):
@@ -96,10 +166,16 @@ class Verdict(Spec):
     resamples: int
     seed: int
     cells: tuple[VerdictCell, ...]
+    columns: dict[str, AgreementSummary]
+    table: AgreementSummary
     rank_correlations: tuple[RankCorrelation, ...]
-    n_passed: int
-    n_failed: int
-    n_unreproduced: int
+
+    @property
+    def all_reproduced(self) -> bool:
+        """The headline: every cell within the tolerance of the print (or of the paper's own rule)."""
+        return bool(self.cells) and all(
+            c.agreement in (Agreement.REPRODUCED, Agreement.RULE) for c in self.cells
+        )
 
 
 def inconsistent_cells(paper: PaperSpec) -> dict[tuple[str, str], Inconsistency]:
@@ -112,6 +188,11 @@ def inconsistent_cells(paper: PaperSpec) -> dict[tuple[str, str], Inconsistency]
         for column in span:
             cells[(item.model, column)] = item
     return cells
+
+
+def rule_values(paper: PaperSpec) -> dict[tuple[str, str], float]:
+    """(model, column) -> the value the paper's rule computes, for inconsistencies naming one column."""
+    return {(i.model, i.column): i.computed for i in paper.main_table.inconsistencies if ".." not in i.column}
 
 
 def published_values(row: MainRow) -> dict[str, float]:
@@ -157,6 +238,7 @@ def build_verdict(
 ) -> Verdict:
     """The verdict from per-sample multi-image scores: ``samples[model][task]`` for each run model."""
     flags = inconsistent_cells(paper)
+    rules = rule_values(paper)
     rows = {row.model: row for row in paper.main_table.rows}
     cells: list[VerdictCell] = []
     overall: dict[str, dict[str, float]] = {OVERALL_REAL: {}, OVERALL_DIAG: {}}
@@ -170,10 +252,9 @@ def build_verdict(
             estimate = table[column]
             ours = estimate.value
             difference = None if ours is None else ours - published[column]
-            inside = None
-            if estimate.low is not None and estimate.high is not None:
-                inside = estimate.low - ROUNDING <= published[column] <= estimate.high + ROUNDING
+            inside = in_interval(published[column], estimate.low, estimate.high)
             flag = flags.get((model, column))
+            rule = rules.get((model, column))
             cells.append(
                 VerdictCell(
                     model=model,
@@ -186,9 +267,11 @@ def build_verdict(
                     ci_high=estimate.high,
                     published_in_interval=inside,
                     coverage=column_coverage(column, tasks, samples.get(model, {})),
-                    passed=None if difference is None else abs(difference) <= run.tolerance + 1e-9,
+                    passed=None if difference is None else within(difference, run.tolerance),
                     flagged=flag is not None,
                     flag_note=flag.note if flag is not None else None,
+                    rule_value=rule,
+                    agreement=agreement(ours, published[column], inside, run.tolerance, rule),
                 )
             )
             if column in overall and ours is not None:
@@ -203,10 +286,12 @@ def build_verdict(
         resamples=resamples,
         seed=seed,
         cells=tuple(cells),
+        columns={
+            column: summarise_agreement(c.agreement for c in cells if c.column == column)
+            for column, _ in COLUMNS
+        },
+        table=summarise_agreement(c.agreement for c in cells),
         rank_correlations=tuple(
             rank_correlation(column, overall[column], published_overall[column]) for column in overall
         ),
-        n_passed=sum(1 for c in cells if c.passed is True),
-        n_failed=sum(1 for c in cells if c.passed is False),
-        n_unreproduced=sum(1 for c in cells if c.passed is None),
     )

@@ -1,0 +1,62 @@
+"""What each ``milebench`` command reads from an earlier stage, and the error when one is absent.
+
+A missing input is the user's next step, not a bug in the kit: the error names the file and the
+command that makes it, on one line, and the command exits non-zero without a traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+OFFICIAL_CODE = "the official MileBench code (generate.py)"
+"""What makes an official outputs folder: not a kit command."""
+
+MADE_BY: dict[str, tuple[str, ...]] = {
+    "check-specs": (),
+    "export-schemas": (),
+    "fixture": (),
+    "fetch": ("milebench fixture", "milebench lock-data"),
+    "lock-data": (),
+    "lock-weights": (),
+    "validate-data": ("milebench fetch",),
+    "tiny-model": (),
+    "preprocess": ("milebench fetch", "milebench tiny-model"),
+    "infer": ("milebench preprocess", "milebench tiny-model"),
+    "score": ("milebench preprocess", OFFICIAL_CODE, "milebench fetch"),
+    "report": ("milebench score",),
+    "aggregate": ("milebench score",),
+    "compare": ("milebench score",),
+    "import-official": (OFFICIAL_CODE, "milebench fetch"),
+    "image build": (),
+    "image uri": (),
+    "container-infer": ("milebench preprocess", "milebench image build"),
+}
+"""Per command: what makes the stage inputs it refuses to run without (empty: it reads none).
+
+Specs and the files a user names on purpose (a CA bundle, a mirror's lock) are not stage inputs.
+The tests walk every command of the parser against this table, so a new command must be listed."""
+
+
+class MissingInput(Exception):
+    """A stage input that is not on disk; the message names it and the command that makes it."""
+
+    def __init__(self, path: Path, what: str, made_by: str) -> None:
+        super().__init__(f"{path}: {what} not found; run {made_by} first")
+
+
+def require(path: Path, what: str, made_by: str) -> Path:
+    """``path`` when it exists, else ``MissingInput``."""
+    if not path.exists():
+        raise MissingInput(path, what, made_by)
+    return path
+
+
+def command(name: str, **options: object) -> str:
+    """A kit command line as the user types it, quoted: ``command("fetch", run="smoke")``."""
+    parts = ["milebench", name, *(f"--{k.replace('_', '-')} {v}" for k, v in options.items())]
+    return "`" + " ".join(parts) + "`"
+
+
+def preprocess_command(run: str, task: str, mode: object, regime: str) -> str:
+    """The command that writes one prepared file (``RunPaths.prepared``)."""
+    return command("preprocess", run=run, task=task, mode=mode, regime=regime)

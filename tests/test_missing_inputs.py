@@ -1,0 +1,90 @@
+"""Every ``milebench`` command run before the stage that makes its input: one error line naming the
+file and the command that makes it, a non-zero exit, no traceback. The commands come from the parser,
+so a new command fails here until it declares its inputs in ``milebench.stage_inputs.MADE_BY``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from milebench.cli import build_parser
+from milebench.spec.registry import DEFAULT_SPECS
+from milebench.stage_inputs import MADE_BY
+
+ROOT = Path(__file__).resolve().parents[1]
+VALUES = {
+    "run": "smoke",
+    "model": "random",
+    "model_a": "random",
+    "task": "ActionSequence",
+    "mode": "multi-image",
+    "data_root": "MileBench",
+    "outputs": "outputs/random",
+    "family": "kit",
+    "registry": "docker://example.org/milebench",
+    "out": "out",
+}
+"""A value for each required argument, by its ``dest``: every command runs against an empty folder."""
+EXTRA = {"score": ["--task", "ActionSequence"], "compare": ["--model-b", "tiny-llava"]}
+"""Optional arguments without which a command would stop for another reason than a missing input."""
+ERROR_LINE = re.compile(r" ERROR \S+: (?P<path>\S+): (?P<what>.+) not found; run (?P<made_by>.+) first$")
+
+
+def leaf_commands(parser: argparse.ArgumentParser, prefix: str = "") -> Iterator[tuple[str, list[str]]]:
+    """(name, argv) of every runnable command; nested ones (``image build``) by their full name."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from leaf_commands(sub, f"{prefix} {name}".strip())
+            return
+    argv = prefix.split()
+    for action in parser._actions:
+        if not action.required:
+            continue
+        if action.dest not in VALUES:
+            pytest.fail(f"`milebench {prefix}`: no test value for the required argument {action.dest!r}")
+        argv += (
+            [VALUES[action.dest]]
+            if not action.option_strings
+            else [action.option_strings[0], VALUES[action.dest]]
+        )
+    yield prefix, argv + EXTRA.get(prefix, [])
+
+
+COMMANDS = dict(leaf_commands(build_parser()))
+
+
+def test_every_command_declares_what_makes_its_inputs() -> None:
+    undeclared = sorted(set(COMMANDS) - set(MADE_BY))
+    assert not undeclared, f"declare the inputs of {undeclared} in milebench.stage_inputs.MADE_BY"
+    assert not set(MADE_BY) - set(COMMANDS), "MADE_BY lists a command the parser does not have"
+
+
+@pytest.mark.parametrize("name", sorted(name for name, made_by in MADE_BY.items() if made_by))
+def test_missing_input_is_one_line_naming_the_file_and_its_maker(name: str, tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "milebench", "--specs", str(DEFAULT_SPECS), *COMMANDS[name]],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output
+    assert "Traceback" not in output, output
+    errors = [line for line in output.splitlines() if " ERROR " in line]
+    assert len(errors) == 1, output
+    found = ERROR_LINE.search(errors[0])
+    assert found, errors[0]
+    path = Path(found["path"])
+    assert not (path if path.is_absolute() else tmp_path / path).exists()
+    assert any(maker in found["made_by"] for maker in MADE_BY[name]), (found["made_by"], MADE_BY[name])
