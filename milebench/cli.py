@@ -12,10 +12,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from milebench.errors import KitError
 from milebench.spec.base import SpecError
 from milebench.spec.registry import DEFAULT_SPECS
 from milebench.spec.run import Mode
-from milebench.stage_inputs import MissingInput
 
 log = logging.getLogger("milebench")
 
@@ -174,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SpecError as err:
         log.error("invalid spec\n%s", err)
         return 2
-    except MissingInput as err:
+    except KitError as err:
         log.error("%s", err)
         return 1
 

@@ -7,6 +7,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from milebench.errors import KitError
 from milebench.io import jsonl_lines
 from milebench.records import PreparedSample
 from milebench.spec.base import describe_errors
@@ -15,7 +16,7 @@ from milebench.stage_inputs import require
 R = TypeVar("R", bound=BaseModel)
 
 
-class RecordError(ValueError):
+class RecordError(KitError, ValueError):
     """A record in an input file is malformed or belongs to another task, model or mode."""
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from milebench.errors import KitError
+
 OFFICIAL_CODE = "the official MileBench code (generate.py)"
 """What makes an official outputs folder: not a kit command."""
 
@@ -37,7 +39,7 @@ Specs and the files a user names on purpose (a CA bundle, a mirror's lock) are n
 The tests walk every command of the parser against this table, so a new command must be listed."""
 
 
-class MissingInput(Exception):
+class MissingInput(KitError):
     """A stage input that is not on disk; the message names it and the command that makes it."""
 
     def __init__(self, path: Path, what: str, made_by: str) -> None:

@@ -237,3 +237,19 @@ def test_official_outputs_and_task_json_alone_give_judgments_scores_and_a_report
     assert "no prompt rebuilt (task JSON alone)" in html
     tex = paths.report_tex.read_text(encoding="utf-8")
     assert r"\textbf{No prompt was rebuilt} for LLaVA-1.5-7B (multi-image, 29 tasks)" in tex
+
+
+def test_a_malformed_pred_json_is_one_error_line_from_the_command(
+    setup: tuple[Path, Path, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Bad input reaches the user as the error's own line and exit 1, never as a traceback."""
+    specs_dir, data, outputs = setup  # noqa: F811
+    pred = outputs / "ActionSequence" / "pred.json"
+    pred.write_text(json.dumps([{"sample_id": 1, "gt_response": "x"}]))
+    argv = ["--specs", str(specs_dir), "import-official", "--run", "t", "--model", "random"]
+    argv += ["--official-outputs", str(outputs), "--data-dir", str(data)]
+    with caplog.at_level("ERROR"):
+        assert cli.main(argv) == 1
+    errors = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert [r.getMessage() for r in errors] == [f"{pred}: record 0: pred_response: Field required"]
+    assert errors[0].exc_info is None

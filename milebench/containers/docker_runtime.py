@@ -22,6 +22,7 @@ import docker
 from docker.errors import NotFound
 from docker.types import DeviceRequest, Mount
 
+from milebench.errors import KitError
 from milebench.spec.model import ApiModel, ModelSpec
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ PROXY_VARS = ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_prox
 """Passed to API models only: proxy URLs can hold credentials, so they are treated like keys."""
 
 
-class ContainerFailed(RuntimeError):
+class ContainerFailed(KitError, RuntimeError):
     """The command in the container exited non-zero."""
 
     def __init__(self, image: str, command: tuple[str, ...], exit_code: int):

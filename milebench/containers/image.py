@@ -23,6 +23,7 @@ import docker
 from docker.errors import DockerException, ImageNotFound
 from pydantic import Field, ValidationError
 
+from milebench.errors import KitError
 from milebench.io import atomic_write_json, canonical_json, sha256_file, sha256_text
 from milebench.spec.base import Spec
 
@@ -39,7 +40,7 @@ HASHED_KIT_FILES = ("pyproject.toml",)
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
 
 
-class ImageError(RuntimeError):
+class ImageError(KitError, RuntimeError):
     """A family that cannot be built or has no usable image; the message says which and why."""
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from milebench.errors import KitError
 
-class FetchError(RuntimeError):
+
+class FetchError(KitError, RuntimeError):
     """Data could not be fetched, verified or extracted; the message names the archive and the cause."""

@@ -7,13 +7,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
+from milebench.errors import KitError
 from milebench.paths import RunPaths
 from milebench.records import FailureKind, PreparedSample
 from milebench.spec.model import ModelSpec
 from milebench.spec.run import ContextOverflow
 
 
-class AdapterError(RuntimeError):
+class AdapterError(KitError, RuntimeError):
     """A model spec that cannot be run by this kit; the message names the spec."""
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from milebench.errors import KitError
 from milebench.io import JsonlAppender, jsonl_lines
 from milebench.records import Prediction
 from milebench.spec.base import describe_errors
@@ -33,7 +34,7 @@ LOCK_SUFFIX = ".lock"
 CORRUPT_SUFFIX = ".corrupt"
 
 
-class CellBusy(RuntimeError):
+class CellBusy(KitError, RuntimeError):
     """Another job holds the cell's lock."""
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from milebench.data.images import IMAGE_FOLDERS, image_problem, outside, task_image
 from milebench.data.schema import MetaData, Sample
+from milebench.errors import KitError
 from milebench.io import sha256_file, sha256_text
 from milebench.preprocess.truncate import Budget, fit_context
 from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
@@ -33,7 +34,7 @@ ANSWER_CUE = "\nYour answer is: "
 REFERENCE = re.compile(r"\{(image|table)#(\d+)\}")
 
 
-class PreprocessError(ValueError):
+class PreprocessError(KitError, ValueError):
     """Upstream data that cannot be turned into a prompt; the message names task, sample and file."""
 
 

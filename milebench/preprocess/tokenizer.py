@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from milebench.errors import KitError
+
 if TYPE_CHECKING:  # transformers costs seconds to import; only jobs that count tokens pay for it
     from transformers import PreTrainedTokenizerBase
 
@@ -19,7 +21,7 @@ if TYPE_CHECKING:  # transformers costs seconds to import; only jobs that count 
 log = logging.getLogger(__name__)
 
 
-class TokenizerError(ValueError):
+class TokenizerError(KitError, ValueError):
     """A tokenizer that cannot be loaded or cannot do what a truncation mode needs."""
 
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from milebench.errors import KitError
 from milebench.io import atomic_write_bytes, atomic_write_text
 from milebench.paths import RunPaths
 from milebench.report.evidence import Evidence
@@ -39,7 +40,7 @@ from milebench.spec.run import Mode, RunSpec
 log = logging.getLogger(__name__)
 
 
-class ScoreFileError(ValueError):
+class ScoreFileError(KitError, ValueError):
     """A task score file exists but does not hold a valid task score."""
 
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from milebench.errors import KitError
 from milebench.paths import RunPaths
 from milebench.plan import applies
 from milebench.preprocess.prepare import PrepareManifest, SkippedSample
@@ -21,7 +22,7 @@ from milebench.spec.run import Mode, RunSpec
 from milebench.spec.task import TaskSpec
 
 
-class ManifestError(ValueError):
+class ManifestError(KitError, ValueError):
     """A preprocess manifest exists but does not hold a valid manifest."""
 
 

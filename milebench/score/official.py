@@ -25,6 +25,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from milebench.data.schema import TaskFile
+from milebench.errors import KitError
 from milebench.io import atomic_write_jsonl, canonical_json, sha256_file, sha256_text
 from milebench.paths import RunPaths
 from milebench.plan import applies
@@ -46,7 +47,7 @@ log = logging.getLogger(__name__)
 PRED_FILE = "pred.json"
 
 
-class OfficialFormatError(ValueError):
+class OfficialFormatError(KitError, ValueError):
     """An official prediction file that is malformed or does not match the MileBench data."""
 
 

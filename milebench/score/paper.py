@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from milebench.errors import KitError
 from milebench.records import ScoredSample
 from milebench.score.choice import extract_choice, option_key, option_map
 from milebench.score.normalize import normalize
@@ -11,7 +12,7 @@ from milebench.spec.task import ScorerKind, TaskSpec
 SCORER_NAME = "paper"
 
 
-class ScoringError(ValueError):
+class ScoringError(KitError, ValueError):
     """A sample the evaluator cannot judge (its own assertion fails); names the task and sample."""
 
 

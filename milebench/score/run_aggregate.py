@@ -17,6 +17,7 @@ from pathlib import Path
 from pydantic import Field, ValidationError
 
 from milebench.data.schema import QuantityLevel
+from milebench.errors import KitError
 from milebench.io import atomic_write_json
 from milebench.paths import RunPaths
 from milebench.plan import applies
@@ -78,7 +79,7 @@ def _ids(ids: Sequence[int]) -> str:
     return f"[{shown}{f', ... {len(ids) - SHOWN_IDS} more' if len(ids) > SHOWN_IDS else ''}]"
 
 
-class IncompleteError(ValueError):
+class IncompleteError(KitError, ValueError):
     """Final tables were asked of a run whose predictions are incomplete and that does not allow it."""
 
     def __init__(self, run: str, cells: Sequence[IncompleteCell]) -> None:
