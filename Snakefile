@@ -19,6 +19,7 @@ Targets besides the default (the report):
 import sys
 from pathlib import Path
 
+from milebench.benchmarks.mmlongembed.spec import is_embed_run
 from milebench.containers.image import RECORDS_DIR, content_key, family, registry_uri
 from milebench.job_resources import infer_resources
 from milebench.paths import RunPaths
@@ -31,7 +32,10 @@ from snakemake.settings.types import DeploymentMethod
 
 SPECS_DIR = Path(config.get("specs", Path(workflow.basedir) / "specs")).resolve()
 SPECS = load_specs(SPECS_DIR)
-RUN = SPECS.run(config.get("run", "smoke"))
+# A run named in specs/mmlongembed/runs/ is an MMLongEmbed run: its rules (included at the end) make its
+# report the default target; the MileBench rules below are then parsed for the smoke run and stay unused.
+EMBED_RUN = config["run"] if is_embed_run(SPECS_DIR, config.get("run", "smoke")) else None
+RUN = SPECS.run("smoke" if EMBED_RUN else config.get("run", "smoke"))
 P = RunPaths.for_run(RUN)
 CELLS = cells(SPECS, RUN)
 MODELS = {m.name: m for m in SPECS.run_models(RUN)}
@@ -344,3 +348,13 @@ rule report:
         runtime=60,
     shell:
         "mkdir -p {output.figures} && {params.mb} report --run {params.run} > {log} 2>&1"
+
+
+if EMBED_RUN:
+
+    include: "rules/mmlongembed.smk"
+
+    rule embed_all:
+        default_target: True
+        input:
+            EMBED_TARGETS,

@@ -152,6 +152,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--family", required=True)
     p.add_argument("--registry", required=True, help="e.g. docker://ghcr.io/<org>/milebench")
 
+    embed = "milebench.benchmarks.mmlongembed.commands"
+    for name, handler, help_text in (
+        ("embed-generate", "generate_command", "MMLongEmbed: generate the Visual Grounding set."),
+        ("embed-run", "run_command", "MMLongEmbed: score every pool with one embedder."),
+        ("embed-evaluate", "evaluate_command", "MMLongEmbed: one embedder's metrics and heatmaps."),
+        ("embed-report", "report_command", "MMLongEmbed: render the HTML and LaTeX report."),
+    ):
+        p = add(name, f"{embed}:{handler}", help_text)
+        p.add_argument("--run", required=True, help="Run spec name (specs/mmlongembed/runs/<name>.yaml).")
+        if name in ("embed-run", "embed-evaluate"):
+            p.add_argument("--model", required=True)
+        if name == "embed-run":
+            p.add_argument("--threads", type=int, default=None, help="CPU threads of the model.")
+
     p = add("container-infer", "milebench.containers.commands:container_infer", "Run `infer` in its image.")
     _job_args(p, model=True)
     _threads_arg(p)

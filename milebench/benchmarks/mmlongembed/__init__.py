@@ -1,0 +1,1 @@
+"""MMLongEmbed: long-context multimodal embedding retrieval (Visual Grounding so far)."""

@@ -1,0 +1,167 @@
+"""The ``milebench embed-*`` commands, one per Snakemake rule: generate, run a model, evaluate, report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import socket
+from pathlib import Path
+
+from milebench.benchmarks.mmlongembed.paths import EmbedPaths
+from milebench.benchmarks.mmlongembed.records import (
+    CANDIDATES,
+    POOLS,
+    QRELS,
+    QUERIES,
+    Candidate,
+    Pool,
+    Qrel,
+    Query,
+)
+from milebench.benchmarks.mmlongembed.spec import EmbedRunSpec, EmbedSpecs, load_embed_specs
+from milebench.io import atomic_write_json, atomic_write_jsonl, read_jsonl
+from milebench.preprocess.tokenizer import TokenizerError
+from milebench.provenance import environment, kit_version, utc_now
+from milebench.record_files import RecordError, read_records
+from milebench.spec.registry import spec_hash
+
+log = logging.getLogger(__name__)
+
+
+def _run(args: argparse.Namespace) -> tuple[EmbedSpecs, EmbedRunSpec, EmbedPaths]:
+    specs = load_embed_specs(args.specs)
+    run = specs.run(args.run)
+    return specs, run, EmbedPaths.for_run(run)
+
+
+def _provenance(path: Path, stage: str, run: EmbedRunSpec, specs: dict[str, str], started: object) -> None:
+    """Beside an output: the kit's commit, spec hashes, environment, times and host."""
+    record = {
+        "stage": stage,
+        "run": run.name,
+        "specs": specs,
+        "kit": kit_version().model_dump(mode="json"),
+        "environment": environment().model_dump(mode="json"),
+        "started_at": str(started),
+        "finished_at": str(utc_now()),
+        "host": socket.gethostname(),
+    }
+    atomic_write_json(path.with_name(path.name + ".provenance.json"), record)
+
+
+def generate_command(args: argparse.Namespace) -> int:
+    from milebench.benchmarks.mmlongembed.generate import generate
+    from milebench.benchmarks.mmlongembed.haystack import load_material
+    from milebench.benchmarks.mmlongembed.lengths import load_counting_tokenizer
+
+    started = utc_now()
+    _, run, paths = _run(args)
+    vg = run.visual_grounding
+    try:
+        tokenizer = load_counting_tokenizer(run.counting_tokenizer)
+        material = load_material(vg.haystack, Path(args.specs), tokenizer, vg.seed, paths.vg)
+        vgset = generate(vg, material, tokenizer, paths.vg)
+    except (RecordError, TokenizerError) as err:
+        log.error("%s", err)
+        return 1
+    for name, rows in (
+        (QUERIES, vgset.queries),
+        (CANDIDATES, vgset.candidates),
+        (POOLS, vgset.pools),
+        (QRELS, vgset.qrels),
+    ):
+        atomic_write_jsonl(paths.vg / name, (r.model_dump(mode="json") for r in rows))
+    manifest = {
+        "counts": {"queries": len(vgset.queries), "candidates": len(vgset.candidates)},
+        "visual_grounding": spec_hash(vg),
+        "counting_tokenizer": run.counting_tokenizer.model_dump(mode="json"),
+    }
+    atomic_write_json(paths.vg_manifest, manifest)
+    _provenance(paths.vg_manifest, "embed-generate", run, {"visual_grounding": spec_hash(vg)}, started)
+    log.info("%d queries, %d candidates -> %s", len(vgset.queries), len(vgset.candidates), paths.vg)
+    return 0
+
+
+def _read_set(paths: EmbedPaths) -> tuple[list[Query], list[Candidate], dict[str, Pool], list[Qrel]]:
+    if not paths.vg_manifest.exists():
+        raise RecordError(f"{paths.vg_manifest}: not found (run embed-generate first)")
+    queries = read_records(paths.vg / QUERIES, Query)
+    candidates = read_records(paths.vg / CANDIDATES, Candidate)
+    pools = {p.query: p for p in read_records(paths.vg / POOLS, Pool)}
+    qrels = read_records(paths.vg / QRELS, Qrel)
+    known = {c.id for c in candidates}
+    for query in queries:
+        pool = pools.get(query.id)
+        if pool is None:
+            raise RecordError(f"{paths.vg / POOLS}: query {query.id} has no pool")
+        if not set(pool.candidates) <= known:
+            raise RecordError(f"{paths.vg / POOLS}: query {query.id}: candidates not in {CANDIDATES}")
+    return queries, candidates, pools, qrels
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from milebench.benchmarks.mmlongembed.embedders import load_adapter
+
+    started = utc_now()
+    specs, run, paths = _run(args)
+    if args.model not in run.models:
+        log.error("%s: model %s is not in the run's models (%s)", run.name, args.model, ", ".join(run.models))
+        return 1
+    spec = specs.models[args.model]
+    try:
+        queries, candidates, pools, _ = _read_set(paths)
+        adapter = load_adapter(spec, paths.cache(spec.name), args.threads)
+        inputs = {c.id: adapter.read(c) for c in candidates}
+        scores = adapter.score(queries, pools, inputs)
+    except (RecordError, TokenizerError) as err:
+        log.error("%s", err)
+        return 1
+    atomic_write_jsonl(
+        paths.inputs(spec.name),
+        ({"candidate": cid, "length": i.length, "needle": i.needle} for cid, i in inputs.items()),
+    )
+    atomic_write_jsonl(paths.scores(spec.name), ({"query": q, "scores": s} for q, s in scores.items()))
+    _provenance(
+        paths.scores(spec.name), "embed-run", run, {"run": spec_hash(run), "model": spec_hash(spec)}, started
+    )
+    log.info("%s: %d queries scored -> %s", spec.name, len(scores), paths.scores(spec.name))
+    return 0
+
+
+def evaluate_command(args: argparse.Namespace) -> int:
+    from milebench.benchmarks.mmlongembed.evaluate import evaluate
+
+    _, run, paths = _run(args)
+    try:
+        queries, _, _, qrels = _read_set(paths)
+        scores = {row["query"]: row["scores"] for row in read_jsonl(paths.scores(args.model))}
+        needle = {row["candidate"]: row["needle"] for row in read_jsonl(paths.inputs(args.model))}
+    except (RecordError, OSError, KeyError, ValueError) as err:
+        log.error("%s: %s", args.model, err)
+        return 1
+    missing = [q.id for q in queries if q.id not in scores]
+    if missing:
+        log.error(
+            "%s: %d queries have no scores (first: %s)", paths.scores(args.model), len(missing), missing[0]
+        )
+        return 1
+    positive = {r.query: r.candidate for r in qrels if r.relevance >= 1}
+    seen = {q.id: float(needle.get(positive.get(q.id, ""), "") == "whole") for q in queries}
+    result = evaluate(run, queries, qrels, scores, seen)
+    atomic_write_json(paths.metrics(args.model), {"model": args.model, **result})
+    log.info("%s -> %s", args.model, paths.metrics(args.model))
+    return 0
+
+
+def report_command(args: argparse.Namespace) -> int:
+    from milebench.benchmarks.mmlongembed.report import write_report
+
+    specs, run, paths = _run(args)
+    try:
+        metrics = {m: json.loads(paths.metrics(m).read_text(encoding="utf-8")) for m in run.models}
+    except (OSError, ValueError) as err:
+        log.error("%s", err)
+        return 1
+    write_report(run, specs, metrics, paths)
+    return 0

@@ -1,0 +1,152 @@
+"""Embedding adapters: what a model reads of a candidate, and its similarity to each query of a pool.
+
+Both shipped adapters read text only: a candidate's images are dropped and its text segments joined
+with spaces. A sentence-transformers model then reads at most its window, cut in the middle at segment
+level (head and tail kept); cosine similarity of L2-normalised embeddings ranks a pool. BM25 (bm25s)
+reads the whole text; each pool is its own index, so IDF is over the pool.
+
+``ADAPTERS`` maps a model spec's ``kind`` to its adapter class.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from milebench.benchmarks.mmlongembed.cache import cached_embeddings
+from milebench.benchmarks.mmlongembed.lengths import (
+    Piece,
+    load_counting_tokenizer,
+    middle_truncate,
+    package_model_path,
+)
+from milebench.benchmarks.mmlongembed.records import Candidate, Pool, Query, TextSegment
+from milebench.benchmarks.mmlongembed.spec import Bm25Model, PackageTokenizer, SentenceTransformersModel
+from milebench.preprocess.tokenizer import HFTokenizer
+from milebench.spec.registry import spec_hash
+
+log = logging.getLogger(__name__)
+
+Scores = dict[str, dict[str, float]]
+
+
+@dataclass(frozen=True)
+class ModelInput:
+    """What a model read of one candidate."""
+
+    text: str
+    length: int | None
+    """Realised length in the model's own tokens (null for a model without a window)."""
+    needle: str
+    """``whole``, ``part`` or ``dropped``: what of the needle reached the model."""
+
+
+class Adapter(Protocol):
+    def read(self, candidate: Candidate) -> ModelInput: ...
+
+    def score(
+        self, queries: Sequence[Query], pools: Mapping[str, Pool], inputs: Mapping[str, ModelInput]
+    ) -> Scores: ...
+
+
+def text_pieces(candidate: Candidate) -> tuple[list[Piece], int | None]:
+    """The candidate's text segments (images dropped) and the needle's index among them (None: an image)."""
+    pieces, needle = [], None
+    for i, segment in enumerate(candidate.segments):
+        if isinstance(segment, TextSegment):
+            if i == candidate.needle_segment:
+                needle = len(pieces)
+            pieces.append(Piece(tokens=segment.tokens, text=segment.text))
+    return pieces, needle
+
+
+class SentenceTransformerAdapter:
+    def __init__(self, spec: SentenceTransformersModel, cache: Path, threads: int | None) -> None:
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        if threads:
+            torch.set_num_threads(threads)
+        weights = spec.weights
+        source = (
+            str(package_model_path(weights.package))
+            if isinstance(weights, PackageTokenizer)
+            else weights.repo
+        )
+        revision = None if isinstance(weights, PackageTokenizer) else weights.revision
+        self.model = SentenceTransformer(source, device="cpu", revision=revision)
+        self.model.max_seq_length = spec.window
+        self.tokenizer: HFTokenizer = load_counting_tokenizer(weights)
+        self.budget = spec.window - self.model.tokenizer.num_special_tokens_to_add()
+        self.spec, self.cache = spec, cache
+
+    def read(self, candidate: Candidate) -> ModelInput:
+        pieces, needle = text_pieces(candidate)
+        recounted = [
+            Piece(tokens=len(ids), text=p.text)
+            for p, ids in zip(pieces, self.tokenizer.encode([p.text or "" for p in pieces]), strict=True)
+        ]
+        kept = middle_truncate(self.tokenizer, recounted, self.budget)
+        text = " ".join(p.text or "" for _, p in kept.kept)
+        return ModelInput(
+            text=text, length=kept.length, needle="dropped" if needle is None else kept.state(needle)
+        )
+
+    def _encode(self, texts: list[str]):
+        return self.model.encode(
+            texts, batch_size=self.spec.batch_size, normalize_embeddings=True, show_progress_bar=False
+        )
+
+    def score(
+        self, queries: Sequence[Query], pools: Mapping[str, Pool], inputs: Mapping[str, ModelInput]
+    ) -> Scores:
+        texts = [q.text for q in queries] + [i.text for i in inputs.values()]
+        vectors = cached_embeddings(
+            self.cache, spec_hash(self.spec), texts, self._encode, self.spec.batch_size
+        )
+        return {
+            q.id: {cid: float(vectors[q.text] @ vectors[inputs[cid].text]) for cid in pools[q.id].candidates}
+            for q in queries
+        }
+
+
+class Bm25Adapter:
+    def __init__(self, spec: Bm25Model, cache: Path, threads: int | None) -> None:
+        self.spec = spec
+
+    def read(self, candidate: Candidate) -> ModelInput:
+        pieces, needle = text_pieces(candidate)
+        return ModelInput(
+            text=" ".join(p.text or "" for p in pieces),
+            length=None,
+            needle="dropped" if needle is None else "whole",
+        )
+
+    def score(
+        self, queries: Sequence[Query], pools: Mapping[str, Pool], inputs: Mapping[str, ModelInput]
+    ) -> Scores:
+        import bm25s
+
+        indexes: dict[tuple[str, ...], bm25s.BM25] = {}
+        out: Scores = {}
+        for query in queries:
+            ids = pools[query.id].candidates
+            if ids not in indexes:
+                index = bm25s.BM25(k1=self.spec.k1, b=self.spec.b, method=self.spec.method)
+                corpus = bm25s.tokenize([inputs[c].text for c in ids], stopwords="en", show_progress=False)
+                index.index(corpus, show_progress=False)
+                indexes[ids] = index
+            tokens = bm25s.tokenize([query.text], stopwords="en", return_ids=False, show_progress=False)[0]
+            scores = indexes[ids].get_scores(tokens) if tokens else [0.0] * len(ids)
+            out[query.id] = {cid: float(s) for cid, s in zip(ids, scores, strict=True)}
+        return out
+
+
+ADAPTERS = {"sentence-transformers": SentenceTransformerAdapter, "bm25": Bm25Adapter}
+
+
+def load_adapter(spec: SentenceTransformersModel | Bm25Model, cache: Path, threads: int | None) -> Adapter:
+    return ADAPTERS[spec.kind](spec, cache, threads)  # type: ignore[arg-type]

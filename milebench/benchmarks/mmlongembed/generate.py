@@ -1,0 +1,138 @@
+"""The Visual Grounding generator: needles in interleaved haystacks, one pool per cell, from a seed.
+
+A cell is (needle modality, interference, length bin, depth). Each of its needles gets its own candidate:
+a haystack filled to the bin by the counting rule with the needle inserted at the segment boundary
+nearest the depth. The cell's candidates are the pool of each of its queries; a query's one relevant
+candidate holds its needle, the look-alikes of its family are the hard distractors. Queries are text
+for both needle modalities (an image needle is asked for by its colour and shape).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from milebench.benchmarks.mmlongembed.haystack import Material, Piece
+from milebench.benchmarks.mmlongembed.images import needle_image, save_png
+from milebench.benchmarks.mmlongembed.lengths import count_texts, cut_text
+from milebench.benchmarks.mmlongembed.needles import Needle, image_needles, text_needles
+from milebench.benchmarks.mmlongembed.records import Candidate, Pool, Qrel, Query, TextSegment
+from milebench.benchmarks.mmlongembed.spec import VisualGrounding
+from milebench.preprocess.tokenizer import HFTokenizer
+
+log = logging.getLogger(__name__)
+
+MAX_SKIPPED_IMAGES = 8
+"""Images too big for the rest of the budget skipped before the haystack is called full."""
+
+
+@dataclass(frozen=True)
+class VgSet:
+    queries: list[Query]
+    candidates: list[Candidate]
+    pools: list[Pool]
+    qrels: list[Qrel]
+
+
+def fill(stream: Iterator[Piece], budget: int, tokenizer: HFTokenizer) -> list[Piece]:
+    """Haystack pieces up to ``budget`` tokens: an image that does not fit is skipped, the text piece
+    that overflows is cut to fit, so only image-only haystacks can fall short (by less than an image)."""
+    pieces: list[Piece] = []
+    used = misses = 0
+    for piece in stream:
+        if used + piece.tokens <= budget:
+            pieces.append(piece)
+            used += piece.tokens
+            if used == budget:
+                break
+            continue
+        if isinstance(piece, TextSegment):
+            part = cut_text(tokenizer, piece.text, budget - used, head=True)
+            if part is not None:
+                pieces.append(TextSegment(kind="text", text=part[0], tokens=part[1]))
+            break
+        misses += 1
+        if misses > MAX_SKIPPED_IMAGES:
+            break
+    return pieces
+
+
+def insertion_point(haystack: list[Piece], depth: int) -> tuple[int, float]:
+    """The segment boundary whose token offset is nearest ``depth`` % of the haystack, and its share."""
+    total = sum(p.tokens for p in haystack)
+    offsets = [0]
+    for piece in haystack:
+        offsets.append(offsets[-1] + piece.tokens)
+    target = depth / 100 * total
+    index = min(range(len(offsets)), key=lambda j: abs(offsets[j] - target))
+    return index, (offsets[index] / total if total else depth / 100)
+
+
+def _needle_piece(needle: Needle, tokenizer: HFTokenizer, folder: Path) -> Piece:
+    if needle.text is not None:
+        return TextSegment(kind="text", text=needle.text, tokens=count_texts(tokenizer, [needle.text])[0])
+    return save_png(needle_image(needle.shape or "", needle.entity), folder)
+
+
+def entity_index(needles: list[Needle], needle: Needle) -> int:
+    """The needle's place among its family's look-alikes."""
+    return [n.entity for n in needles if n.family == needle.family].index(needle.entity)
+
+
+def cell_id(modality: str, interference: str, length: int, depth: int) -> str:
+    return f"vg-{modality}-{interference}-{length:05d}-d{depth:03d}"
+
+
+def generate(vg: VisualGrounding, material: Material, tokenizer: HFTokenizer, folder: Path) -> VgSet:
+    out = VgSet([], [], [], [])
+    for modality in vg.needle_modalities:
+        needles = text_needles(vg.families) if modality == "text" else image_needles(vg.families)
+        pieces = [_needle_piece(n, tokenizer, folder) for n in needles]
+        for interference in vg.interference:
+            for length in vg.bins:
+                for depth in vg.depths:
+                    cell = cell_id(modality, interference.value, length, depth)
+                    ids = [f"{cell}-{n.family}-{entity_index(needles, n)}" for n in needles]
+                    for i, (needle, piece) in enumerate(zip(needles, pieces, strict=True)):
+                        rng = random.Random(f"{vg.seed}/{ids[i]}")
+                        hay = fill(material.stream(interference, rng), length - piece.tokens, tokenizer)
+                        at, share = insertion_point(hay, depth)
+                        segments = (*hay[:at], piece, *hay[at:])
+                        out.candidates.append(
+                            Candidate(
+                                id=ids[i],
+                                segments=segments,
+                                length=sum(s.tokens for s in segments),
+                                bin=length,
+                                depth=depth,
+                                realised_depth=share,
+                                needle_segment=at,
+                                interference=interference.value,
+                            )
+                        )
+                        query_id = f"q-{ids[i]}"
+                        out.queries.append(
+                            Query(
+                                id=query_id,
+                                text=needle.query,
+                                subset=f"{modality}-needle/{interference.value}",
+                                bin=length,
+                                depth=depth,
+                                needle_modality=modality,  # type: ignore[arg-type]
+                                interference=interference.value,
+                                family=needle.family,
+                                entity=needle.entity,
+                            )
+                        )
+                        out.pools.append(Pool(query=query_id, candidates=tuple(ids)))
+                        out.qrels.append(Qrel(query=query_id, candidate=ids[i], relevance=1))
+            log.info(
+                "%s needles, %s interference: %d candidates so far",
+                modality,
+                interference,
+                len(out.candidates),
+            )
+    return out

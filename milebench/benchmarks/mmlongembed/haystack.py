@@ -1,0 +1,142 @@
+"""Haystack material: the bundled prose and generated pictures, or interleaved documents a user has.
+
+Accepted user formats (JSONL, one document a line, image paths relative to the file):
+- OBELICS-style: ``{"texts": [str | null, ...], "images": [path | null, ...]}``, the two lists aligned,
+  exactly one of each pair set;
+- MM-NIAH-style: ``{"context": "text <image> text ...", "images_list": [path, ...]}``, one path per
+  ``<image>``.
+Text is split into sentences so a needle can go near any depth. Each candidate draws its haystack as a
+stream from a random starting point; the interference variant keeps text only, images only, or both.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from PIL import Image, UnidentifiedImageError
+
+from milebench.benchmarks.mmlongembed.corpus import bundled_sentences, split_sentences
+from milebench.benchmarks.mmlongembed.images import haystack_image, save_png, store_image
+from milebench.benchmarks.mmlongembed.lengths import count_texts
+from milebench.benchmarks.mmlongembed.records import ImageSegment, TextSegment
+from milebench.benchmarks.mmlongembed.spec import BundledHaystack, FileHaystack, HaystackSource, Modality
+from milebench.preprocess.tokenizer import HFTokenizer
+from milebench.record_files import RecordError
+
+MMNIAH_IMAGE = "<image>"
+BUNDLED_IMAGES = 24
+MIXED_SENTENCES = 3
+"""Bundled mixed haystacks: an image after every this many sentences."""
+
+Piece = TextSegment | ImageSegment
+
+
+@dataclass(frozen=True)
+class Material:
+    documents: tuple[tuple[Piece, ...], ...]
+    """Bundled: one document, the prose's sentences interleaved with the pictures."""
+
+    def stream(self, interference: Modality, rng: random.Random) -> Iterator[Piece]:
+        """An endless haystack from a random document and position, of the variant's modality."""
+        keep = {Modality.TEXT: (TextSegment,), Modality.IMAGE: (ImageSegment,)}.get(
+            interference, (TextSegment, ImageSegment)
+        )
+        flat = [p for doc in self.documents for p in doc if isinstance(p, keep)]
+        if not flat:
+            raise RecordError(f"haystack material has no {interference.value} segments")
+        start = rng.randrange(len(flat))
+        return itertools.islice(itertools.cycle(flat), start, None)
+
+
+def _texts(tokenizer: HFTokenizer, texts: Sequence[str]) -> list[TextSegment]:
+    return [
+        TextSegment(kind="text", text=t, tokens=n)
+        for t, n in zip(texts, count_texts(tokenizer, texts), strict=True)
+    ]
+
+
+def bundled(tokenizer: HFTokenizer, seed: int, folder: Path) -> Material:
+    sentences = _texts(tokenizer, bundled_sentences())
+    rng = random.Random(f"{seed}/haystack-images")
+    images = [save_png(haystack_image(rng), folder) for _ in range(BUNDLED_IMAGES)]
+    pieces: list[Piece] = []
+    for i, sentence in enumerate(sentences):
+        pieces.append(sentence)
+        if (i + 1) % MIXED_SENTENCES == 0:
+            pieces.append(images[(i // MIXED_SENTENCES) % len(images)])
+    return Material(documents=(tuple(pieces),))
+
+
+def _copy_image(path: Path, folder: Path, where: str) -> ImageSegment:
+    try:
+        with Image.open(path) as image:
+            size = image.size
+        data = path.read_bytes()
+    except (OSError, UnidentifiedImageError) as err:
+        raise RecordError(f"{where}: image {path} cannot be read: {err}") from None
+    return store_image(data, path.suffix.lower() or ".img", size, folder)
+
+
+def _document(row: object, kind: str, base: Path, where: str) -> list[tuple[str, str]]:
+    """(``text`` | ``image``, value) pairs of one user document, in order."""
+    if not isinstance(row, dict):
+        raise RecordError(f"{where}: not a JSON object")
+    if kind == "obelics":
+        texts, images = row.get("texts"), row.get("images")
+        if not isinstance(texts, list) or not isinstance(images, list) or len(texts) != len(images):
+            raise RecordError(f"{where}: texts, images: two lists of the same length expected")
+        pairs = []
+        for i, (text, image) in enumerate(zip(texts, images, strict=True)):
+            if (text is None) == (image is None):
+                raise RecordError(f"{where}: item {i}: exactly one of texts[{i}] and images[{i}] must be set")
+            pairs.append(("text", str(text)) if text is not None else ("image", str(base / str(image))))
+        return pairs
+    context, images = row.get("context"), row.get("images_list")
+    if not isinstance(context, str) or not isinstance(images, list):
+        raise RecordError(f"{where}: context (text) and images_list (list) expected")
+    parts = context.split(MMNIAH_IMAGE)
+    if len(parts) - 1 != len(images):
+        raise RecordError(f"{where}: {len(parts) - 1} {MMNIAH_IMAGE} placeholders but {len(images)} images")
+    pairs = [("text", parts[0])]
+    for image, text in zip(images, parts[1:], strict=True):
+        pairs += [("image", str(base / str(image))), ("text", text)]
+    return pairs
+
+
+def from_file(source: FileHaystack, specs_root: Path, tokenizer: HFTokenizer, folder: Path) -> Material:
+    """User documents (path relative to the specs folder unless absolute)."""
+    path = Path(source.path) if Path(source.path).is_absolute() else specs_root / source.path
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise RecordError(f"{path}: haystack documents cannot be read: {err}") from None
+    documents = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{path}: line {number}"
+        try:
+            row = json.loads(line)
+        except ValueError as err:
+            raise RecordError(f"{where}: not JSON: {err}") from None
+        doc: list[Piece] = []
+        for kind, value in _document(row, source.kind, path.parent, where):
+            if kind == "image":
+                doc.append(_copy_image(Path(value), folder, where))
+            else:
+                doc.extend(_texts(tokenizer, split_sentences(" ".join(value.split()))))
+        documents.append(tuple(doc))
+    return Material(documents=tuple(documents))
+
+
+def load_material(
+    source: HaystackSource, specs_root: Path, tokenizer: HFTokenizer, seed: int, folder: Path
+) -> Material:
+    if isinstance(source, BundledHaystack):
+        return bundled(tokenizer, seed, folder)
+    return from_file(source, specs_root, tokenizer, folder)

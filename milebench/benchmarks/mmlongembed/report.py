@@ -1,0 +1,123 @@
+"""The MMLongEmbed report: metric tables (macro over subsets, micro over queries) and, per model, the
+length x depth Hit@k heatmap beside the share of needles that reached the model, in HTML and LaTeX.
+
+Reuses the MileBench report's Jinja environment (filters, LaTeX escaping) and figure style.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+
+from milebench.benchmarks.mmlongembed.paths import EmbedPaths
+from milebench.benchmarks.mmlongembed.spec import EmbedRunSpec, EmbedSpecs
+from milebench.io import atomic_write_bytes, atomic_write_text
+from milebench.report.figures import STYLE, Figure, _save
+from milebench.report.render import FIGURES, _environment
+
+log = logging.getLogger(__name__)
+
+TEMPLATES = "mmlongembed"
+
+
+@dataclass(frozen=True)
+class Table:
+    title: str
+    columns: list[str]
+    rows: list[tuple[str, list[float | None]]]
+
+
+def _grid_panels(
+    ax_row: Any, grids: dict[str, list[list[float | None]]], bins: list[int], depths: list[int]
+) -> Any:
+    cmap = matplotlib.colormaps["RdYlGn"].with_extremes(bad="#d9d9d9")
+    image = None
+    for ax, (subset, rows) in zip(ax_row, grids.items(), strict=True):
+        data = np.array([[np.nan if v is None else 100 * v for v in row] for row in rows], dtype=float)
+        image = ax.imshow(data, cmap=cmap, vmin=0, vmax=100, aspect="auto", interpolation="nearest")
+        for (r, c), v in np.ndenumerate(data):
+            if not np.isnan(v):
+                ax.text(c, r, f"{v:.0f}", ha="center", va="center", fontsize=6)
+        ax.set_xticks(range(len(bins)), [str(b) for b in bins], fontsize=6, rotation=45)
+        ax.set_yticks(range(len(depths)), [f"{d}%" for d in depths], fontsize=6)
+        ax.set_title(subset, fontsize=8)
+    return image
+
+
+def heatmap(model: str, metrics: dict[str, Any]) -> Figure:
+    """Row 1: Hit@k per length bin (columns) and depth (rows), per subset; row 2: needles the model read."""
+    hit, seen = metrics["heatmap"], metrics["needle_seen"]
+    n = len(hit)
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(2, n, figsize=(2.9 * n + 0.8, 5.4), layout="constrained", squeeze=False)
+        image = _grid_panels(axes[0], hit, metrics["bins"], metrics["depths"])
+        _grid_panels(axes[1], seen, metrics["bins"], metrics["depths"])
+        axes[0][0].set_ylabel(f"{metrics['heatmap_metric']}\nneedle depth", fontsize=7)
+        axes[1][0].set_ylabel("needle read whole\nneedle depth", fontsize=7)
+        for ax in axes[1]:
+            ax.set_xlabel("length bin (tokens)", fontsize=7)
+        fig.colorbar(image, ax=axes, shrink=0.8, label="x100")
+        return _save(
+            fig,
+            f"heatmap-{model}",
+            f"{model}: {metrics['heatmap_metric']} by length and needle depth",
+            f"Top: {metrics['heatmap_metric']} (x100) of the queries of each cell, per subset (needle "
+            "modality / haystack modality). Bottom: share of the cell's relevant candidates whose needle "
+            "reached the model whole (text-only models drop images; windowed ones read head and tail only).",
+        )
+
+
+def tables(run: EmbedRunSpec, metrics: dict[str, dict[str, Any]]) -> list[Table]:
+    k = max(run.cutoffs)
+    columns = ["P@1", f"Hit@{run.heatmap_k}", f"Recall@{k}", f"MRR@{k}", f"nDCG@{k}"]
+    out = [
+        Table(
+            f"{kind.capitalize()} average ({'over subsets' if kind == 'macro' else 'over queries'}), x100",
+            columns,
+            [(m, [_x100(v["averages"][kind][c]) for c in columns]) for m, v in metrics.items()],
+        )
+        for kind in ("macro", "micro")
+    ]
+    subsets = sorted({key for v in metrics.values() for key in v["averages"] if key.startswith("subset ")})
+    for metric in ("P@1", f"Hit@{run.heatmap_k}"):
+        out.append(
+            Table(
+                f"{metric} by subset, x100",
+                [s.removeprefix("subset ") for s in subsets],
+                [
+                    (m, [_x100(v["averages"].get(s, {}).get(metric)) for s in subsets])
+                    for m, v in metrics.items()
+                ],
+            )
+        )
+    return out
+
+
+def _x100(value: float | None) -> float | None:
+    return None if value is None else 100 * value
+
+
+def write_report(
+    run: EmbedRunSpec, specs: EmbedSpecs, metrics: dict[str, dict[str, Any]], paths: EmbedPaths
+) -> None:
+    figures = [heatmap(model, m) for model, m in metrics.items()]
+    context = {
+        "run": run,
+        "models": [specs.models[m] for m in metrics],
+        "tables": tables(run, metrics),
+        "figures": figures,
+    }
+    for figure in figures:
+        atomic_write_bytes(paths.report_figures / f"{figure.key}.png", figure.png)
+        atomic_write_bytes(paths.report_figures / f"{figure.key}.pdf", figure.pdf)
+    html = _environment(autoescape=True).get_template(f"{TEMPLATES}/report.html.j2").render(**context)
+    tex_env = _environment(autoescape=False, comment_start_string="<#", comment_end_string="#>")
+    tex = tex_env.get_template(f"{TEMPLATES}/report.tex.j2").render(figures_dir=FIGURES, **context)
+    atomic_write_text(paths.report_html, html)
+    atomic_write_text(paths.report_tex, tex)
+    log.info("report -> %s, %s", paths.report_html, paths.report_tex)

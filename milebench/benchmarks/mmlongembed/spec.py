@@ -1,0 +1,166 @@
+"""Specs of the MMLongEmbed runs and embedders, under ``specs/mmlongembed/`` (strict, like MileBench's)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, RootModel, StrictInt, model_validator
+
+from milebench.spec.base import Number, Spec, SpecError, load_spec
+
+BENCHMARK = "mmlongembed"
+PAPER_BINS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
+PAPER_DEPTHS = (0, 20, 40, 60, 80, 100)
+
+
+class Modality(StrEnum):
+    TEXT = "text"
+    IMAGE = "image"
+    MIXED = "mixed"
+
+
+class PackageTokenizer(Spec):
+    """A tokenizer shipped inside an installed package with a ``get_model_path()`` (offline)."""
+
+    kind: Literal["package"]
+    package: str
+
+
+class HubTokenizer(Spec):
+    """A hub tokenizer (the paper counts with Qwen3's); the hub cache and offline mode apply."""
+
+    kind: Literal["hub"]
+    repo: str
+    revision: str | None = None
+
+
+TokenizerRef = Annotated[PackageTokenizer | HubTokenizer, Field(discriminator="kind")]
+
+
+class BundledHaystack(Spec):
+    """The public-domain prose bundled with the kit and generated images."""
+
+    kind: Literal["bundled"]
+
+
+class FileHaystack(Spec):
+    """Interleaved documents a user has: OBELICS-style (``texts``/``images`` lists) or MM-NIAH-style
+    (``context`` with ``<image>`` placeholders and ``images_list``) JSONL; image paths relative to it."""
+
+    kind: Literal["obelics", "mm-niah"]
+    path: str
+
+
+HaystackSource = Annotated[BundledHaystack | FileHaystack, Field(discriminator="kind")]
+
+
+class VisualGrounding(Spec):
+    """The needle-in-a-haystack task: one pool of candidates per length x depth x modality cell."""
+
+    seed: StrictInt = 0
+    bins: tuple[Annotated[StrictInt, Field(ge=64)], ...] = PAPER_BINS
+    depths: tuple[Annotated[StrictInt, Field(ge=0, le=100)], ...] = PAPER_DEPTHS
+    families: StrictInt = Field(
+        default=5, ge=1, le=5, description="Needle families per needle modality; each has 5 look-alikes."
+    )
+    needle_modalities: tuple[Literal["text", "image"], ...] = ("text", "image")
+    interference: tuple[Modality, ...] = (Modality.TEXT, Modality.IMAGE, Modality.MIXED)
+    haystack: HaystackSource = BundledHaystack(kind="bundled")
+
+
+class EmbedRunSpec(Spec):
+    name: str
+    benchmark: Literal["mmlongembed"]
+    description: str = ""
+    out: str = Field(default="", description="Output folder; default results/<name>.")
+    models: tuple[str, ...]
+    counting_tokenizer: TokenizerRef = Field(
+        description="Counts text tokens for the length bins (the paper: Qwen3's tokenizer)."
+    )
+    visual_grounding: VisualGrounding
+    heatmap_k: StrictInt = Field(default=5, ge=1, description="The heatmap's Hit@k (the paper's 'P@5').")
+    cutoffs: tuple[StrictInt, ...] = (1, 5, 10)
+
+    @model_validator(mode="after")
+    def _default_out(self) -> EmbedRunSpec:
+        if not self.out:
+            object.__setattr__(self, "out", f"results/{self.name}")
+        return self
+
+
+class SentenceTransformersModel(Spec):
+    """A text embedding model run with sentence-transformers; images in candidates are dropped."""
+
+    name: str
+    kind: Literal["sentence-transformers"]
+    weights: PackageTokenizer | HubTokenizer = Field(description="Where the model folder comes from.")
+    window: StrictInt = Field(ge=8, description="Tokens the model reads, special tokens included.")
+    batch_size: StrictInt = Field(default=32, ge=1)
+
+
+class Bm25Model(Spec):
+    """Lexical baseline (bm25s); the index of each pool is the pool itself; images are dropped."""
+
+    name: str
+    kind: Literal["bm25"]
+    k1: Number = 1.5
+    b: Number = 0.75
+    method: Literal["robertson", "atire", "bm25l", "bm25+", "lucene"] = "lucene"
+
+
+EmbedderSpec = Annotated[SentenceTransformersModel | Bm25Model, Field(discriminator="kind")]
+
+
+class _EmbedderFile(RootModel[EmbedderSpec]):
+    """One embedder spec file, its ``kind`` picking the model."""
+
+
+@dataclass(frozen=True)
+class EmbedSpecs:
+    root: Path
+    runs: dict[str, EmbedRunSpec]
+    models: dict[str, SentenceTransformersModel | Bm25Model]
+
+    def run(self, name: str) -> EmbedRunSpec:
+        if name not in self.runs:
+            known = ", ".join(sorted(self.runs))
+            raise SpecError(self.root / "runs", [("name", f"no run spec {name!r}; known: {known}")])
+        return self.runs[name]
+
+
+def specs_folder(specs_root: Path) -> Path:
+    return Path(specs_root) / BENCHMARK
+
+
+def is_embed_run(specs_root: Path, name: str) -> bool:
+    """Whether ``--config run=<name>`` names an MMLongEmbed run (a spec in its folder)."""
+    return (specs_folder(specs_root) / "runs" / f"{name}.yaml").is_file()
+
+
+def _named(path: Path, name: str) -> None:
+    if name != path.stem:
+        raise SpecError(path, [("name", f"{name!r} must equal the file name {path.stem!r}")])
+
+
+def load_embed_specs(specs_root: Path) -> EmbedSpecs:
+    """Runs and embedders under ``<specs>/mmlongembed/``, with each run's model names checked."""
+    root = specs_folder(specs_root)
+    models: dict[str, SentenceTransformersModel | Bm25Model] = {}
+    for path in sorted((root / "models").glob("*.yaml")):
+        model = load_spec(path, _EmbedderFile).root
+        _named(path, model.name)
+        models[model.name] = model
+    runs: dict[str, EmbedRunSpec] = {}
+    for path in sorted((root / "runs").glob("*.yaml")):
+        run = load_spec(path, EmbedRunSpec)
+        _named(path, run.name)
+        unknown = [
+            (f"models.{i}", f"unknown model {m!r}") for i, m in enumerate(run.models) if m not in models
+        ]
+        if unknown:
+            raise SpecError(path, unknown)
+        runs[run.name] = run
+    return EmbedSpecs(root=root, runs=runs, models=models)
