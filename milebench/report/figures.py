@@ -62,7 +62,7 @@ class Figure:
         return base64.b64encode(self.png).decode("ascii")
 
 
-def _save(fig: MplFigure, key: str, title: str, caption: str) -> Figure:
+def save_figure(fig: MplFigure, key: str, title: str, caption: str) -> Figure:
     png, pdf = io.BytesIO(), io.BytesIO()
     fig.savefig(png, format="png", dpi=110, metadata=PNG_META)
     fig.savefig(pdf, format="pdf", metadata=PDF_META)
@@ -95,7 +95,7 @@ def quantity_figure(rows: Sequence[QuantityRow]) -> Figure | None:
         ax.set_ylim(0, 100)
         ax.grid(axis="y", alpha=0.3)
         ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
-        return _save(
+        return save_figure(
             fig,
             "image-quantity",
             "Performance by number of images",
@@ -132,7 +132,7 @@ def needle_figure(group: Group, task: str, grids: Sequence[NeedleGrid]) -> Figur
             ax.set_visible(False)
         if image is not None:
             fig.colorbar(image, ax=axes, shrink=0.8, label="score (x100)")
-        return _save(
+        return save_figure(
             fig,
             f"needle-{group.value}",
             f"{group.value} {task}: score by context length and needle depth",
@@ -173,7 +173,7 @@ def modes_figure(multi: ModeTables, combined: ModeTables) -> Figure | None:
         axes[0].set_yticks(y, [r.display_name for r in models])
         axes[0].invert_yaxis()
         axes[1].legend(loc="lower right", fontsize=7)
-        return _save(
+        return save_figure(
             fig,
             "multi-vs-combined",
             "Multi-image vs combined-image",

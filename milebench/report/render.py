@@ -62,7 +62,7 @@ def signed(value: float | None, missing: str = "\u2013", digits: int = 2) -> str
     return missing if value is None else f"{value:+.{digits}f}"
 
 
-def _environment(autoescape: bool, **delimiters: str) -> jinja2.Environment:
+def jinja_environment(autoescape: bool, **delimiters: str) -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=autoescape,
@@ -81,10 +81,10 @@ def _environment(autoescape: bool, **delimiters: str) -> jinja2.Environment:
 
 
 def render_html(report: Report) -> str:
-    return _environment(autoescape=True).get_template("report.html.j2").render(report=report)
+    return jinja_environment(autoescape=True).get_template("report.html.j2").render(report=report)
 
 
 def render_tex(report: Report) -> str:
     # LaTeX's "{#" (as in "\#" after a brace) must not open a Jinja comment.
-    env = _environment(autoescape=False, comment_start_string="<#", comment_end_string="#>")
+    env = jinja_environment(autoescape=False, comment_start_string="<#", comment_end_string="#>")
     return env.get_template("report.tex.j2").render(report=report, figures_dir=FIGURES)

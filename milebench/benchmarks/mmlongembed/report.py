@@ -17,8 +17,8 @@ import numpy as np
 from milebench.benchmarks.mmlongembed.paths import EmbedPaths
 from milebench.benchmarks.mmlongembed.spec import EmbedRunSpec, EmbedSpecs
 from milebench.io import atomic_write_bytes, atomic_write_text
-from milebench.report.figures import STYLE, Figure, _save
-from milebench.report.render import FIGURES, _environment
+from milebench.report.figures import STYLE, Figure, save_figure
+from milebench.report.render import FIGURES, jinja_environment
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ def heatmap(model: str, metrics: dict[str, Any]) -> Figure:
         for ax in axes[1]:
             ax.set_xlabel("length bin (tokens)", fontsize=7)
         fig.colorbar(image, ax=axes, shrink=0.8, label="x100")
-        return _save(
+        return save_figure(
             fig,
             f"heatmap-{model}",
             f"{model}: {metrics['heatmap_metric']} by length and needle depth",
@@ -115,8 +115,8 @@ def write_report(
     for figure in figures:
         atomic_write_bytes(paths.report_figures / f"{figure.key}.png", figure.png)
         atomic_write_bytes(paths.report_figures / f"{figure.key}.pdf", figure.pdf)
-    html = _environment(autoescape=True).get_template(f"{TEMPLATES}/report.html.j2").render(**context)
-    tex_env = _environment(autoescape=False, comment_start_string="<#", comment_end_string="#>")
+    html = jinja_environment(autoescape=True).get_template(f"{TEMPLATES}/report.html.j2").render(**context)
+    tex_env = jinja_environment(autoescape=False, comment_start_string="<#", comment_end_string="#>")
     tex = tex_env.get_template(f"{TEMPLATES}/report.tex.j2").render(figures_dir=FIGURES, **context)
     atomic_write_text(paths.report_html, html)
     atomic_write_text(paths.report_tex, tex)
