@@ -32,6 +32,10 @@ MADE_BY: dict[str, tuple[str, ...]] = {
     "image build": (),
     "image uri": (),
     "container-infer": ("milebench preprocess", "milebench image build"),
+    "embed-generate": (),
+    "embed-run": ("milebench embed-generate",),
+    "embed-evaluate": ("milebench embed-run",),
+    "embed-report": ("milebench embed-evaluate",),
 }
 """Per command: what makes the stage inputs it refuses to run without (empty: it reads none).
 

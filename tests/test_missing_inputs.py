@@ -32,6 +32,9 @@ VALUES = {
     "out": "out",
 }
 """A value for each required argument, by its ``dest``: every command runs against an empty folder."""
+VALUES_OF = {name: {"run": "embed-smoke", "model": "bm25"} for name in ("embed-run", "embed-evaluate")}
+VALUES_OF["embed-report"] = {"run": "embed-smoke"}
+"""Commands of another benchmark, whose runs and models are its own."""
 EXTRA = {"score": ["--task", "ActionSequence"], "compare": ["--model-b", "tiny-llava"]}
 """Optional arguments without which a command would stop for another reason than a missing input."""
 ERROR_LINE = re.compile(r" ERROR \S+: (?P<path>\S+): (?P<what>.+) not found; run (?P<made_by>.+) first$")
@@ -48,12 +51,13 @@ def leaf_commands(parser: argparse.ArgumentParser, prefix: str = "") -> Iterator
     for action in parser._actions:
         if not action.required:
             continue
-        if action.dest not in VALUES:
+        values = {**VALUES, **VALUES_OF.get(prefix, {})}
+        if action.dest not in values:
             pytest.fail(f"`milebench {prefix}`: no test value for the required argument {action.dest!r}")
         argv += (
-            [VALUES[action.dest]]
+            [values[action.dest]]
             if not action.option_strings
-            else [action.option_strings[0], VALUES[action.dest]]
+            else [action.option_strings[0], values[action.dest]]
         )
     yield prefix, argv + EXTRA.get(prefix, [])
 

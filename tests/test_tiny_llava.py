@@ -257,7 +257,10 @@ def test_an_image_changed_after_preprocessing_fails_its_sample_and_the_rest_are_
         threads=1,
     )
     assert preprocess_commands.preprocess(args) == 0
-    prepared = {s.sample_id: s for s in read_prepared(paths.prepared(task.name, Mode.MULTI_IMAGE, regime))}
+    prepared = {
+        s.sample_id: s
+        for s in read_prepared(paths.prepared(task.name, Mode.MULTI_IMAGE, regime), "preprocess")
+    }
     changed = folder / "images" / "1.png"
     Image.new("RGB", (32, 32), (0, 255, 0)).save(changed)
 

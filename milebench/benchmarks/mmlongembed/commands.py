@@ -25,6 +25,7 @@ from milebench.preprocess.tokenizer import TokenizerError
 from milebench.provenance import environment, kit_version, utc_now
 from milebench.record_files import RecordError, read_records
 from milebench.spec.registry import spec_hash
+from milebench.stage_inputs import command, require
 
 log = logging.getLogger(__name__)
 
@@ -83,9 +84,10 @@ def generate_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_set(paths: EmbedPaths) -> tuple[list[Query], list[Candidate], dict[str, Pool], list[Qrel]]:
-    if not paths.vg_manifest.exists():
-        raise RecordError(f"{paths.vg_manifest}: not found (run embed-generate first)")
+def _read_set(
+    paths: EmbedPaths, run: str
+) -> tuple[list[Query], list[Candidate], dict[str, Pool], list[Qrel]]:
+    require(paths.vg_manifest, "Visual Grounding set", command("embed-generate", run=run))
     queries = read_records(paths.vg / QUERIES, Query)
     candidates = read_records(paths.vg / CANDIDATES, Candidate)
     pools = {p.query: p for p in read_records(paths.vg / POOLS, Pool)}
@@ -110,7 +112,7 @@ def run_command(args: argparse.Namespace) -> int:
         return 1
     spec = specs.models[args.model]
     try:
-        queries, candidates, pools, _ = _read_set(paths)
+        queries, candidates, pools, _ = _read_set(paths, run.name)
         adapter = load_adapter(spec, paths.cache(spec.name), args.threads)
         inputs = {c.id: adapter.read(c) for c in candidates}
         scores = adapter.score(queries, pools, inputs)
@@ -133,8 +135,11 @@ def evaluate_command(args: argparse.Namespace) -> int:
     from milebench.benchmarks.mmlongembed.evaluate import evaluate
 
     _, run, paths = _run(args)
+    made_by = command("embed-run", run=run.name, model=args.model)
+    require(paths.scores(args.model), "query scores", made_by)
+    require(paths.inputs(args.model), "model inputs", made_by)
     try:
-        queries, _, _, qrels = _read_set(paths)
+        queries, _, _, qrels = _read_set(paths, run.name)
         scores = {row["query"]: row["scores"] for row in read_jsonl(paths.scores(args.model))}
         needle = {row["candidate"]: row["needle"] for row in read_jsonl(paths.inputs(args.model))}
     except (RecordError, OSError, KeyError, ValueError) as err:
@@ -158,6 +163,8 @@ def report_command(args: argparse.Namespace) -> int:
     from milebench.benchmarks.mmlongembed.report import write_report
 
     specs, run, paths = _run(args)
+    for model in run.models:
+        require(paths.metrics(model), "metrics", command("embed-evaluate", run=run.name, model=model))
     try:
         metrics = {m: json.loads(paths.metrics(m).read_text(encoding="utf-8")) for m in run.models}
     except (OSError, ValueError) as err:
