@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from milebench.spec.base import Spec
+from milebench.spec.execution import Execution
 
 
 class Section(StrEnum):
@@ -152,6 +153,11 @@ class ModelSpec(Spec):
     )
     container: str | None = Field(default=None, description="Folder under containers/ holding its image.")
     notes: str | None = None
+    execution: Execution | None = Field(
+        default=None,
+        description="How the model is run (template, images, decoding loop, dtype, stop strings) and its "
+        "named variants; null: the adapter's defaults (milebench.spec.execution.ADAPTER_DEFAULTS).",
+    )
 
     @model_validator(mode="after")
     def _unknowns_explained(self) -> ModelSpec:

@@ -102,6 +102,11 @@ class RunSpec(Spec):
         default=False,
         description="Skip (and record) samples with bad input instead of failing the preprocess job.",
     )
+    execution: dict[str, str] = Field(
+        default_factory=dict,
+        description="Model name -> execution variant to run it with: 'paper' (its own choices) or a name "
+        "of its execution.variants; models not named run their own choices.",
+    )
     max_failure_rate: float = Field(
         default=0.05,
         ge=0,
