@@ -225,6 +225,9 @@ def test_a_run_selects_a_variant_by_name_and_it_is_recorded() -> None:
         started_at=datetime.now(UTC),
     )
     assert record.execution is not None and record.execution.applied_variant == "batched"
+    run = specs.run("smoke").model_copy(update={"execution": {"tiny-llava": "batched"}})
+    (as_run,) = [m for m in specs.run_models(run) if m.name == "tiny-llava"]
+    assert as_run == batched, "the workflow sees the variant too (its job parameters change with it)"
 
 
 @pytest.fixture

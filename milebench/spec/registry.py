@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from milebench.spec.base import S, Spec, SpecError, load_spec
-from milebench.spec.execution import variant_problem
+from milebench.spec.execution import for_run, variant_problem
 from milebench.spec.model import ModelSpec
 from milebench.spec.paper import PaperSpec
 from milebench.spec.run import RunSpec
@@ -38,7 +38,8 @@ class Specs:
         return [self.tasks[n] for n in names]
 
     def run_models(self, run: RunSpec) -> list[ModelSpec]:
-        return [self.models[n] for n in run.models]
+        """The run's models as it runs them: with the execution variant it selects for each."""
+        return [for_run(self.models[n], run) for n in run.models]
 
 
 def spec_hash(spec: Spec) -> str:
