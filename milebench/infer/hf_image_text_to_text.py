@@ -22,7 +22,7 @@ import torch
 import transformers
 from packaging.version import Version
 from PIL import Image
-from transformers import AutoProcessor, BatchFeature, PreTrainedModel
+from transformers import AutoImageProcessor, AutoProcessor, BatchFeature, PreTrainedModel
 
 from milebench.infer.adapter import AdapterError, SampleFailure, TokenUsage
 from milebench.infer.hf_checkpoint import checkpoint
@@ -57,15 +57,15 @@ DTYPE_ARGUMENT = "dtype" if Version(transformers.__version__) >= Version("4.56")
 """``from_pretrained`` took ``torch_dtype`` before transformers 4.56."""
 
 
-def image_backend_kwargs(backend: ImageBackend) -> dict[str, Any]:
-    """``from_pretrained`` arguments that pick the PIL image processor: ``backend`` from transformers 5,
-    ``use_fast=False`` before (where fast processors exist); transformers 4.37 has only the PIL one."""
-    if backend is ImageBackend.DEFAULT:
-        return {}
-    version = Version(transformers.__version__)
-    if version >= Version("5"):
-        return {"backend": "pil"}
-    return {"use_fast": False} if version >= Version("4.45") else {}
+PIL_IMAGE_PROCESSOR: dict[str, Any] = (
+    {"backend": "pil"}
+    if Version(transformers.__version__) >= Version("5")
+    else {"use_fast": False}
+    if Version(transformers.__version__) >= Version("4.45")
+    else {}
+)
+"""``AutoImageProcessor`` arguments that pick the PIL implementation: ``backend`` from transformers 5,
+``use_fast=False`` before (where fast processors exist); transformers 4.37 has only the PIL one."""
 
 
 class HfImageTextToTextAdapter:
@@ -137,10 +137,15 @@ class HfImageTextToTextAdapter:
         return model_class.from_pretrained(source, **{DTYPE_ARGUMENT: dtype}, **kwargs)
 
     def load_processor(self, source: str, kwargs: dict[str, Any]) -> Any:
-        """What turns a prompt and its images into model inputs: the checkpoint's own processor."""
-        return AutoProcessor.from_pretrained(
-            source, **kwargs, **image_backend_kwargs(self.execution.image_backend)
-        )
+        """What turns a prompt and its images into model inputs: the checkpoint's own processor, its
+        image half loaded again as the PIL implementation when the execution asks for it (passing the
+        choice to AutoProcessor would reach the tokenizer too)."""
+        processor = AutoProcessor.from_pretrained(source, **kwargs)
+        if self.execution.image_backend is ImageBackend.PIL:
+            processor.image_processor = AutoImageProcessor.from_pretrained(
+                source, **kwargs, **PIL_IMAGE_PROCESSOR
+            )
+        return processor
 
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
         """``torch.autocast`` to the execution's dtype on a GPU; nothing on the CPU."""
