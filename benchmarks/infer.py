@@ -47,6 +47,7 @@ from milebench.job_resources import infer_resources
 from milebench.paths import RunPaths
 from milebench.preprocess.regime import regime_for
 from milebench.records import PreparedSample
+from milebench.spec.execution import Decoding
 from milebench.spec.model import BatchRule, ModelSpec
 from milebench.spec.registry import load_specs
 from milebench.spec.run import FixtureSource, Mode, RunSpec
@@ -105,13 +106,20 @@ def timed(adapter: HfImageTextToTextAdapter, run: Callable[[], None]) -> Timing:
 
 @torch.inference_mode()
 def bare_loop(adapter: HfImageTextToTextAdapter, rule: BatchRule, tasks: Tasks) -> None:
-    """The official worker's loop over the same batches: images, processor, generate, decode."""
+    """The official worker's loop over the same batches: images, processor, generate (per sample where
+    the execution says so, with its stop strings), decode."""
     tokenizer = adapter.processor.tokenizer
+    per_sample = adapter.execution.decoding is Decoding.PER_SAMPLE
     for samples in tasks.values():
         for batch in plan_batches(samples, rule):
             inputs = adapter.encode(batch)
-            output = adapter.model.generate(**inputs, **adapter.generation_kwargs(len(batch)))
-            tokenizer.batch_decode(output[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
+            for row in adapter.split_rows(inputs) if per_sample else [inputs]:
+                stop = adapter.stopper(row)
+                kwargs = adapter.generation_kwargs(int(row["input_ids"].shape[0]))
+                output = adapter.model.generate(
+                    **row, **kwargs, **({"stopping_criteria": [stop]} if stop else {})
+                )
+                tokenizer.batch_decode(output[:, row["input_ids"].shape[1] :], skip_special_tokens=True)
 
 
 def engine_runs(

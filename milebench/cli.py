@@ -108,6 +108,14 @@ def build_parser() -> argparse.ArgumentParser:
     _job_args(p, model=True)
     _threads_arg(p)
 
+    p = add(
+        "render-input",
+        "milebench.infer.render_input:render_input",
+        "Show what a model receives for one sample.",
+    )
+    _job_args(p, model=True)
+    p.add_argument("--sample", type=int, required=True, help="The sample_id.")
+
     p = add("score", "milebench.score.commands:score", "Score one model's predictions for one task.")
     _job_args(p, model=True, task_required=False)
     _official_args(p, required=False)

@@ -25,6 +25,7 @@ from pydantic import Field
 
 from milebench.io import atomic_write_json
 from milebench.spec.base import Spec
+from milebench.spec.execution import Execution, execution_of
 from milebench.spec.model import ApiModel, BuiltinModel, HubWeights, ModelSpec, TinyWeights
 from milebench.spec.registry import Specs, spec_hash
 from milebench.spec.run import FixtureSource, RunSpec
@@ -83,6 +84,11 @@ class JobProvenance(Spec):
     environment: Environment
     seeds: dict[str, int]
     weights_revision: str
+    execution: Execution | None = Field(
+        default=None,
+        description="Infer jobs: the execution choices the model ran with, a run's variant named in "
+        "applied_variant; null for scoring and for models without one (API, baselines).",
+    )
     started_at: datetime
     finished_at: datetime
     host: str
@@ -239,6 +245,7 @@ def job_provenance(
         environment=environment(environ),
         seeds=seeds(run, model),
         weights_revision=weights_revision(model),
+        execution=execution_of(model) if stage == "infer" else None,
         started_at=started_at,
         finished_at=utc_now(),
         host=socket.gethostname(),

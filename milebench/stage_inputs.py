@@ -32,6 +32,7 @@ MADE_BY: dict[str, tuple[str, ...]] = {
     "image build": (),
     "image uri": (),
     "container-infer": ("milebench preprocess", "milebench image build"),
+    "render-input": ("milebench preprocess", "milebench tiny-model"),
     "embed-generate": (),
     "embed-run": ("milebench embed-generate",),
     "embed-evaluate": ("milebench embed-run",),

@@ -30,11 +30,13 @@ VALUES = {
     "family": "kit",
     "registry": "docker://example.org/milebench",
     "out": "out",
+    "sample": "0",
 }
 """A value for each required argument, by its ``dest``: every command runs against an empty folder."""
 VALUES_OF = {name: {"run": "embed-smoke", "model": "bm25"} for name in ("embed-run", "embed-evaluate")}
 VALUES_OF["embed-report"] = {"run": "embed-smoke"}
-"""Commands of another benchmark, whose runs and models are its own."""
+VALUES_OF["render-input"] = {"model": "tiny-llava"}
+"""Commands that need other values: another benchmark's runs and models, a model render-input shows."""
 EXTRA = {"score": ["--task", "ActionSequence"], "compare": ["--model-b", "tiny-llava"]}
 """Optional arguments without which a command would stop for another reason than a missing input."""
 ERROR_LINE = re.compile(r" ERROR \S+: (?P<path>\S+): (?P<what>.+) not found; run (?P<made_by>.+) first$")

@@ -19,6 +19,7 @@ from milebench.preprocess.regime import model_regime
 from milebench.provenance import job_provenance, utc_now, write_provenance
 from milebench.record_files import RecordError, read_prepared
 from milebench.spec.base import SpecError
+from milebench.spec.execution import for_run
 from milebench.spec.model import BuiltinModel, HubWeights, ModelSpec
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode
@@ -115,7 +116,7 @@ def infer(args: argparse.Namespace) -> int:
     specs = load_specs(args.specs)
     run = specs.run(args.run)
     paths = RunPaths.for_run(run)
-    spec = pin_weights(model_spec(specs, args.model), specs.root)
+    spec = for_run(pin_weights(model_spec(specs, args.model), specs.root), run)
     task = task_spec(specs, args.task)
     mode = Mode(args.mode)
     model_threads, input_workers = split_threads(args.threads)

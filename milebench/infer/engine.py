@@ -41,6 +41,7 @@ from milebench.infer.progress import Progress
 from milebench.infer.window import images_over, window_excess
 from milebench.io import JsonlAppender, atomic_write_jsonl, canonical_json, sha256_text
 from milebench.records import FailureKind, Prediction, PreparedSample
+from milebench.spec.execution import execution_of
 from milebench.spec.model import (
     ApiLimits,
     ApiModel,
@@ -80,7 +81,9 @@ def answer_spec(spec: ModelSpec) -> ModelSpec:
 
 
 def cache_key(spec: ModelSpec, sample: PreparedSample, adapter_version: str) -> str:
-    """Everything that can change an answer: spec, weights, prompt, images, decoding, adapter code."""
+    """Everything that can change an answer: spec, weights, prompt, images, decoding, the execution
+    choices (an adapter's defaults included, a run's variant named), adapter code."""
+    execution = execution_of(spec)
     return sha256_text(
         canonical_json(
             {
@@ -92,6 +95,7 @@ def cache_key(spec: ModelSpec, sample: PreparedSample, adapter_version: str) -> 
                 "prompt": sample.prompt_sha256,
                 "images": list(sample.image_sha256),
                 "generation": spec.generation.model_dump(mode="json"),
+                "execution": execution.model_dump(mode="json") if execution else None,
                 "adapter": adapter_version,
             }
         )

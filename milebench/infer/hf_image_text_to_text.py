@@ -4,11 +4,17 @@ AutoModelForImageTextToText, the same path for hub checkpoints and the kit's tin
 The prompt becomes one user turn whose content parts are the text pieces and one image part per
 placeholder, in prompt order, so interleaving is whatever the model's own template makes of it.
 Families with prompt specifics subclass this adapter (``hf_llava``).
+
+How the model runs is the spec's execution (``milebench.spec.execution``): image preprocessing and
+backend, weights dtype and autocast on a GPU, one ``generate`` per batch or per sample, stop strings.
+Each adapter class names the choices it can carry out; any other stops the job at load.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -16,15 +22,25 @@ import torch
 import transformers
 from packaging.version import Version
 from PIL import Image
-from transformers import AutoProcessor, BatchFeature, PreTrainedModel
+from transformers import AutoImageProcessor, AutoProcessor, BatchFeature, PreTrainedModel
 
 from milebench.infer.adapter import AdapterError, SampleFailure, TokenUsage
 from milebench.infer.hf_checkpoint import checkpoint
+from milebench.infer.image_preprocessing import ImageStep, preprocess
 from milebench.infer.images import reading_image
+from milebench.infer.stopping import KeywordStop
 from milebench.infer.time_limit import cut_by_time_limit, timeout_failure
 from milebench.infer.window import refusal
 from milebench.paths import RunPaths
 from milebench.records import IMAGE_PLACEHOLDER, FailureKind, PreparedSample
+from milebench.spec.execution import (
+    Autocast,
+    Decoding,
+    ImageBackend,
+    PromptTemplate,
+    Tokenization,
+    execution_of,
+)
 from milebench.spec.model import ModelSpec
 from milebench.spec.run import ContextOverflow
 
@@ -44,13 +60,26 @@ DTYPE_ARGUMENT = "dtype" if Version(transformers.__version__) >= Version("4.56")
 """``from_pretrained`` took ``torch_dtype`` before transformers 4.56."""
 
 
+PIL_IMAGE_PROCESSOR: dict[str, Any] = (
+    {"backend": "pil"}
+    if Version(transformers.__version__) >= Version("5")
+    else {"use_fast": False}
+    if Version(transformers.__version__) >= Version("4.45")
+    else {}
+)
+"""``AutoImageProcessor`` arguments that pick the PIL implementation: ``backend`` from transformers 5,
+``use_fast=False`` before (where fast processors exist); transformers 4.37 has only the PIL one."""
+
+
 class HfImageTextToTextAdapter:
-    """Greedy batched generation with left padding; seeded so any sampling path is reproducible too.
+    """Greedy generation, batched with left padding or one sample at a time; seeded so any sampling
+    path is reproducible too.
 
     A sample whose encoded input (template and image tokens in) is longer than the spec's
     ``max_context_len`` is generated, as the official code did (the engine records by how much it went
     over); under the strict variant (``context_overflow`` refuse) it fails as context overflow without
-    being generated, and the rest of the batch is answered.
+    being generated, and the rest of the batch is answered. ``with_model=False`` loads only what builds
+    inputs (``render-input``).
     """
 
     version = f"1+transformers-{transformers.__version__}+torch-{torch.__version__}"
@@ -59,38 +88,77 @@ class HfImageTextToTextAdapter:
     model_class: ClassVar[str] = "AutoModelForImageTextToText"
     """The transformers class that loads the model, looked up at load time: the module then imports
     under the older transformers of the paper-era containers, and only a class they lack is an error."""
+    supported: ClassVar[dict[str, frozenset[Any]]] = {
+        "prompt_template": frozenset({PromptTemplate.CHAT_TEMPLATE}),
+        "tokenization": frozenset({Tokenization.WHOLE}),
+        "decoding": frozenset({Decoding.BATCHED}),
+    }
+    """The execution choices this class carries out, per field; fields not named take any value."""
 
-    def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path) -> None:
+    def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path, *, with_model: bool = True) -> None:
         self.spec = spec
         self.data_root = data_root
+        execution = execution_of(spec)
+        if execution is None:
+            raise AdapterError(f"model spec {spec.name!r}: adapter {spec.adapter.value} has no execution")
+        self.execution = execution
+        self.check_execution()
         source, kwargs = checkpoint(spec, paths)
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         try:
             self.processor = self.load_processor(source, kwargs)
-            self.model = self.load_model(source, kwargs)
+            if with_model:
+                self.model = self.load_model(source, kwargs)
         except (OSError, ValueError, ImportError) as err:
             raise AdapterError(f"model spec {spec.name!r}: cannot load {source} {kwargs}: {err}") from err
         self.processor.tokenizer.padding_side = "left"
         if self.processor.tokenizer.pad_token is None:
             self.processor.tokenizer.pad_token = self.processor.tokenizer.eos_token
-        self.model.to(self.device).eval()
+        if with_model:
+            self.model.to(self.device).eval()
         torch.manual_seed(spec.generation.seed)
         self._usage: list[TokenUsage] = []
 
+    def check_execution(self) -> None:
+        """Stop before loading when the spec asks for a choice this class cannot carry out."""
+        wrong = [
+            f"{field}: {getattr(self.execution, field)} (supported: {', '.join(sorted(allowed))})"
+            for field, allowed in self.supported.items()
+            if getattr(self.execution, field) not in allowed
+        ]
+        if wrong:
+            raise AdapterError(
+                f"model spec {self.spec.name!r}, execution {self.execution.label}: adapter "
+                f"{self.spec.adapter.value} cannot run {'; '.join(wrong)}"
+            )
+
     def load_model(self, source: str, kwargs: dict[str, Any]) -> PreTrainedModel:
-        """The model in bfloat16 on a GPU, float32 on the CPU."""
+        """The model in the execution's dtype on a GPU, float32 on the CPU."""
         model_class = getattr(transformers, self.model_class, None)
         if model_class is None:
             raise AdapterError(
                 f"model spec {self.spec.name!r}: transformers {transformers.__version__} has no "
                 f"{self.model_class}; run it in a container with a newer transformers"
             )
-        dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
+        dtype = getattr(torch, self.execution.dtype.value) if self.device.type == "cuda" else torch.float32
         return model_class.from_pretrained(source, **{DTYPE_ARGUMENT: dtype}, **kwargs)
 
     def load_processor(self, source: str, kwargs: dict[str, Any]) -> Any:
-        """What turns a prompt and its images into model inputs: the checkpoint's own processor."""
-        return AutoProcessor.from_pretrained(source, **kwargs)
+        """What turns a prompt and its images into model inputs: the checkpoint's own processor, its
+        image half loaded again as the PIL implementation when the execution asks for it (passing the
+        choice to AutoProcessor would reach the tokenizer too)."""
+        processor = AutoProcessor.from_pretrained(source, **kwargs)
+        if self.execution.image_backend is ImageBackend.PIL:
+            processor.image_processor = AutoImageProcessor.from_pretrained(
+                source, **kwargs, **PIL_IMAGE_PROCESSOR
+            )
+        return processor
+
+    def autocast(self) -> contextlib.AbstractContextManager[Any]:
+        """``torch.autocast`` to the execution's dtype on a GPU; nothing on the CPU."""
+        if self.execution.autocast is Autocast.OFF or self.device.type != "cuda":
+            return contextlib.nullcontext()
+        return torch.autocast(device_type="cuda", dtype=getattr(torch, self.execution.autocast.value))
 
     def render(self, sample: PreparedSample) -> str:
         """The model's text input: one user turn through the processor's chat template."""
@@ -104,10 +172,15 @@ class HfImageTextToTextAdapter:
                 images.append(img.convert("RGB"))
         return images
 
+    def input_images(self, sample: PreparedSample) -> tuple[list[Image.Image], list[ImageStep]]:
+        """The sample's pictures as the image processor receives them, and what was done to each."""
+        how = self.execution.image_preprocessing
+        return preprocess(self.load_images(sample), how, self.processor.image_processor)
+
     def encode(self, samples: Sequence[PreparedSample]) -> BatchFeature:
         """Token ids (image tokens expanded), attention mask and pixel inputs of a batch."""
         texts = [self.render(s) for s in samples]
-        images = [img for s in samples for img in self.load_images(s)]
+        images = [img for s in samples for img in self.input_images(s)[0]]
         return self.processor(text=texts, images=images or None, return_tensors="pt", padding=True)
 
     def overflowing(self, samples: Sequence[PreparedSample], inputs: BatchFeature) -> dict[int, str]:
@@ -153,19 +226,71 @@ class HfImageTextToTextAdapter:
             "min_new_tokens": generation.min_new_tokens,
             "pad_token_id": self.processor.tokenizer.pad_token_id,
             **({"max_time": limit * rows} if limit else {}),
+            **({"suppress_tokens": self.added_token_ids()} if self.execution.original_vocab_only else {}),
         }
 
+    def added_token_ids(self) -> list[int]:
+        """Ids the output layer has beyond the tokenizer's base vocabulary (a conversion's additions)."""
+        rows = int(self.model.get_output_embeddings().weight.shape[0])
+        return list(range(self.processor.tokenizer.vocab_size, rows))
+
+    def official_prompt_len(self, inputs: BatchFeature) -> int:
+        """The batch's prompt length as the official worker's ids count it (the stop criterion's window)."""
+        return int(inputs["input_ids"].shape[1])
+
+    def split_rows(self, inputs: BatchFeature) -> Iterator[BatchFeature]:
+        """Each sample's own inputs, without padding (per-sample decoding); classes that allow
+        ``per_sample`` know their pixel layout and implement this."""
+        raise NotImplementedError
+
     def decode_batch(self, inputs: BatchFeature) -> tuple[list[str | SampleFailure], list[TokenUsage]]:
-        """Greedy answers and token counts (input without padding, output without padding); rows cut
-        short by the spec's time limit are timeouts. Sampling is seeded again per batch, so a resumed job
-        draws as an uninterrupted one; greedy decoding draws nothing (seeded once, at load)."""
+        """Answers and token counts of a batch: one ``generate`` for the batch, or one per sample, each
+        sample then timed on its own."""
+        if self.execution.decoding is Decoding.BATCHED:
+            return self.decode_rows(inputs)
+        answers: list[str | SampleFailure] = []
+        usage: list[TokenUsage] = []
+        for row in self.split_rows(inputs):
+            start = time.perf_counter()
+            (answer,), (counts,) = self.decode_rows(row)
+            answers.append(answer)
+            usage.append(counts._replace(seconds=time.perf_counter() - start))
+        return answers, usage
+
+    def stopper(self, inputs: BatchFeature) -> KeywordStop | None:
+        """The execution's stop strings as a stopping criterion for this batch; None without any. The
+        official output the criterion judges starts with the BOS id (``stopping``)."""
+        if not self.execution.stop_strings:
+            return None
+        bos = self.model.generation_config.bos_token_id
+        return KeywordStop(
+            self.execution.stop_strings,
+            self.processor.tokenizer,
+            int(inputs["input_ids"].shape[1]),
+            self.official_prompt_len(inputs),
+            [] if bos is None else [bos],
+        )
+
+    def new_tokens(self, inputs: BatchFeature, stop: KeywordStop | None) -> torch.Tensor:
+        """The generated ids of each row (after its prompt). Sampling is seeded again per call, so a
+        resumed job draws as an uninterrupted one; greedy decoding draws nothing (seeded once, at load)."""
         if self.spec.generation.do_sample:
             torch.manual_seed(self.spec.generation.seed)
+        rows, prompt_len = (int(n) for n in inputs["input_ids"].shape)
+        with self.autocast():
+            output = self.model.generate(
+                **inputs, **self.generation_kwargs(rows), **({"stopping_criteria": [stop]} if stop else {})
+            )
+        return output[:, prompt_len:]
+
+    def decode_rows(self, inputs: BatchFeature) -> tuple[list[str | SampleFailure], list[TokenUsage]]:
+        """Greedy answers and token counts (input without padding, output without padding); rows cut
+        short by the spec's time limit are timeouts."""
         tokenizer = self.processor.tokenizer
         rows = int(inputs["input_ids"].shape[0])
         limit = self.spec.sample_timeout_s
-        output = self.model.generate(**inputs, **self.generation_kwargs(rows))
-        new_tokens = output[:, inputs["input_ids"].shape[1] :]
+        stop = self.stopper(inputs)
+        new_tokens = self.new_tokens(inputs, stop)
         usage = [
             TokenUsage(int(mask.sum()), int((row != tokenizer.pad_token_id).sum()))
             for mask, row in zip(inputs["attention_mask"], new_tokens, strict=True)
@@ -176,8 +301,10 @@ class HfImageTextToTextAdapter:
         if limit:
             max_new, eos = self.spec.generation.max_new_tokens, self.model.generation_config.eos_token_id
             answers = [
-                timeout_failure(limit, rows, len(row)) if cut_by_time_limit(row, max_new, eos) else answer
-                for answer, row in zip(answers, new_tokens.tolist(), strict=True)
+                timeout_failure(limit, rows, len(ids))
+                if cut_by_time_limit(ids, max_new, eos) and not (stop and stop.row_done(row[None]))
+                else answer
+                for answer, ids, row in zip(answers, new_tokens.tolist(), new_tokens, strict=True)
             ]
         return answers, usage
 

@@ -4,16 +4,35 @@ Prompting follows the official LLaVA worker where it matters for answers: ``<Ima
 becomes ``<ImageHere>\\n<ImageHere>\\n`` (its CLEVR-Change fix), every placeholder becomes the
 processor's image token in place, the answer is decoded from the new tokens only and stripped.
 
-The llava-hf chat templates put every image part before all text parts, which would move MileBench's
-interleaved images to the front of the prompt; so the prompt reaches the template as one text part with
-the image tokens already in place, and the template only adds the turn format. A checkpoint without a
-template gets the LLaVA-1.5 ``USER: ... ASSISTANT:`` format.
+The spec's execution picks the turn format: ``llava_llama_2`` (the official worker's), the llava-hf
+``USER: ... ASSISTANT:`` format, or the processor's chat template. The llava-hf chat templates put every
+image part before all text parts, which would move MileBench's interleaved images to the front; so the
+prompt reaches the template as one text part with the image tokens already in place.
+
+With ``per_chunk`` tokenization the ids are built as LLaVA's ``tokenizer_image_token`` builds them,
+and each image id is repeated to the image's feature count where this transformers expects the
+expanded form. With ``per_sample`` decoding each sample of a batch is generated alone, unpadded.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+from PIL import Image
+from transformers import BatchFeature
+
+from milebench.infer.adapter import AdapterError
+from milebench.infer.chunk_tokens import per_chunk_ids
 from milebench.infer.hf_image_text_to_text import HfImageTextToTextAdapter
+from milebench.infer.prompt_templates import FIXED_TEMPLATES
+from milebench.paths import RunPaths
 from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
+from milebench.spec.execution import Decoding, PromptTemplate, Tokenization
+from milebench.spec.model import ModelSpec
 
 ADJACENT_IMAGES = IMAGE_PLACEHOLDER * 2
 ADJACENT_IMAGES_SPLIT = f"{IMAGE_PLACEHOLDER}\n{IMAGE_PLACEHOLDER}\n"
@@ -21,16 +40,91 @@ LLAVA_IMAGE_TOKEN = "<image>"
 """The image token of processors that do not name theirs (transformers before 4.4x)."""
 
 
+def left_pad(rows: Sequence[Sequence[int]], pad_id: int) -> dict[str, torch.Tensor]:
+    """Input ids and attention mask of rows padded on the left to the longest."""
+    width = max(len(row) for row in rows)
+    ids = torch.tensor([[pad_id] * (width - len(row)) + list(row) for row in rows], dtype=torch.long)
+    mask = torch.tensor([[0] * (width - len(row)) + [1] * len(row) for row in rows], dtype=torch.long)
+    return {"input_ids": ids, "attention_mask": mask}
+
+
 class HfLlavaAdapter(HfImageTextToTextAdapter):
     """The generic adapter with LLaVA's model class, its adjacent-image fix and image tokens in place."""
 
     model_class = "LlavaForConditionalGeneration"
+    supported: ClassVar[dict[str, frozenset[Any]]] = {
+        "prompt_template": frozenset(
+            {PromptTemplate.LLAVA_LLAMA_2, PromptTemplate.USER_ASSISTANT, PromptTemplate.CHAT_TEMPLATE}
+        ),
+        "tokenization": frozenset(Tokenization),
+        "decoding": frozenset(Decoding),
+    }
+
+    def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path, *, with_model: bool = True) -> None:
+        super().__init__(spec, paths, data_root, with_model=with_model)
+        template = self.execution.prompt_template
+        if template is PromptTemplate.CHAT_TEMPLATE and not getattr(self.processor, "chat_template", None):
+            raise AdapterError(
+                f"model spec {spec.name!r}, execution {self.execution.label}: prompt_template chat_template, "
+                "but the checkpoint's processor has no chat template"
+            )
+        self.image_token = getattr(self.processor, "image_token", LLAVA_IMAGE_TOKEN)
+        self.image_token_id = self.processor.tokenizer.convert_tokens_to_ids(self.image_token)
+
+    @cached_property
+    def image_seq(self) -> int:
+        """Ids one image takes in this transformers' input ids: the processor's own expansion of one
+        image token (1 where the model expands it itself, transformers 4.37)."""
+        side = self.processor.image_processor.crop_size
+        picture = Image.new("RGB", (side["width"], side["height"]))
+        ids = self.processor(text=[self.image_token], images=[picture], return_tensors="pt")["input_ids"]
+        return int((ids == self.image_token_id).sum())
 
     def render(self, sample: PreparedSample) -> str:
-        """The model's text input: image tokens in place, wrapped in the checkpoint's turn format."""
+        """The model's text input: image tokens in place, wrapped in the execution's turn format."""
         prompt = sample.prompt.replace(ADJACENT_IMAGES, ADJACENT_IMAGES_SPLIT)
-        text = prompt.replace(IMAGE_PLACEHOLDER, getattr(self.processor, "image_token", LLAVA_IMAGE_TOKEN))
-        if not getattr(self.processor, "chat_template", None):
-            return f"USER: {text} ASSISTANT:"
+        text = prompt.replace(IMAGE_PLACEHOLDER, self.image_token)
+        template = self.execution.prompt_template
+        if template is not PromptTemplate.CHAT_TEMPLATE:
+            return FIXED_TEMPLATES[template](text)
         conversation = [{"role": "user", "content": [{"type": "text", "text": text}]}]
         return self.processor.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
+
+    def token_ids(self, text: str) -> list[int]:
+        """``per_chunk`` ids of a rendered text, each image token repeated to the image's id count."""
+        image_ids = [self.image_token_id] * self.image_seq
+        return per_chunk_ids(text, self.processor.tokenizer, self.image_token, image_ids)
+
+    def encode(self, samples: Sequence[PreparedSample]) -> BatchFeature:
+        if self.execution.tokenization is Tokenization.WHOLE:
+            return super().encode(samples)
+        rows = [self.token_ids(self.render(s)) for s in samples]
+        images = [img for s in samples for img in self.input_images(s)[0]]
+        features: dict[str, Any] = left_pad(rows, self.processor.tokenizer.pad_token_id)
+        if images:
+            pixels = self.processor.image_processor(images, return_tensors="pt")["pixel_values"]
+            features["pixel_values"] = pixels
+        return BatchFeature(features)
+
+    def images_per_row(self, inputs: BatchFeature) -> list[int]:
+        return [int((row == self.image_token_id).sum()) // self.image_seq for row in inputs["input_ids"]]
+
+    def official_prompt_len(self, inputs: BatchFeature) -> int:
+        """The longest row with each image counted once, as the official worker's ids count it."""
+        lengths = inputs["attention_mask"].sum(dim=1).tolist()
+        images = self.images_per_row(inputs)
+        return max(int(n) - k * (self.image_seq - 1) for n, k in zip(lengths, images, strict=True))
+
+    def split_rows(self, inputs: BatchFeature) -> Iterator[BatchFeature]:
+        """Each row's unpadded ids and its own pictures (pixel rows are in image order)."""
+        first = 0
+        for i, count in enumerate(self.images_per_row(inputs)):
+            keep = inputs["attention_mask"][i].bool()
+            row = {
+                "input_ids": inputs["input_ids"][i][keep][None],
+                "attention_mask": inputs["attention_mask"][i][keep][None],
+            }
+            if count:
+                row["pixel_values"] = inputs["pixel_values"][first : first + count]
+            first += count
+            yield BatchFeature(row)

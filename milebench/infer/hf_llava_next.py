@@ -8,10 +8,20 @@ by its aspect ratio, expands its image token to the tile features and returns ``
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from milebench.infer.hf_llava import HfLlavaAdapter
+from milebench.spec.execution import Decoding, ImagePreprocessing, Tokenization
 
 
 class HfLlavaNextAdapter(HfLlavaAdapter):
-    """LLaVA's prompting with LLaVA-NeXT's model class."""
+    """LLaVA's prompting with LLaVA-NeXT's model class; its any-res pixels are tiled per image, so inputs
+    come from the processor whole and batches are generated whole."""
 
     model_class = "LlavaNextForConditionalGeneration"
+    supported: ClassVar[dict[str, frozenset[Any]]] = {
+        **HfLlavaAdapter.supported,
+        "image_preprocessing": frozenset({ImagePreprocessing.PROCESSOR}),
+        "tokenization": frozenset({Tokenization.WHOLE}),
+        "decoding": frozenset({Decoding.BATCHED}),
+    }

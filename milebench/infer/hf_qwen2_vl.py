@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from PIL import Image
 from transformers import AutoImageProcessor, AutoTokenizer, BatchFeature, PreTrainedTokenizerBase
 
 from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_image_text_to_text import HfImageTextToTextAdapter
+from milebench.spec.execution import ImageBackend
 
 DEFAULT_IMAGE_TOKEN = "<|image_pad|>"
 
@@ -63,6 +64,11 @@ class Qwen2VLInputs:
 
 class HfQwen2VLAdapter(HfImageTextToTextAdapter):
     """The generic adapter with Qwen2-VL's inputs built from tokenizer and image processor."""
+
+    supported: ClassVar[dict[str, frozenset[Any]]] = {
+        **HfImageTextToTextAdapter.supported,
+        "image_backend": frozenset({ImageBackend.DEFAULT}),
+    }
 
     def load_processor(self, source: str, kwargs: dict[str, Any]) -> Qwen2VLInputs:
         if self.spec.n_tokens_per_image is None:

@@ -192,6 +192,7 @@ def build_tiny_llava(spec: ModelSpec, out_dir: Path) -> None:
         vision_feature_select_strategy=FEATURE_STRATEGY,
         num_additional_image_tokens=1,
         image_token=IMAGE_TOKEN,
+        chat_template=LLAVA_HF_CHAT_TEMPLATE,
     )
     model.save_pretrained(out_dir)
     processor.save_pretrained(out_dir)

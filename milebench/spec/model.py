@@ -15,6 +15,7 @@ from milebench.spec.context import (
     SourceKind,
     source_problems,
 )
+from milebench.spec.execution import Execution
 
 
 class Section(StrEnum):
@@ -180,6 +181,11 @@ class ModelSpec(Spec):
     )
     container: str | None = Field(default=None, description="Folder under containers/ holding its image.")
     notes: str | None = None
+    execution: Execution | None = Field(
+        default=None,
+        description="How the model is run (template, images, decoding loop, dtype, stop strings) and its "
+        "named variants; null: the adapter's defaults (milebench.spec.execution.ADAPTER_DEFAULTS).",
+    )
 
     @property
     def paper_model(self) -> bool:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from milebench.spec.base import S, Spec, SpecError, load_spec
+from milebench.spec.execution import for_run, variant_problem
 from milebench.spec.model import ModelSpec
 from milebench.spec.paper import PaperSpec
 from milebench.spec.run import RunSpec
@@ -37,7 +38,8 @@ class Specs:
         return [self.tasks[n] for n in names]
 
     def run_models(self, run: RunSpec) -> list[ModelSpec]:
-        return [self.models[n] for n in run.models]
+        """The run's models as it runs them: with the execution variant it selects for each."""
+        return [for_run(self.models[n], run) for n in run.models]
 
 
 def spec_hash(spec: Spec, exclude: frozenset[str] = frozenset()) -> str:
@@ -90,6 +92,14 @@ def load_specs(root: Path = DEFAULT_SPECS) -> Specs:
         problems = [
             (f"models.{i}", f"unknown model {m!r}") for i, m in enumerate(run.models) if m not in models
         ]
+        for model, variant in run.execution.items():
+            problem = (
+                f"model {model!r} is not in this run"
+                if model not in run.models or model not in models
+                else variant_problem(models[model][1], variant)
+            )
+            if problem:
+                problems.append((f"execution.{model}", problem))
         if run.tasks != "all":
             problems += [
                 (f"tasks.{i}", f"unknown task {t!r}") for i, t in enumerate(run.tasks) if t not in tasks

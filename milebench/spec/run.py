@@ -150,6 +150,11 @@ class RunSpec(Spec):
         description="Images whose header declares more pixels (width x height) are bad samples, refused "
         "before decoding; at most Pillow's own limit, so no accepted image makes Pillow warn.",
     )
+    execution: dict[str, str] = Field(
+        default_factory=dict,
+        description="Model name -> execution variant to run it with: 'paper' (its own choices) or a name "
+        "of its execution.variants; models not named run their own choices.",
+    )
     max_failure_rate: Number = Field(
         default=0.05,
         ge=0,

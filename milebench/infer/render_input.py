@@ -1,0 +1,107 @@
+"""``milebench render-input``: what one prepared sample looks like to the model, for auditing.
+
+It prints the execution the model runs with, the exact text it receives (turn format applied, image
+tokens in place, after the regime's truncation), the input's token count, and per picture the
+preprocessing: original size, padding colour, padded size and the pixel tensor's size. Only the
+processor is loaded, never the weights, so a hub model needs its processor files and nothing more.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Iterator
+
+from milebench.infer.adapter import AdapterError
+from milebench.infer.commands import model_spec, pin_weights
+from milebench.infer.hf_image_text_to_text import HfImageTextToTextAdapter
+from milebench.infer.registry import adapter_class
+from milebench.paths import RunPaths
+from milebench.preprocess.commands import task_spec
+from milebench.preprocess.regime import model_regime
+from milebench.record_files import RecordError, read_prepared
+from milebench.records import PreparedSample
+from milebench.spec.execution import Execution, for_run
+from milebench.spec.run import Mode
+from milebench.stage_inputs import preprocess_command
+
+log = logging.getLogger(__name__)
+
+
+def execution_lines(execution: Execution) -> Iterator[str]:
+    yield f"execution: {execution.label}"
+    choices = execution.model_dump(
+        mode="json", exclude={"variants", "applied_variant", "source", "tokenizer_note"}
+    )
+    for field, value in choices.items():
+        yield f"  {field}: {value}"
+
+
+def view(adapter: HfImageTextToTextAdapter, sample: PreparedSample) -> Iterator[str]:
+    """The lines that show ``sample`` as ``adapter`` feeds it to the model."""
+    text = adapter.render(sample)
+    inputs = adapter.encode([sample])
+    tokens = int(inputs["attention_mask"].sum())
+    per_image = getattr(adapter, "image_seq", None)
+    each = f"; each image token stands for {per_image} ids" if per_image is not None else ""
+    yield f"input: {tokens} tokens{each}"
+    yield "----- text -----"
+    yield text
+    yield "----- end of text -----"
+    _, steps = adapter.input_images(sample)
+    pixels = inputs.get("pixel_values")
+    per_picture = pixels is not None and pixels.shape[0] == len(steps)
+    yield f"images: {len(steps)}" + (
+        "" if per_picture or pixels is None else f", pixels {tuple(pixels.shape)}"
+    )
+    for i, (path, step) in enumerate(zip(sample.images, steps, strict=True)):
+        padding = (
+            f"padded with {step.padding} to {step.padded[0]}x{step.padded[1]}"
+            if step.padding
+            else "no padding"
+        )
+        final = f" -> pixels {tuple(pixels[i].shape)}" if per_picture else ""
+        yield f"  {i + 1}. {path}: {step.original[0]}x{step.original[1]}, {padding}{final}"
+
+
+def render_input(args: argparse.Namespace) -> int:
+    from milebench.spec.registry import load_specs
+
+    specs = load_specs(args.specs)
+    run = specs.run(args.run)
+    paths = RunPaths.for_run(run)
+    spec = for_run(pin_weights(model_spec(specs, args.model), specs.root), run)
+    task = task_spec(specs, args.task)
+    mode = Mode(args.mode)
+    cls = adapter_class(spec)
+    if not issubclass(cls, HfImageTextToTextAdapter):
+        log.error(
+            "model spec %r: render-input shows the transformers adapters' input; adapter %s builds its own",
+            spec.name,
+            spec.adapter.value,
+        )
+        return 1
+    regime = model_regime(specs, run, spec.name, mode)
+    prepared = paths.prepared(task.name, mode, regime.id)
+    made_by = preprocess_command(run.name, task.name, mode, regime.id)
+    try:
+        samples = {s.sample_id: s for s in read_prepared(prepared, made_by)}
+        if args.sample not in samples:
+            known = f"ids {min(samples)}..{max(samples)}" if samples else "no samples"
+            raise RecordError(f"{prepared}: no sample {args.sample} ({known})")
+        adapter = cls(spec, paths, paths.data_root, with_model=False)
+        sample = samples[args.sample]
+        lines = [
+            f"model: {spec.name} ({spec.adapter.value})",
+            *execution_lines(adapter.execution),
+            f"here: {adapter.device.type}"
+            + ("" if adapter.device.type == "cuda" else " (float32, no autocast)"),
+            f"sample: {task.name} {mode} {sample.sample_id}, from {prepared} (regime {regime.id})",
+            *view(adapter, sample),
+        ]
+    except (RecordError, AdapterError) as err:
+        log.error("%s", err)
+        return 1
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0

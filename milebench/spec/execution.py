@@ -1,0 +1,210 @@
+"""How a model is run, as data: prompt template, image preprocessing, tokenization, decoding loop, dtype,
+stop strings, and which tokenizer counts.
+
+A model spec states the choices of the run the paper reports (``execution``); every faster or newer
+way of running it is a named variant of ``execution.variants``, which a run spec selects per model
+(``RunSpec.execution``). A selected variant replaces the choices and names itself in
+``applied_variant``, so it enters every prediction's cache key and the job's provenance: a variant is
+never used silently. A spec without ``execution`` runs with its adapter's defaults
+(:data:`ADAPTER_DEFAULTS`).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from pydantic import Field, ValidationError, model_validator
+
+from milebench.spec.base import Spec, describe_errors
+
+if TYPE_CHECKING:  # the model spec holds an Execution, so it is imported for types only
+    from milebench.spec.model import ModelSpec
+    from milebench.spec.run import RunSpec
+
+
+class PromptTemplate(StrEnum):
+    """The turn format around the prepared prompt."""
+
+    LLAVA_LLAMA_2 = "llava_llama_2"
+    """LLaVA's ``llava_llama_2`` conversation, as the official MileBench LLaVA worker uses it:
+    ``[INST] <<SYS>>\\n{system}\\n<</SYS>>\\n\\n{prompt} [/INST]``."""
+    CHAT_TEMPLATE = "chat_template"
+    """The checkpoint processor's own chat template, one user turn."""
+    USER_ASSISTANT = "user_assistant"
+    """``USER: {prompt} ASSISTANT:``, the format of the llava-hf LLaVA-1.5 model cards."""
+    QWEN_CHAT = "qwen_chat"
+    """Qwen-VL-Chat's ``chat``: a chatml turn built by the checkpoint's remote code."""
+    PLAIN = "plain"
+    """The prepared prompt as it is (API messages, baselines)."""
+
+
+class ImagePreprocessing(StrEnum):
+    PAD_TO_SQUARE = "pad_to_square"
+    """LLaVA's ``expand2square``: each picture is centred on a square of its longer side filled with the
+    image processor's mean colour (``int(x * 255)`` per channel), then the processor runs; the official
+    worker's ``process_images`` with ``image_aspect_ratio: pad``."""
+    PROCESSOR = "processor"
+    """The image processor alone (for CLIP: resize the shorter side, then centre-crop)."""
+
+
+class ImageBackend(StrEnum):
+    """Which implementation of the image processor runs: transformers 5 defaults to torchvision when it
+    is installed, whose resizing differs from the PIL code the paper-era stack ran."""
+
+    PIL = "pil"
+    DEFAULT = "default"
+
+
+class Tokenization(StrEnum):
+    PER_CHUNK = "per_chunk"
+    """LLaVA's ``tokenizer_image_token``: the text between image tokens is tokenized chunk by chunk
+    (each with the tokenizer's special tokens, the BOS of every later chunk dropped) and one image id
+    joins the chunks. SentencePiece tokenizers may give other ids than for the whole string."""
+    WHOLE = "whole"
+    """The processor tokenizes the whole text."""
+
+
+class Decoding(StrEnum):
+    PER_SAMPLE = "per_sample"
+    """One ``generate`` call per sample, unpadded: the official worker's loop."""
+    BATCHED = "batched"
+    """One ``generate`` call per batch with left padding: faster; padding can change greedy outputs."""
+
+
+class Dtype(StrEnum):
+    FLOAT16 = "float16"
+    BFLOAT16 = "bfloat16"
+    FLOAT32 = "float32"
+
+
+class Autocast(StrEnum):
+    """``torch.autocast`` around ``generate`` on a GPU."""
+
+    OFF = "off"
+    FLOAT16 = "float16"
+    BFLOAT16 = "bfloat16"
+
+
+class ExecutionVariant(Spec):
+    """A named way of running the model other than the paper's: the choices it states replace the
+    model's; the others stay."""
+
+    description: str = Field(description="What the variant changes and why one would use it.")
+    prompt_template: PromptTemplate | None = None
+    image_preprocessing: ImagePreprocessing | None = None
+    image_backend: ImageBackend | None = None
+    tokenization: Tokenization | None = None
+    decoding: Decoding | None = None
+    dtype: Dtype | None = None
+    autocast: Autocast | None = None
+    stop_strings: tuple[str, ...] | None = None
+    original_vocab_only: bool | None = None
+
+
+class Execution(Spec):
+    """The choices a model runs with. Defaults are the kit's generic transformers path."""
+
+    prompt_template: PromptTemplate = PromptTemplate.CHAT_TEMPLATE
+    image_preprocessing: ImagePreprocessing = ImagePreprocessing.PROCESSOR
+    image_backend: ImageBackend = ImageBackend.DEFAULT
+    tokenization: Tokenization = Tokenization.WHOLE
+    decoding: Decoding = Decoding.BATCHED
+    dtype: Dtype = Field(
+        default=Dtype.BFLOAT16,
+        description="The weights' dtype on a GPU; on a CPU the kit runs float32 (half-precision CPU "
+        "kernels are slow and differ by build).",
+    )
+    autocast: Autocast = Field(default=Autocast.OFF, description="On a GPU, generate under torch.autocast.")
+    stop_strings: tuple[str, ...] = Field(
+        default=(),
+        description="LLaVA's KeywordsStoppingCriteria: generation stops when the new tokens end with a "
+        "string's token ids or the decoded tail holds it; the string stays in the answer, as officially.",
+    )
+    original_vocab_only: bool = Field(
+        default=False,
+        description="Never generate ids at or above the tokenizer's base vocabulary: the tokens a hub "
+        "conversion added (llava-hf's <image>, <pad> and embedding padding) that the original model lacks.",
+    )
+    tokenizer_note: str | None = Field(
+        default=None,
+        description="Which tokenizer counts tokens for truncation and tokenizes the input, against the "
+        "official run's.",
+    )
+    source: str | None = Field(default=None, description="Where these choices come from.")
+    variants: dict[str, ExecutionVariant] = Field(
+        default_factory=dict, description="Other named ways to run the model; a run spec selects one."
+    )
+    applied_variant: str | None = Field(
+        default=None,
+        description="Set by the kit to the variant a run selected (never in a spec file); null: the "
+        "model's own choices.",
+    )
+
+    @model_validator(mode="after")
+    def _variants_apply(self) -> Execution:
+        bad = [name for name in self.variants if not name or name == PAPER]
+        if bad:
+            raise ValueError(f"variant names must be non-empty and not {PAPER!r}: {bad}")
+        for name in self.variants:
+            try:
+                self.with_variant(name)
+            except ValidationError as err:
+                raise ValueError(f"variant {name!r}: {describe_errors(err)}") from None
+        return self
+
+    @property
+    def label(self) -> str:
+        """``paper`` or the applied variant's name."""
+        return self.applied_variant or PAPER
+
+    def with_variant(self, name: str) -> Execution:
+        """These choices with variant ``name`` applied (``paper``: unchanged)."""
+        if name == PAPER:
+            return self
+        if name not in self.variants:
+            known = ", ".join([PAPER, *sorted(self.variants)])
+            raise KeyError(f"no execution variant {name!r} (known: {known})")
+        changes = self.variants[name].model_dump(exclude={"description"}, exclude_none=True)
+        return Execution.model_validate(
+            {**self.model_dump(), **changes, "variants": {}, "applied_variant": name}
+        )
+
+
+PAPER = "paper"
+"""The name of a model's own choices, as a run spec selects them."""
+
+
+GENERIC = Execution(source="the kit's transformers path: the checkpoint's processor and chat template")
+ADAPTER_DEFAULTS: dict[str, Execution] = {
+    "hf-image-text-to-text": GENERIC,
+    "hf-llava": GENERIC,
+    "hf-llava-next": GENERIC,
+    "hf-qwen2-vl": GENERIC,
+    "hf-idefics2": GENERIC,
+}
+"""The execution of a spec that states none, by adapter kind. API models, baselines and Qwen-VL-Chat's
+remote-code ``chat`` have none: the provider, the kit's own code or the checkpoint's code decides."""
+
+
+def execution_of(spec: ModelSpec) -> Execution | None:
+    """The choices ``spec`` runs with: its own, else its adapter's defaults; None where not applicable."""
+    return spec.execution or ADAPTER_DEFAULTS.get(spec.adapter.value)
+
+
+def variant_problem(spec: ModelSpec, variant: str) -> str | None:
+    """Why ``variant`` cannot run ``spec``; None when it can."""
+    execution = execution_of(spec)
+    known = [PAPER, *sorted(execution.variants)] if execution else [PAPER]
+    if variant in known:
+        return None
+    return f"model {spec.name!r} has no execution variant {variant!r} (known: {', '.join(known)})"
+
+
+def for_run(spec: ModelSpec, run: RunSpec) -> ModelSpec:
+    """``spec`` with the execution variant ``run`` selects for it (checked when the specs load)."""
+    variant = run.execution.get(spec.name, PAPER)
+    execution = execution_of(spec)
+    if variant == PAPER or execution is None:
+        return spec
+    return spec.model_copy(update={"execution": execution.with_variant(variant)})
