@@ -18,7 +18,7 @@ import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field
 
@@ -37,7 +37,7 @@ DIRTY_VAR = "MILEBENCH_KIT_DIRTY"
 """Set by the Docker runtime: inside an image the kit has no git checkout, so the host's facts are passed."""
 NVIDIA_DRIVER = Path("/proc/driver/nvidia/version")
 UNKNOWN = "unknown"
-NOT_LOADED = "not loaded"
+NOT_LOADED: Final = "not loaded"
 
 
 class KitVersion(Spec):
