@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 import transformers
@@ -25,6 +25,12 @@ from milebench.infer.time_limit import cut_by_time_limit, timeout_failure
 from milebench.paths import RunPaths
 from milebench.records import IMAGE_PLACEHOLDER, FailureKind, PreparedSample
 from milebench.spec.model import ModelSpec
+
+if TYPE_CHECKING:
+    from transformers import GenerationMixin
+
+    class GenerativeModel(PreTrainedModel, GenerationMixin):
+        """What every class this adapter loads is: a pretrained model that generates."""
 
 
 def split_segments(prompt: str) -> list[dict[str, str]]:
@@ -67,11 +73,12 @@ class HfImageTextToTextAdapter:
         self.processor.tokenizer.padding_side = "left"
         if self.processor.tokenizer.pad_token is None:
             self.processor.tokenizer.pad_token = self.processor.tokenizer.eos_token
-        self.model.to(self.device).eval()
+        # transformers wraps PreTrainedModel.to with functools.wraps, which types it as unbound
+        self.model.to(self.device).eval()  # type: ignore[arg-type]
         torch.manual_seed(spec.generation.seed)
         self._usage: list[TokenUsage] = []
 
-    def load_model(self, source: str, kwargs: dict[str, Any]) -> PreTrainedModel:
+    def load_model(self, source: str, kwargs: dict[str, Any]) -> GenerativeModel:
         """The model in bfloat16 on a GPU, float32 on the CPU."""
         model_class = getattr(transformers, self.model_class, None)
         if model_class is None:
