@@ -116,6 +116,9 @@ class Prediction(Spec):
     cost_usd: float | None = Field(default=None, description="From token counts and the spec's prices.")
 
 
+JudgmentStatus = Literal["scored", "missing", "failed"]
+
+
 class Judgment(Spec):
     """One sample's score under one scorer; ``status`` says why a sample has no score."""
 
@@ -124,7 +127,7 @@ class Judgment(Spec):
     model: str
     sample_id: int
     scorer: str
-    status: Literal["scored", "missing", "failed"]
+    status: JudgmentStatus
     failure: FailureKind | None = Field(default=None, description="Why a failed sample has no answer.")
     extracted: str | None = None
     score: float | None = None
