@@ -152,7 +152,7 @@ def measure(
     results: dict[str, dict[str, Timing]] = {}
     for name, rule in {"one sample per batch": UNBATCHED, "official batching": spec.batch}.items():
         batched = spec.model_copy(update={"batch": rule})
-        runs: dict[str, Callable[[int], None]] = {
+        runs: dict[str, Callable[..., None]] = {
             "bare loop": lambda i, rule=rule: bare_loop(adapter, rule, tasks),
             "engine, in line": lambda i, s=batched, n=name: engine_runs(
                 adapter, s, tasks, root / f"{n}-{i}", 0

@@ -99,7 +99,8 @@ class DeadlineAdapter(HTTPAdapter):
         self, request: requests.PreparedRequest, verify: Any, proxies: Any = None, cert: Any = None
     ) -> Any:
         pool = super().get_connection_with_tls_context(request, verify, proxies=proxies, cert=cert)
-        pool.ConnectionCls = _watched(pool.ConnectionCls)
+        # requests' stubs type the pool as urllib3's ConnectionPool base; it is an HTTPConnectionPool
+        pool.ConnectionCls = _watched(pool.ConnectionCls)  # type: ignore[attr-defined]
         return pool
 
 

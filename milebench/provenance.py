@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field
 
@@ -39,7 +39,7 @@ DIRTY_VAR = "MILEBENCH_KIT_DIRTY"
 """Set by the Docker runtime: inside an image the kit has no git checkout, so the host's facts are passed."""
 NVIDIA_DRIVER = Path("/proc/driver/nvidia/version")
 UNKNOWN = "unknown"
-NOT_LOADED = "not loaded"
+NOT_LOADED: Final = "not loaded"
 
 
 class KitVersion(Spec):

@@ -153,6 +153,9 @@ class Prediction(Spec):
     )
 
 
+JudgmentStatus = Literal["scored", "missing", "failed"]
+
+
 class Judgment(Spec):
     """One sample's score under one scorer; ``status`` says why a sample has no score."""
 
@@ -161,7 +164,7 @@ class Judgment(Spec):
     model: str
     sample_id: int
     scorer: str
-    status: Literal["scored", "missing", "failed"]
+    status: JudgmentStatus
     failure: FailureKind | None = Field(default=None, description="Why a failed sample has no answer.")
     extracted: str | None = None
     score: float | None = None

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import docker
 from docker.errors import DockerException, ImageNotFound
@@ -226,7 +226,7 @@ def current_key(fam: Family, base: str, client: docker.DockerClient) -> str:
     )
 
 
-def is_current(record: ImageRecord | None, key: str, client: docker.DockerClient) -> bool:
+def is_current(record: ImageRecord | None, key: str, client: docker.DockerClient) -> TypeGuard[ImageRecord]:
     """True when the record has this key and the engine still holds its image."""
     if record is None or record.build_key != key:
         return False

@@ -35,15 +35,15 @@ def resolve_hub_lock(repo_id: str, revision: str, api: DatasetInfoApi | None = N
     except hub_errors() as err:
         raise FetchError(f"cannot read dataset {repo_id} at {revision!r}: {err}") from err
     where = f"dataset {repo_id} at {revision!r} (commit {info.sha})"
-    siblings = [s for s in info.siblings or () if ARCHIVE.match(s.rfilename)]
-    if not siblings:
+    parts = [(int(m.group(1)), s) for s in info.siblings or () if (m := ARCHIVE.match(s.rfilename))]
+    if not parts:
         raise FetchError(f"{where}: no MileBench_part*.tar.gz archives")
-    siblings.sort(key=lambda s: int(ARCHIVE.match(s.rfilename).group(1)))
+    parts.sort(key=lambda part: part[0])
     return DataLock(
         repo_id=repo_id,
         revision=info.sha,
         note=f"resolved from revision {revision!r} by `milebench lock-data`",
-        archives=tuple(_entry(s, where) for s in siblings),
+        archives=tuple(_entry(s, where) for _, s in parts),
     )
 
 

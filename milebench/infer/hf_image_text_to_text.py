@@ -16,7 +16,7 @@ import contextlib
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 import transformers
@@ -43,6 +43,12 @@ from milebench.spec.execution import (
 )
 from milebench.spec.model import ModelSpec
 from milebench.spec.run import ContextOverflow
+
+if TYPE_CHECKING:
+    from transformers import GenerationMixin
+
+    class GenerativeModel(PreTrainedModel, GenerationMixin):
+        """What every class this adapter loads is: a pretrained model that generates."""
 
 
 def split_segments(prompt: str) -> list[dict[str, str]]:
@@ -115,7 +121,8 @@ class HfImageTextToTextAdapter:
         if self.processor.tokenizer.pad_token is None:
             self.processor.tokenizer.pad_token = self.processor.tokenizer.eos_token
         if with_model:
-            self.model.to(self.device).eval()
+            # transformers wraps PreTrainedModel.to with functools.wraps, which types it as unbound
+            self.model.to(self.device).eval()  # type: ignore[arg-type]
         torch.manual_seed(spec.generation.seed)
         self._usage: list[TokenUsage] = []
 
@@ -132,7 +139,7 @@ class HfImageTextToTextAdapter:
                 f"{self.spec.adapter.value} cannot run {'; '.join(wrong)}"
             )
 
-    def load_model(self, source: str, kwargs: dict[str, Any]) -> PreTrainedModel:
+    def load_model(self, source: str, kwargs: dict[str, Any]) -> GenerativeModel:
         """The model in the execution's dtype on a GPU, float32 on the CPU."""
         model_class = getattr(transformers, self.model_class, None)
         if model_class is None:

@@ -37,7 +37,8 @@ class Qwen2VLInputs:
         self.size = {"shortest_edge": token_pixels, "longest_edge": max_tokens_per_image * token_pixels}
 
     def apply_chat_template(self, conversation: list[dict[str, Any]], **kwargs: Any) -> str:
-        return self.tokenizer.apply_chat_template(conversation, **kwargs)
+        # transformers types every output form; the adapter's calls pass tokenize=False, which gives a str
+        return self.tokenizer.apply_chat_template(conversation, **kwargs)  # type: ignore[return-value]
 
     def __call__(
         self, text: Sequence[str], images: Sequence[Image.Image] | None, **kwargs: Any

@@ -14,6 +14,7 @@ import copy
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, Protocol, cast
 
 import torch
 import transformers
@@ -34,6 +35,21 @@ SYSTEM = "You are a helpful assistant."
 
 CHATML_FRAME = "<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n"
 """A chatml turn without the query: what ``chat`` adds around it."""
+
+
+class RemoteChat(Protocol):
+    """The ``chat`` that the checkpoint's remote code adds to its model; no transformers class has it."""
+
+    def chat(
+        self,
+        tokenizer: Any,
+        query: str,
+        *,
+        history: None,
+        system: str,
+        generation_config: GenerationConfig,
+        streamer: BaseStreamer,
+    ) -> tuple[str, Any]: ...
 
 
 class TokenCounter(BaseStreamer):
@@ -85,7 +101,8 @@ class HfQwenVLChatAdapter:
             self.model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
         except (OSError, ValueError, ImportError) as err:
             raise AdapterError(f"model spec {spec.name!r}: cannot load {source} {kwargs}: {err}") from err
-        self.model.to(self.device).eval()
+        # transformers wraps PreTrainedModel.to with functools.wraps, which types it as unbound
+        self.model.to(self.device).eval()  # type: ignore[arg-type]
         self.generation_config = self.greedy_config()
         self.frame_tokens = len(self.tokenizer.tokenize(CHATML_FRAME.format(system=SYSTEM)))
         self._usage: list[TokenUsage] = []
@@ -149,7 +166,7 @@ class HfQwenVLChatAdapter:
                 return SampleFailure(FailureKind.CONTEXT_OVERFLOW, refused), n_input, None
             torch.manual_seed(self.spec.generation.seed)
             counter = TokenCounter()
-            response, _ = self.model.chat(
+            response, _ = cast(RemoteChat, self.model).chat(
                 self.tokenizer,
                 query,
                 history=None,
@@ -164,10 +181,10 @@ class HfQwenVLChatAdapter:
             detail = f"task {sample.task}, sample {sample.sample_id}: {type(err).__name__}: {err}"
             return SampleFailure(kind, detail), None, None
         n_output = len(counter.new_tokens)
-        limit = self.spec.sample_timeout_s
+        timeout = self.spec.sample_timeout_s
         config = self.generation_config
-        if limit and cut_by_time_limit(counter.new_tokens, config.max_new_tokens, config.eos_token_id):
-            return timeout_failure(limit, 1, n_output), counter.input_tokens, n_output
+        if timeout and cut_by_time_limit(counter.new_tokens, config.max_new_tokens, config.eos_token_id):
+            return timeout_failure(timeout, 1, n_output), counter.input_tokens, n_output
         return response.strip(), counter.input_tokens, n_output
 
     def last_usage(self) -> list[TokenUsage]:

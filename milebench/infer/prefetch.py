@@ -112,7 +112,7 @@ def prefetched(
     """``(batch, inputs or InputFailure)`` in batch order, built by ``workers`` forked processes."""
     from torch.utils.data import DataLoader
 
-    loader = DataLoader(
+    loader: DataLoader[bytes] = DataLoader(
         batches,  # type: ignore[arg-type]
         batch_size=None,
         collate_fn=PickledEncode(encode),

@@ -61,7 +61,7 @@ def view(adapter: HfImageTextToTextAdapter, sample: PreparedSample) -> Iterator[
             if step.padding
             else "no padding"
         )
-        final = f" -> pixels {tuple(pixels[i].shape)}" if per_picture else ""
+        final = f" -> pixels {tuple(pixels[i].shape)}" if per_picture and pixels is not None else ""
         yield f"  {i + 1}. {path}: {step.original[0]}x{step.original[1]}, {padding}{final}"
 
 

@@ -12,7 +12,7 @@ All of this is reproduced, not corrected. The keyword is not cut from the answer
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 from transformers import StoppingCriteria
@@ -65,4 +65,4 @@ class KeywordStop(StoppingCriteria):
     ) -> torch.BoolTensor:
         new = input_ids[:, self.prompt_len :]
         done = all(self.row_done(new[i : i + 1]) for i in range(new.shape[0]))
-        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+        return cast(torch.BoolTensor, torch.tensor(done, dtype=torch.bool, device=input_ids.device))

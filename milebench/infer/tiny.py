@@ -13,7 +13,7 @@ import importlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -37,7 +37,7 @@ IMAGE_SIZE = 32
 HIDDEN = 32
 LAYERS = 2
 HEADS = 2
-FEATURE_STRATEGY = "default"
+FEATURE_STRATEGY: Final = "default"
 """Drop the CLS feature, so the image token count is exactly the patch count."""
 
 CORPUS = (
@@ -149,6 +149,11 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
     )
 
 
+def token_id(tokenizer: PreTrainedTokenizerFast, token: str) -> int:
+    """The id of one token: ``convert_tokens_to_ids`` is typed for a list of tokens as well."""
+    return tokenizer.convert_tokens_to_ids(token)  # type: ignore[return-value]  # one token gives one id
+
+
 def vision_config(n_tokens_per_image: int) -> CLIPVisionConfig:
     """A vision tower with ``n_tokens_per_image`` patches (side x side patches of IMAGE_SIZE pixels)."""
     side = math.isqrt(n_tokens_per_image)
@@ -176,7 +181,7 @@ def build_tiny_llava(spec: ModelSpec, out_dir: Path) -> None:
     config = LlavaConfig(
         vision_config=vision,
         text_config=text,
-        image_token_index=tokenizer.convert_tokens_to_ids(IMAGE_TOKEN),
+        image_token_index=token_id(tokenizer, IMAGE_TOKEN),
         image_seq_length=shape.n_tokens_per_image,
         vision_feature_select_strategy=FEATURE_STRATEGY,
         vision_feature_layer=-1,

@@ -21,7 +21,7 @@ from transformers import (
     PreTrainedTokenizerFast,
 )
 
-from milebench.infer.tiny import HEADS, HIDDEN, LAYERS, text_fields, tiny_shape, train_bpe
+from milebench.infer.tiny import HEADS, HIDDEN, LAYERS, text_fields, tiny_shape, token_id, train_bpe
 from milebench.spec.model import ModelSpec
 
 UNK, BOS, EOS = "<unk>", "<s>", "</s>"
@@ -64,7 +64,6 @@ def build_tiny_idefics2(spec: ModelSpec, out_dir: Path) -> None:
     """Write model and processor of ``spec`` into ``out_dir`` (``from_pretrained`` loads it)."""
     shape = tiny_shape(spec, "idefics2")
     tokenizer = build_tokenizer()
-    token_id = tokenizer.convert_tokens_to_ids
     config = Idefics2Config(
         text_config={
             "model_type": "mistral",
@@ -89,11 +88,11 @@ def build_tiny_idefics2(spec: ModelSpec, out_dir: Path) -> None:
             "num_key_value_heads": HEADS,
             "initializer_range": INIT_RANGE,
         },
-        image_token_id=token_id(IMAGE_TOKEN),
+        image_token_id=token_id(tokenizer, IMAGE_TOKEN),
     )
     torch.manual_seed(shape.seed)
     model = Idefics2ForConditionalGeneration(config)
-    model.generation_config.eos_token_id = [tokenizer.eos_token_id, token_id(END_OF_UTTERANCE)]
+    model.generation_config.eos_token_id = [tokenizer.eos_token_id, token_id(tokenizer, END_OF_UTTERANCE)]
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     processor = Idefics2Processor(
         image_processor=Idefics2ImageProcessorPil(

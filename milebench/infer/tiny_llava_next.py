@@ -32,6 +32,7 @@ from milebench.infer.tiny import (
     build_tokenizer,
     text_fields,
     tiny_shape,
+    token_id,
     vision_config,
 )
 from milebench.spec.model import ModelSpec
@@ -66,7 +67,7 @@ def build_tiny_llava_next(spec: ModelSpec, out_dir: Path) -> None:
     config = LlavaNextConfig(
         vision_config=vision,
         text_config=text,
-        image_token_index=tokenizer.convert_tokens_to_ids(IMAGE_TOKEN),
+        image_token_index=token_id(tokenizer, IMAGE_TOKEN),
         image_grid_pinpoints=pinpoints,
         image_seq_length=side * side,
         vision_feature_select_strategy=FEATURE_STRATEGY,

@@ -17,7 +17,7 @@ from transformers import (
     Qwen2VLImageProcessorPil,
 )
 
-from milebench.infer.tiny import HEADS, HIDDEN, LAYERS, text_fields, tiny_shape, train_bpe
+from milebench.infer.tiny import HEADS, HIDDEN, LAYERS, text_fields, tiny_shape, token_id, train_bpe
 from milebench.spec.model import ModelSpec
 
 PAD, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
@@ -67,7 +67,6 @@ def build_tiny_qwen2_vl(spec: ModelSpec, out_dir: Path) -> None:
     """Write model, tokenizer and image processor of ``spec`` into ``out_dir``."""
     shape = tiny_shape(spec, "qwen2-vl")
     tokenizer = build_tokenizer()
-    token_id = tokenizer.convert_tokens_to_ids
     config = Qwen2VLConfig(
         text_config={
             **text_fields(tokenizer, shape.max_context_len),
@@ -86,10 +85,10 @@ def build_tiny_qwen2_vl(spec: ModelSpec, out_dir: Path) -> None:
             "patch_size": PATCH,
             "spatial_merge_size": MERGE,
         },
-        image_token_id=token_id(IMAGE_PAD),
-        video_token_id=token_id(VIDEO_PAD),
-        vision_start_token_id=token_id(VISION_START),
-        vision_end_token_id=token_id(VISION_END),
+        image_token_id=token_id(tokenizer, IMAGE_PAD),
+        video_token_id=token_id(tokenizer, VIDEO_PAD),
+        vision_start_token_id=token_id(tokenizer, VISION_START),
+        vision_end_token_id=token_id(tokenizer, VISION_END),
     )
     torch.manual_seed(shape.seed)
     model = Qwen2VLForConditionalGeneration(config)

@@ -70,7 +70,7 @@ def grid(n: int) -> tuple[int, int]:
     return columns, math.ceil(n / columns)
 
 
-def label_box(label: str) -> tuple[tuple[int, int], tuple[int, int, int, int]]:
+def label_box(label: str) -> tuple[tuple[float, float], tuple[float, float, float, float]]:
     """Text origin and black box of a tile's label, as the official ``add_caption`` places them."""
     left, top, right, bottom = ImageDraw.Draw(Image.new("RGBA", (1, 1))).textbbox((0, 0), label, font=font())
     width, height = right - left, bottom - top
@@ -79,7 +79,7 @@ def label_box(label: str) -> tuple[tuple[int, int], tuple[int, int, int, int]]:
 
 
 def tile(image: Image.Image, label: str) -> Image.Image:
-    resized = image.resize(TILE, Image.LANCZOS).convert("RGBA")
+    resized = image.resize(TILE, Image.Resampling.LANCZOS).convert("RGBA")
     draw = ImageDraw.Draw(resized)
     origin, box = label_box(label)
     draw.rectangle(box, fill="black")

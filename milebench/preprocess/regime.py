@@ -78,7 +78,9 @@ def tokenizer_source(spec: ModelSpec, specs_root: Path) -> TokenizerSource | Non
         return TokenizerSource(kind="hub", name=spec.tokenizer)
     if isinstance(spec.weights, HubWeights):
         revision = spec.weights.revision or locked_revision(spec.name, specs_root)
-        kind = "hub-remote-code" if spec.weights.trust_remote_code else "hub"
+        kind: Literal["hub", "hub-remote-code"] = (
+            "hub-remote-code" if spec.weights.trust_remote_code else "hub"
+        )
         return TokenizerSource(kind=kind, name=spec.weights.repo_id, revision=revision)
     return None
 

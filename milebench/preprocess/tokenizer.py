@@ -52,7 +52,8 @@ class HFTokenizer:
         return list(self.tokenizer(list(texts), add_special_tokens=False)["input_ids"])
 
     def decode(self, ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(ids))
+        # transformers types decode for a batch too (str | list[str]); one id sequence gives one str
+        return self.tokenizer.decode(list(ids))  # type: ignore[return-value]
 
     def offsets(self, text: str) -> list[tuple[int, int]]:
         if not self.tokenizer.is_fast:

@@ -12,6 +12,7 @@ import io
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
@@ -37,7 +38,10 @@ from milebench.spec.model import ModelSpec
 from milebench.spec.run import Mode
 from milebench.spec.task import Group, TaskSpec
 
-STYLE = {
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
+STYLE: dict[RcKeyType, Any] = {
     "font.family": "DejaVu Sans",
     "font.size": 9,
     "text.parse_math": False,
@@ -80,7 +84,7 @@ def quantity_figure(rows: Sequence[QuantityRow]) -> Figure | None:
         x = np.arange(len(LEVELS))
         for i, row in enumerate(drawn):
             colour = f"C{i % 10}"
-            ours = [np.nan if row.ours[level] is None else row.ours[level] for level in LEVELS]
+            ours = [np.nan if (value := row.ours[level]) is None else value for level in LEVELS]
             ax.plot(x, ours, marker="o", color=colour, label=row.display_name)
             if row.paper is not None:
                 paper = [row.paper[level] for level in LEVELS]

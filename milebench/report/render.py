@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 import jinja2
 
@@ -62,7 +63,14 @@ def signed(value: float | None, missing: str = "\u2013", digits: int = 2) -> str
     return missing if value is None else f"{value:+.{digits}f}"
 
 
-def jinja_environment(autoescape: bool, **delimiters: str) -> jinja2.Environment:
+class Delimiters(TypedDict, total=False):
+    """The template syntax a format changes: LaTeX moves comments off ``{#``, which it uses itself."""
+
+    comment_start_string: str
+    comment_end_string: str
+
+
+def jinja_environment(autoescape: bool, **delimiters: Unpack[Delimiters]) -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=autoescape,

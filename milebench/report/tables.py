@@ -241,7 +241,7 @@ def main_row_values(
 ) -> dict[str, float | None]:
     """Group and overall columns of one model in one mode, by the paper's aggregation rules, from the
     task scores under ``denominator`` (the official one unless the scored-only variant is asked for)."""
-    task_scores = {}
+    task_scores: dict[str, float | None] = {}
     for task in all_tasks:
         found = lookup(model, task.name, mode) if applies(task, mode) else None
         if found is None:

@@ -13,7 +13,7 @@ from milebench.plan import applies
 from milebench.preprocess.regime import model_regime
 from milebench.provenance import job_provenance, utc_now, write_provenance
 from milebench.record_files import read_prepared
-from milebench.records import Judgment, Prediction, PreparedSample, ScoredSample
+from milebench.records import Judgment, JudgmentStatus, Prediction, PreparedSample, ScoredSample
 from milebench.score.aggregate import TaskScore, summarise
 from milebench.score.inputs import read_predictions
 from milebench.score.registry import DEFAULT_SCORER, SCORERS
@@ -35,7 +35,8 @@ def judge_sample(
     The level is derived from the sample's image count, as the evaluator does, not read from the data.
     A judgment against the task JSON's gold alone says that no prompt was rebuilt for it.
     """
-    status, extracted, score = "missing", None, None
+    status: JudgmentStatus = "missing"
+    extracted, score = None, None
     if pred is not None and (pred.failure is not None or pred.response is None):
         status = "failed"
     elif pred is not None and pred.response is not None:

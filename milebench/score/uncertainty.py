@@ -96,7 +96,8 @@ def _columns(per_task: Mapping[str, np.ndarray], tasks: Sequence[TaskSpec]) -> d
         out[group.value] = groups[group]
     for column, columns in ((OVERALL_REAL, REALISTIC_GROUPS), (OVERALL_DIAG, DIAGNOSTIC_GROUPS)):
         arrays = [groups[g] for g in columns]
-        out[column] = None if any(a is None for a in arrays) else np.mean(arrays, axis=0)
+        present = [a for a in arrays if a is not None]
+        out[column] = np.mean(present, axis=0) if len(present) == len(arrays) else None
     return out
 
 
@@ -185,13 +186,13 @@ def compare(
     pairs = {n: len(d) for n, d in diffs.items()}
     results = []
     for column, value in observed.items():
-        if value is None:
+        reps, null = boot[column], flips[column]
+        if value is None or reps is None or null is None:
             results.append(
                 Comparison(column=column, difference=None, low=None, high=None, p_value=None, n_pairs=0)
             )
             continue
-        low, high = _interval(boot[column], confidence)
-        null = flips[column]
+        low, high = _interval(reps, confidence)
         extreme = int(np.sum(np.abs(null) >= abs(float(value)) - 1e-12))
         results.append(
             Comparison(

@@ -26,7 +26,7 @@ class ModelInfo(Protocol):
 class HubApi(Protocol):
     """The one call of ``huggingface_hub.HfApi`` this needs; tests pass a stand-in."""
 
-    def model_info(self, repo_id: str, revision: str | None = None) -> ModelInfo: ...
+    def model_info(self, repo_id: str, *, revision: str | None = None) -> ModelInfo: ...
 
 
 def resolve_revisions(models: Mapping[str, ModelSpec], api: HubApi, ref: str = "main") -> WeightsLock:

@@ -34,7 +34,8 @@ class SpecLoader(yaml.SafeLoader):
             if self._depth > MAX_DEPTH:
                 mark = self.peek_event().start_mark
                 raise ComposerError(None, None, f"nested deeper than {MAX_DEPTH} levels", mark)
-            return super().compose_node(parent, index)
+            # PyYAML's stubs say int; a mapping passes its key node, or None, as the index
+            return super().compose_node(parent, index)  # type: ignore[arg-type]
         finally:
             self._depth -= 1
 

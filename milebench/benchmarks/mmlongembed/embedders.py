@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+import numpy as np
+
 from milebench.benchmarks.mmlongembed.cache import cached_embeddings
 from milebench.benchmarks.mmlongembed.lengths import (
     Piece,
@@ -54,7 +56,8 @@ class Adapter(Protocol):
 
 def text_pieces(candidate: Candidate) -> tuple[list[Piece], int | None]:
     """The candidate's text segments (images dropped) and the needle's index among them (None: an image)."""
-    pieces, needle = [], None
+    pieces: list[Piece] = []
+    needle: int | None = None
     for i, segment in enumerate(candidate.segments):
         if isinstance(segment, TextSegment):
             if i == candidate.needle_segment:
@@ -95,7 +98,7 @@ class SentenceTransformerAdapter:
             text=text, length=kept.length, needle="dropped" if needle is None else kept.state(needle)
         )
 
-    def _encode(self, texts: list[str]):
+    def _encode(self, texts: list[str]) -> np.ndarray:
         return self.model.encode(
             texts, batch_size=self.spec.batch_size, normalize_embeddings=True, show_progress_bar=False
         )
@@ -149,4 +152,4 @@ ADAPTERS = {"sentence-transformers": SentenceTransformerAdapter, "bm25": Bm25Ada
 
 
 def load_adapter(spec: SentenceTransformersModel | Bm25Model, cache: Path, threads: int | None) -> Adapter:
-    return ADAPTERS[spec.kind](spec, cache, threads)  # type: ignore[arg-type]
+    return ADAPTERS[spec.kind](spec, cache, threads)

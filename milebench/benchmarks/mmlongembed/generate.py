@@ -121,7 +121,7 @@ def generate(vg: VisualGrounding, material: Material, tokenizer: HFTokenizer, fo
                                 subset=f"{modality}-needle/{interference.value}",
                                 bin=length,
                                 depth=depth,
-                                needle_modality=modality,  # type: ignore[arg-type]
+                                needle_modality=modality,
                                 interference=interference.value,
                                 family=needle.family,
                                 entity=needle.entity,

@@ -62,5 +62,5 @@ def averages(
         by_subset[subset].append(metrics)
     micro = {n: mean([m[n] for _, m in rows]) for n in names}
     subset_means = {s: {n: mean([m[n] for m in ms]) for n in names} for s, ms in by_subset.items()}
-    macro = {n: mean([v[n] for v in subset_means.values() if v[n] is not None]) for n in names}
+    macro = {n: mean([x for v in subset_means.values() if (x := v[n]) is not None]) for n in names}
     return {"micro": micro, "macro": macro, **{f"subset {s}": v for s, v in sorted(subset_means.items())}}
