@@ -167,6 +167,20 @@ def test_source_hash_follows_the_package_not_caches_or_readme(tmp_path: Path) ->
     assert image.source_sha256(root) != first
 
 
+def test_source_hash_follows_package_data_but_not_the_default_specs(tmp_path: Path) -> None:
+    """Templates and fonts are part of what a job in the image does; the specs are mounted by --specs."""
+    root = fake_checkout(tmp_path)
+    (root / "milebench" / "specs" / "runs").mkdir(parents=True)
+    (root / "milebench" / "specs" / "runs" / "smoke.yaml").write_text("name: smoke\n")
+    first = image.source_sha256(root)
+    (root / "milebench" / "specs" / "runs" / "smoke.yaml").write_text("name: smoke  # edited\n")
+    (root / "milebench" / "specs" / "paper.yaml").write_text("new: 1\n")
+    assert image.source_sha256(root) == first
+    (root / "milebench" / "report" / "templates").mkdir(parents=True)
+    (root / "milebench" / "report" / "templates" / "report.html.j2").write_text("{{ report }}\n")
+    assert image.source_sha256(root) != first
+
+
 def test_context_holds_only_the_package_family_and_ca(tmp_path: Path) -> None:
     root = fake_checkout(tmp_path / "repo")
     ca = tmp_path / "corp.pem"

@@ -30,6 +30,8 @@ from milebench.spec.base import Spec
 log = logging.getLogger(__name__)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+"""The source checkout holding this package: images are built from its ``containers/`` folder and its
+installable source, which an installed wheel does not carry."""
 RECORDS_DIR = Path("results") / "images"
 NO_EXTRA_CA = "containers/no-extra-ca.pem"
 CONTEXT_CA = "extra-ca.pem"
@@ -38,6 +40,9 @@ KIT_FILES = ("pyproject.toml", "README.md")
 HASHED_KIT_FILES = ("pyproject.toml",)
 """Of those, the ones that can change behaviour (the README is only package metadata)."""
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+UNHASHED_PACKAGE_DATA = ("specs",)
+"""Package folders an image carries but that cannot change what a job in it does: every job is given the
+specs folder by ``--specs`` (mounted from the host), so editing a default spec leaves every image current."""
 
 
 class ImageError(KitError, RuntimeError):
@@ -91,6 +96,11 @@ def known_families(root: Path = REPO_ROOT) -> list[str]:
 def family(name: str, root: Path = REPO_ROOT) -> Family:
     """The family's files, or an error naming the missing file and the families that exist."""
     fam = Family(name, root)
+    if not (root / "containers").is_dir():
+        raise ImageError(
+            f"container family {name!r}: {root / 'containers'} not found: images are built from a source "
+            "checkout of the kit (its containers/ folder and pyproject.toml), not from an installed package"
+        )
     for path in (fam.dockerfile, fam.lock):
         if not path.is_file():
             known = ", ".join(known_families(root)) or "none"
@@ -110,8 +120,14 @@ def kit_sources(root: Path) -> Iterator[Path]:
     """Every file of the kit that can change an image's behaviour, in a stable order."""
     yield from (root / name for name in HASHED_KIT_FILES)
     package = root / "milebench"
+    unhashed = tuple(package / name for name in UNHASHED_PACKAGE_DATA)
     yield from sorted(
-        p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+        p
+        for p in package.rglob("*")
+        if p.is_file()
+        and "__pycache__" not in p.parts
+        and p.suffix != ".pyc"
+        and not any(p.is_relative_to(u) for u in unhashed)
     )
 
 

@@ -1,4 +1,4 @@
-"""Render a report with the Jinja templates under ``reports/templates`` (HTML autoescaped, LaTeX escaped)."""
+"""Render a report with the Jinja templates the package ships (HTML autoescaped, LaTeX escaped)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import jinja2
 
-import milebench
+from milebench.package_data import package_path
 from milebench.report.tables import DIGITS, Report
 
-TEMPLATES = Path(milebench.__file__).resolve().parents[1] / "reports" / "templates"
+TEMPLATES = package_path("milebench.report", "templates")
 FIGURES = "figures"
 """Folder beside ``report.tex`` holding each figure as PDF (included by the LaTeX) and PNG."""
 
@@ -62,9 +62,10 @@ def signed(value: float | None, missing: str = "\u2013", digits: int = 2) -> str
     return missing if value is None else f"{value:+.{digits}f}"
 
 
-def jinja_environment(autoescape: bool, **delimiters: str) -> jinja2.Environment:
+def jinja_environment(autoescape: bool, templates: Path = TEMPLATES, **delimiters: str) -> jinja2.Environment:
+    """The kit's filters over the templates of one folder (the MileBench report's by default)."""
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
+        loader=jinja2.FileSystemLoader(templates),
         autoescape=autoescape,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
