@@ -186,14 +186,21 @@ def image_tag(family_name: str, key: str) -> str:
     return f"milebench-{family_name}:{key[:12]}"
 
 
+def copy_kit_source(root: Path, dest: Path) -> Path:
+    """What ``pip install`` of the kit needs from a checkout (the package with its data, pyproject.toml,
+    the README), without caches or outputs."""
+    for name in KIT_FILES:
+        shutil.copy2(root / name, dest / name)
+    shutil.copytree(root / "milebench", dest / "milebench", ignore=SKIP)
+    return dest
+
+
 def prepare_context(fam: Family, ca_bundle: Path | None, dest: Path) -> Path:
     """A minimal build context: the package, this family's folder and the CA bundle, nothing else
     (a checkout's ``results/`` can hold gigabytes the engine would otherwise receive)."""
     if ca_bundle is not None and not ca_bundle.is_file():
         raise ImageError(f"CA bundle {ca_bundle} not found")
-    for name in KIT_FILES:
-        shutil.copy2(fam.root / name, dest / name)
-    shutil.copytree(fam.root / "milebench", dest / "milebench", ignore=SKIP)
+    copy_kit_source(fam.root, dest)
     (dest / "containers").mkdir()
     shutil.copytree(fam.folder, dest / "containers" / fam.name, ignore=SKIP)
     shutil.copy2(fam.root / NO_EXTRA_CA, dest / NO_EXTRA_CA)
