@@ -7,6 +7,8 @@ when no engine answers.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 import logging
 import os
@@ -36,11 +38,12 @@ from milebench.containers.docker_runtime import (
     run_container,
 )
 from milebench.containers.image import ImageError, ImageRecord, build_image
+from milebench.infer.registry import ADAPTERS, adapter_environment, load_adapter
 from milebench.io import atomic_write_jsonl, read_jsonl
 from milebench.paths import RunPaths
 from milebench.records import PreparedSample
 from milebench.spec.base import SpecError
-from milebench.spec.model import ModelSpec
+from milebench.spec.model import AdapterKind, ModelSpec
 from milebench.spec.paper import ContaminationTable, ImageQuantityTable, MainTable, PaperSpec
 from milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.spec.task import Group, QuestionType, ScorerKind
@@ -434,6 +437,86 @@ def test_success_streams_logs_and_removes_without_logging_secrets(
     assert "[c0ffee] first line" in caplog.text and "[c0ffee] second half" in caplog.text
     assert "OPENAI_API_KEY" in caplog.text and SECRET not in caplog.text
     assert client.created[0]["environment"]["OPENAI_API_KEY"] == SECRET
+
+
+class ReadsRecorded(dict[str, str]):
+    """An environment that remembers every name looked up in it."""
+
+    def __init__(self, values: dict[str, str]) -> None:
+        super().__init__(values)
+        self.read: set[str] = set()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> str:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        self.read.add(str(key))
+        return super().__contains__(key)
+
+
+API_KINDS = [kind for kind, target in ADAPTERS.items() if target.startswith("milebench.infer.api.")]
+
+
+@pytest.mark.parametrize("kind", API_KINDS, ids=lambda k: k.value)
+def test_every_variable_an_api_adapter_reads_reaches_its_container_unlogged(
+    kind: AdapterKind, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    module_name, class_name = ADAPTERS[kind].split(":")
+    provider = getattr(importlib.import_module(module_name), class_name).provider
+    m = model(
+        f"{kind.value}-model",
+        container="api",
+        section="closed",
+        adapter=kind.value,
+        weights={"kind": "api", "provider": provider, "model_id": "m"},
+        notes="context length unknown",
+    )
+    declared = adapter_environment(m)
+    values = {name: f"{name}={SECRET}" for name in declared} | {"UNRELATED_TOKEN": SECRET + "-other"}
+    environ = ReadsRecorded(values)
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "environ", environ)
+        adapter = load_adapter(m, RunPaths(out=tmp_path / "out", reports=tmp_path / "reports"), tmp_path)
+    url_var = type(adapter).url_env
+    assert {type(adapter).key_env, url_var} <= environ.read <= set(declared)
+    assert adapter.base_url == values[url_var]  # the base URL the container gets is the one it uses
+
+    spec = spec_for(m, tmp_path)
+    client = FakeClient(FakeContainer())
+    with caplog.at_level(logging.DEBUG):
+        run_container(client, spec, values)
+    passed = client.created[0]["environment"]
+    assert {name: passed.get(name) for name in environ.read} == {name: values[name] for name in environ.read}
+    assert set(declared) <= set(passed) and "UNRELATED_TOKEN" not in passed
+    assert SECRET not in caplog.text and SECRET not in repr(spec)
+    assert all(name in caplog.text for name in declared)
+
+
+def test_adapters_of_local_weights_read_no_variable_and_get_none(tmp_path: Path) -> None:
+    """Their modules never look at the environment (their libraries' settings are the runtime's fixed
+    ones), so the runtime neither imports them to ask nor passes them anything."""
+    for kind, target in ADAPTERS.items():
+        if kind in API_KINDS:
+            continue
+        module = importlib.util.find_spec(target.split(":")[0])
+        assert module is not None and module.origin is not None
+        source = Path(module.origin).read_text(encoding="utf-8")
+        assert "environ" not in source and "getenv" not in source, target
+    local = model(
+        "tiny", adapter="hf-llava", weights={"kind": "tiny", "family": "llava"}, notes="window unset"
+    )
+    assert adapter_environment(local) == ()
+    assert create_kwargs(spec_for(local, tmp_path), {"OPENAI_API_KEY": SECRET})["environment"].keys() == {
+        "HF_HOME",
+        "HOME",
+        "HF_HUB_OFFLINE",
+        "TRANSFORMERS_OFFLINE",
+    }
 
 
 def test_failure_raises_the_exit_code_and_removes(tmp_path: Path) -> None:
