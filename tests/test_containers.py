@@ -7,7 +7,9 @@ when no engine answers.
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.metadata
 import importlib.util
 import json
 import logging
@@ -16,6 +18,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -113,6 +116,53 @@ def test_family_lock_pins_every_requirement_with_a_hash(name: str) -> None:
         assert pinned["torchvision"] == "0.16.2" and {"tiktoken", "einops"} <= set(pinned)
     if name == "hf-current":
         assert "torch" in pinned and "transformers" in pinned
+
+
+OUTSIDE_KIT = {
+    "docker": "image builds and container starts run on the host, beside the engine",
+    "torch": "tiny models, the HF adapters and the MiniLM embedder run in the torch families",
+    "sentence_transformers": "the MiniLM embedder needs torch",
+}
+"""Libraries the package imports that the kit image leaves out, and why."""
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def imported_libraries() -> dict[str, set[str]]:
+    """Top-level third-party modules the package imports anywhere (inside functions too) -> importers."""
+    found: dict[str, set[str]] = {}
+    for path in sorted((REPO / "milebench").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for top in {name.split(".")[0] for name in names}:
+                if top not in sys.stdlib_module_names and top != "milebench":
+                    found.setdefault(top, set()).add(path.relative_to(REPO).as_posix())
+    return found
+
+
+def test_kit_lock_carries_every_library_the_kit_imports_outside_the_model_families() -> None:
+    """Every rule but a model's inference runs in the kit image (fetch, preprocess, score, aggregate,
+    report, MMLongEmbed's BM25, evaluation and report): what any of them imports must be locked there."""
+    pinned = {
+        canonical(n)
+        for n in re.findall(r"^([A-Za-z0-9_.-]+)==", image.family("kit", REPO).lock.read_text(), re.M)
+    }
+    distributions = importlib.metadata.packages_distributions()
+    missing = {
+        module: sorted(importers)
+        for module, importers in imported_libraries().items()
+        if module not in OUTSIDE_KIT
+        and not {canonical(d) for d in distributions.get(module, [module])} & pinned
+    }
+    assert missing == {}
+    assert {"transformers", "tokenizers", "rouge-score", "matplotlib", "scipy", "requests", "bm25s"} <= pinned
 
 
 def test_unknown_family_names_the_known_ones() -> None:
