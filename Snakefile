@@ -1,9 +1,10 @@
 """MileBench reproducibility kit: fetch -> preprocess -> infer -> score -> report (+ aggregate).
 
 Choose a run spec with `--config run=NAME` (default: smoke, the embedded mini-MileBench) and a specs
-folder with `--config specs=PATH`. Runtime docker only: `--config image_base=REF` builds the family
-images on another base, `image_ca_bundle=PEM` trusts an extra CA while building (corporate proxies). All logic lives in the `milebench` package; every rule is one
-`milebench` command, so any job can be re-run by hand.
+folder with `--config specs=PATH` (default: milebench/specs, shipped in the package). Runtime docker
+only: `--config image_base=REF` builds the family images on another base, `image_ca_bundle=PEM` trusts
+an extra CA while building (corporate proxies). All logic lives in the `milebench` package; every rule
+is one `milebench` command, so any job can be re-run by hand.
 
 The specs are parsed once, here. Each job's params carry the content hash of exactly the specs it
 depends on, so editing a spec re-runs exactly the jobs it affects (Snakemake's params trigger), and
@@ -26,13 +27,13 @@ from milebench.paths import RunPaths
 from milebench.plan import cells, model_regimes, regimes
 from milebench.preprocess.regime import tokenizer_dirs
 from milebench.spec.model import TinyWeights
-from milebench.spec.registry import load_specs, spec_hash
+from milebench.spec.registry import DEFAULT_SPECS, load_specs, spec_hash
 from milebench.spec.run import Mode, Runtime
 from snakemake.settings.types import DeploymentMethod
 
-SPECS_DIR = Path(config.get("specs", Path(workflow.basedir) / "specs")).resolve()
+SPECS_DIR = Path(config.get("specs", DEFAULT_SPECS)).resolve()
 SPECS = load_specs(SPECS_DIR)
-# A run named in specs/mmlongembed/runs/ is an MMLongEmbed run: its rules (included at the end) make its
+# A run named in <specs>/mmlongembed/runs/ is an MMLongEmbed run: its rules (included at the end) make its
 # report the default target; the MileBench rules below are then parsed for the smoke run and stay unused.
 EMBED_RUN = config["run"] if is_embed_run(SPECS_DIR, config.get("run", "smoke")) else None
 RUN = SPECS.run("smoke" if EMBED_RUN else config.get("run", "smoke"))

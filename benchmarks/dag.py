@@ -23,7 +23,7 @@ from pathlib import Path
 import yaml
 
 from milebench.plan import cells
-from milebench.spec.registry import load_specs
+from milebench.spec.registry import DEFAULT_SPECS, load_specs
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
@@ -46,7 +46,7 @@ def best_of(repeats: int, command: Sequence[str], cwd: Path) -> tuple[float, str
 def small_run(root: Path, n_tasks: int) -> list[str]:
     """A copy of the specs with a small run spec; returns the config arguments that select it."""
     specs = root / "specs"
-    shutil.copytree(REPO / "specs", specs)
+    shutil.copytree(DEFAULT_SPECS, specs)
     tasks = list(load_specs(specs).tasks)[:n_tasks]
     run = {
         "name": "bench",

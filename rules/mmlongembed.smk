@@ -1,6 +1,6 @@
 """MMLongEmbed rules: generate the Visual Grounding set, score it with each embedder, evaluate, report.
 
-Included by the top Snakefile when ``--config run=<name>`` names a spec in ``specs/mmlongembed/runs/``.
+Included by the top Snakefile when ``--config run=<name>`` names a spec in ``<specs>/mmlongembed/runs/``.
 Every rule is one ``milebench embed-*`` command; ``EMBED_RUN``, ``SPECS_DIR`` and ``MB`` come from the Snakefile.
 """
 

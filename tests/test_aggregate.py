@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from milebench.records import Judgment
@@ -25,10 +23,11 @@ from milebench.score.aggregate import (
 )
 from milebench.spec.base import load_spec
 from milebench.spec.paper import PaperSpec
+from milebench.spec.registry import DEFAULT_SPECS
 from milebench.spec.run import Mode
 from milebench.spec.task import GROUP_CATEGORY, Group, Metric, QuestionType, ScorerKind, TaskSpec
 
-PAPER_YAML = Path(__file__).resolve().parents[1] / "specs" / "paper.yaml"
+PAPER_YAML = DEFAULT_SPECS / "paper.yaml"
 
 
 def judgment(sample_id: int, status: str, score: float | None, level: str = "Few") -> Judgment:

@@ -27,7 +27,7 @@ from milebench.io import read_jsonl
 from milebench.paths import RunPaths
 from milebench.records import FailureKind, Prediction, PreparedSample
 from milebench.spec.model import ModelSpec
-from milebench.spec.registry import load_specs
+from milebench.spec.registry import DEFAULT_SPECS, load_specs
 from milebench.spec.run import Mode
 from milebench.spec.task import QuestionType
 
@@ -693,6 +693,6 @@ def test_limits_and_prices_do_not_enter_the_cache_key(provider: str) -> None:
 
 
 def test_shipped_api_specs_resolve_to_adapters() -> None:
-    specs = load_specs(Path(__file__).parent.parent / "specs")
+    specs = load_specs(DEFAULT_SPECS)
     for name in ("gpt-4o", "gpt-4v", "claude-3-opus", "gemini-1.0", "gemini-1.5"):
         assert issubclass(adapter_class(specs.models[name]), ApiAdapter)

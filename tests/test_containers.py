@@ -7,6 +7,10 @@ when no engine answers.
 
 from __future__ import annotations
 
+import ast
+import importlib
+import importlib.metadata
+import importlib.util
 import json
 import logging
 import os
@@ -14,6 +18,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,11 +41,12 @@ from milebench.containers.docker_runtime import (
     run_container,
 )
 from milebench.containers.image import ImageError, ImageRecord, build_image
+from milebench.infer.registry import ADAPTERS, adapter_environment, load_adapter
 from milebench.io import atomic_write_jsonl, read_jsonl
 from milebench.paths import RunPaths
 from milebench.records import PreparedSample
 from milebench.spec.base import SpecError
-from milebench.spec.model import ModelSpec
+from milebench.spec.model import AdapterKind, ModelSpec
 from milebench.spec.paper import ContaminationTable, ImageQuantityTable, MainTable, PaperSpec
 from milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.spec.task import Group, QuestionType, ScorerKind
@@ -112,6 +118,53 @@ def test_family_lock_pins_every_requirement_with_a_hash(name: str) -> None:
         assert "torch" in pinned and "transformers" in pinned
 
 
+OUTSIDE_KIT = {
+    "docker": "image builds and container starts run on the host, beside the engine",
+    "torch": "tiny models, the HF adapters and the MiniLM embedder run in the torch families",
+    "sentence_transformers": "the MiniLM embedder needs torch",
+}
+"""Libraries the package imports that the kit image leaves out, and why."""
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def imported_libraries() -> dict[str, set[str]]:
+    """Top-level third-party modules the package imports anywhere (inside functions too) -> importers."""
+    found: dict[str, set[str]] = {}
+    for path in sorted((REPO / "milebench").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for top in {name.split(".")[0] for name in names}:
+                if top not in sys.stdlib_module_names and top != "milebench":
+                    found.setdefault(top, set()).add(path.relative_to(REPO).as_posix())
+    return found
+
+
+def test_kit_lock_carries_every_library_the_kit_imports_outside_the_model_families() -> None:
+    """Every rule but a model's inference runs in the kit image (fetch, preprocess, score, aggregate,
+    report, MMLongEmbed's BM25, evaluation and report): what any of them imports must be locked there."""
+    pinned = {
+        canonical(n)
+        for n in re.findall(r"^([A-Za-z0-9_.-]+)==", image.family("kit", REPO).lock.read_text(), re.M)
+    }
+    distributions = importlib.metadata.packages_distributions()
+    missing = {
+        module: sorted(importers)
+        for module, importers in imported_libraries().items()
+        if module not in OUTSIDE_KIT
+        and not {canonical(d) for d in distributions.get(module, [module])} & pinned
+    }
+    assert missing == {}
+    assert {"transformers", "tokenizers", "rouge-score", "matplotlib", "scipy", "requests", "bm25s"} <= pinned
+
+
 def test_unknown_family_names_the_known_ones() -> None:
     with pytest.raises(ImageError, match=r"'nope'.*families: .*kit"):
         image.family("nope", REPO)
@@ -164,6 +217,20 @@ def test_source_hash_follows_the_package_not_caches_or_readme(tmp_path: Path) ->
     assert image.source_sha256(root) != first
     (root / "milebench" / "__init__.py").write_text("")
     (root / "milebench" / "__init__.py").rename(root / "milebench" / "other.py")
+    assert image.source_sha256(root) != first
+
+
+def test_source_hash_follows_package_data_but_not_the_default_specs(tmp_path: Path) -> None:
+    """Templates and fonts are part of what a job in the image does; the specs are mounted by --specs."""
+    root = fake_checkout(tmp_path)
+    (root / "milebench" / "specs" / "runs").mkdir(parents=True)
+    (root / "milebench" / "specs" / "runs" / "smoke.yaml").write_text("name: smoke\n")
+    first = image.source_sha256(root)
+    (root / "milebench" / "specs" / "runs" / "smoke.yaml").write_text("name: smoke  # edited\n")
+    (root / "milebench" / "specs" / "paper.yaml").write_text("new: 1\n")
+    assert image.source_sha256(root) == first
+    (root / "milebench" / "report" / "templates").mkdir(parents=True)
+    (root / "milebench" / "report" / "templates" / "report.html.j2").write_text("{{ report }}\n")
     assert image.source_sha256(root) != first
 
 
@@ -420,6 +487,86 @@ def test_success_streams_logs_and_removes_without_logging_secrets(
     assert "[c0ffee] first line" in caplog.text and "[c0ffee] second half" in caplog.text
     assert "OPENAI_API_KEY" in caplog.text and SECRET not in caplog.text
     assert client.created[0]["environment"]["OPENAI_API_KEY"] == SECRET
+
+
+class ReadsRecorded(dict[str, str]):
+    """An environment that remembers every name looked up in it."""
+
+    def __init__(self, values: dict[str, str]) -> None:
+        super().__init__(values)
+        self.read: set[str] = set()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> str:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        self.read.add(str(key))
+        return super().__contains__(key)
+
+
+API_KINDS = [kind for kind, target in ADAPTERS.items() if target.startswith("milebench.infer.api.")]
+
+
+@pytest.mark.parametrize("kind", API_KINDS, ids=lambda k: k.value)
+def test_every_variable_an_api_adapter_reads_reaches_its_container_unlogged(
+    kind: AdapterKind, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    module_name, class_name = ADAPTERS[kind].split(":")
+    provider = getattr(importlib.import_module(module_name), class_name).provider
+    m = model(
+        f"{kind.value}-model",
+        container="api",
+        section="closed",
+        adapter=kind.value,
+        weights={"kind": "api", "provider": provider, "model_id": "m"},
+        notes="context length unknown",
+    )
+    declared = adapter_environment(m)
+    values = {name: f"{name}={SECRET}" for name in declared} | {"UNRELATED_TOKEN": SECRET + "-other"}
+    environ = ReadsRecorded(values)
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "environ", environ)
+        adapter = load_adapter(m, RunPaths(out=tmp_path / "out", reports=tmp_path / "reports"), tmp_path)
+    url_var = type(adapter).url_env
+    assert {type(adapter).key_env, url_var} <= environ.read <= set(declared)
+    assert adapter.base_url == values[url_var]  # the base URL the container gets is the one it uses
+
+    spec = spec_for(m, tmp_path)
+    client = FakeClient(FakeContainer())
+    with caplog.at_level(logging.DEBUG):
+        run_container(client, spec, values)
+    passed = client.created[0]["environment"]
+    assert {name: passed.get(name) for name in environ.read} == {name: values[name] for name in environ.read}
+    assert set(declared) <= set(passed) and "UNRELATED_TOKEN" not in passed
+    assert SECRET not in caplog.text and SECRET not in repr(spec)
+    assert all(name in caplog.text for name in declared)
+
+
+def test_adapters_of_local_weights_read_no_variable_and_get_none(tmp_path: Path) -> None:
+    """Their modules never look at the environment (their libraries' settings are the runtime's fixed
+    ones), so the runtime neither imports them to ask nor passes them anything."""
+    for kind, target in ADAPTERS.items():
+        if kind in API_KINDS:
+            continue
+        module = importlib.util.find_spec(target.split(":")[0])
+        assert module is not None and module.origin is not None
+        source = Path(module.origin).read_text(encoding="utf-8")
+        assert "environ" not in source and "getenv" not in source, target
+    local = model(
+        "tiny", adapter="hf-llava", weights={"kind": "tiny", "family": "llava"}, notes="window unset"
+    )
+    assert adapter_environment(local) == ()
+    assert create_kwargs(spec_for(local, tmp_path), {"OPENAI_API_KEY": SECRET})["environment"].keys() == {
+        "HF_HOME",
+        "HOME",
+        "HF_HUB_OFFLINE",
+        "TRANSFORMERS_OFFLINE",
+    }
 
 
 def test_failure_raises_the_exit_code_and_removes(tmp_path: Path) -> None:

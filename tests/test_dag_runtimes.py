@@ -18,7 +18,7 @@ from milebench.containers.commands import provenance_env
 from milebench.containers.docker_runtime import job_spec
 from milebench.io import read_jsonl
 from milebench.provenance import COMMIT_VAR, DIRTY_VAR, IMAGE_ID_VAR, provenance_path, read_provenance
-from milebench.spec.registry import load_specs
+from milebench.spec.registry import DEFAULT_SPECS, load_specs
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
@@ -34,7 +34,7 @@ def write_run(root: Path, name: str, **extra: object) -> None:
     if not specs.exists():
         specs.mkdir()
         for part in ("tasks", "models", "locks", "paper.yaml"):
-            src = REPO / "specs" / part
+            src = DEFAULT_SPECS / part
             (specs / part).symlink_to(src, target_is_directory=src.is_dir())
         (specs / "runs").mkdir()
     run = {
@@ -148,7 +148,7 @@ def test_docker_runtime_through_snakemake_matches_the_host(tmp_path: Path) -> No
     engine = subprocess.run(["docker", "image", "inspect", LOCAL_BASE], capture_output=True, check=False)
     if shutil.which("docker") is None or engine.returncode != 0:
         pytest.skip(f"docker: no engine or no base image {LOCAL_BASE} (run .ci/docker-setup.sh)")
-    shutil.copytree(REPO / "specs", tmp_path / "specs")  # a real folder: the container mounts only it
+    shutil.copytree(DEFAULT_SPECS, tmp_path / "specs")  # a real folder: the container mounts only it
     write_run(tmp_path, "host", models=["random"])
     write_run(tmp_path, "box", models=["random"], runtime="docker")
     build = [f"image_base={LOCAL_BASE}"] + ([f"image_ca_bundle={HOST_CA}"] if HOST_CA.is_file() else [])

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from milebench.spec.registry import DEFAULT_SPECS
+
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 TINY = {
@@ -35,7 +37,7 @@ TINY = {
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("embed")
-    shutil.copytree(REPO / "specs", root / "specs")
+    shutil.copytree(DEFAULT_SPECS, root / "specs")
     (root / "specs" / "mmlongembed" / "runs" / "embed-tiny.yaml").write_text(yaml.safe_dump(TINY))
     config = ["--config", f"specs={root / 'specs'}", "run=embed-tiny"]
     result = subprocess.run([*SNAKEMAKE, "--cores", "2", *config], cwd=root, capture_output=True, text=True)

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from milebench.job_resources import infer_resources, params_billions
-from milebench.spec.registry import load_specs
+from milebench.spec.registry import DEFAULT_SPECS, load_specs
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
@@ -27,7 +27,7 @@ def specs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     specs = tmp_path_factory.mktemp("profiles") / "specs"
     specs.mkdir()
     for part in ("tasks", "models", "locks", "paper.yaml"):
-        src = REPO / "specs" / part
+        src = DEFAULT_SPECS / part
         (specs / part).symlink_to(src, target_is_directory=src.is_dir())
     (specs / "runs").mkdir()
     run = {

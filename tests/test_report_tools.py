@@ -26,7 +26,7 @@ from milebench.report.tables import Report
 from milebench.report.truncation import seen_share
 from milebench.score.aggregate import LevelScore, TaskScore, VariantScore
 from milebench.spec.model import AdapterKind, BuiltinModel, ModelSpec, Section
-from milebench.spec.registry import load_specs
+from milebench.spec.registry import DEFAULT_SPECS, load_specs
 from milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.spec.task import Group, QuestionType
 
@@ -102,7 +102,7 @@ def build_run(root: Path) -> tuple[Path, RunPaths]:
         allow_incomplete=True,
     )
     dump(specs_dir / "runs" / "t.yaml", run)
-    paper = yaml.safe_load((Path(__file__).parents[1] / "specs" / "paper.yaml").read_text(encoding="utf-8"))
+    paper = yaml.safe_load((DEFAULT_SPECS / "paper.yaml").read_text(encoding="utf-8"))
     for table, key in (("main_table", "rows"), ("main_table", "inconsistencies"), ("contamination", "rows")):
         paper[table][key] = [row for row in paper[table][key] if row["model"] == "random"]
     paper["image_quantity"]["rows"] = [{"model": "random", "few": 0.2, "medium": 0.25, "many": 0.3}]

@@ -14,7 +14,7 @@ import yaml
 
 from milebench.plan import cells, prepare_jobs
 from milebench.provenance import read_provenance
-from milebench.spec.registry import load_specs, spec_hash
+from milebench.spec.registry import DEFAULT_SPECS, load_specs, spec_hash
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
@@ -78,7 +78,7 @@ def e2e(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """fixture -> fetch -> preprocess -> infer -> score -> report on three tasks with real commands."""
     root = tmp_path_factory.mktemp("e2e")
     specs_dir = root / "specs"
-    shutil.copytree(REPO / "specs", specs_dir)
+    shutil.copytree(DEFAULT_SPECS, specs_dir)
     (specs_dir / "runs" / "e2e.yaml").write_text(
         yaml.safe_dump(
             {

@@ -26,11 +26,11 @@ from milebench.score.verdict import (
 )
 from milebench.spec.base import load_spec
 from milebench.spec.paper import PaperSpec
-from milebench.spec.registry import load_specs
+from milebench.spec.registry import DEFAULT_SPECS, load_specs
 from milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.spec.task import Group
 
-SPECS = Path(__file__).resolve().parents[1] / "specs"
+SPECS = DEFAULT_SPECS
 
 
 @pytest.fixture(scope="module")

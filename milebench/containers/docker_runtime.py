@@ -2,8 +2,9 @@
 
 The container sees only what the job needs: the specs read-only, the run's output folder read-write
 (both at their host paths, so every path in a spec means the same inside), the model cache read-only
-at ``/models``, and the environment variables of an allow-list. Models with local weights get no
-network at all; API models get one, plus their key, passed by name and never logged.
+at ``/models``, and exactly the environment variables its adapter declares it reads. Models with local
+weights get no network at all and no variable; API models get a network plus their key, base URL and
+proxies, passed by name and never logged.
 """
 
 from __future__ import annotations
@@ -23,19 +24,13 @@ from docker.errors import NotFound
 from docker.types import DeviceRequest, Mount
 
 from milebench.errors import KitError
+from milebench.infer.registry import adapter_environment
 from milebench.spec.model import ApiModel, ModelSpec
 
 log = logging.getLogger(__name__)
 
 MODELS_MOUNT = "/models"
 STOP_TIMEOUT_S = 10
-API_KEYS: dict[str, tuple[str, ...]] = {
-    "openai": ("OPENAI_API_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"),
-    "anthropic": ("ANTHROPIC_API_KEY",),
-    "google": ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
-}
-PROXY_VARS = ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy")
-"""Passed to API models only: proxy URLs can hold credentials, so they are treated like keys."""
 
 
 class ContainerFailed(KitError, RuntimeError):
@@ -75,10 +70,8 @@ class ContainerSpec:
 
 
 def passthrough_names(model: ModelSpec) -> tuple[str, ...]:
-    """The caller's variables a model may see: its provider's keys and proxies for API models, else none."""
-    if isinstance(model.weights, ApiModel):
-        return API_KEYS[model.weights.provider] + PROXY_VARS
-    return ()
+    """The caller's variables a model may see: those its adapter declares it reads, and no other."""
+    return adapter_environment(model)
 
 
 def network_for(model: ModelSpec, api_network: str) -> str:

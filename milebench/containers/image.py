@@ -30,6 +30,8 @@ from milebench.spec.base import Spec
 log = logging.getLogger(__name__)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+"""The source checkout holding this package: images are built from its ``containers/`` folder and its
+installable source, which an installed wheel does not carry."""
 RECORDS_DIR = Path("results") / "images"
 NO_EXTRA_CA = "containers/no-extra-ca.pem"
 CONTEXT_CA = "extra-ca.pem"
@@ -38,6 +40,9 @@ KIT_FILES = ("pyproject.toml", "README.md")
 HASHED_KIT_FILES = ("pyproject.toml",)
 """Of those, the ones that can change behaviour (the README is only package metadata)."""
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+UNHASHED_PACKAGE_DATA = ("specs",)
+"""Package folders an image carries but that cannot change what a job in it does: every job is given the
+specs folder by ``--specs`` (mounted from the host), so editing a default spec leaves every image current."""
 
 
 class ImageError(KitError, RuntimeError):
@@ -91,6 +96,11 @@ def known_families(root: Path = REPO_ROOT) -> list[str]:
 def family(name: str, root: Path = REPO_ROOT) -> Family:
     """The family's files, or an error naming the missing file and the families that exist."""
     fam = Family(name, root)
+    if not (root / "containers").is_dir():
+        raise ImageError(
+            f"container family {name!r}: {root / 'containers'} not found: images are built from a source "
+            "checkout of the kit (its containers/ folder and pyproject.toml), not from an installed package"
+        )
     for path in (fam.dockerfile, fam.lock):
         if not path.is_file():
             known = ", ".join(known_families(root)) or "none"
@@ -110,8 +120,14 @@ def kit_sources(root: Path) -> Iterator[Path]:
     """Every file of the kit that can change an image's behaviour, in a stable order."""
     yield from (root / name for name in HASHED_KIT_FILES)
     package = root / "milebench"
+    unhashed = tuple(package / name for name in UNHASHED_PACKAGE_DATA)
     yield from sorted(
-        p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+        p
+        for p in package.rglob("*")
+        if p.is_file()
+        and "__pycache__" not in p.parts
+        and p.suffix != ".pyc"
+        and not any(p.is_relative_to(u) for u in unhashed)
     )
 
 
@@ -170,14 +186,21 @@ def image_tag(family_name: str, key: str) -> str:
     return f"milebench-{family_name}:{key[:12]}"
 
 
+def copy_kit_source(root: Path, dest: Path) -> Path:
+    """What ``pip install`` of the kit needs from a checkout (the package with its data, pyproject.toml,
+    the README), without caches or outputs."""
+    for name in KIT_FILES:
+        shutil.copy2(root / name, dest / name)
+    shutil.copytree(root / "milebench", dest / "milebench", ignore=SKIP)
+    return dest
+
+
 def prepare_context(fam: Family, ca_bundle: Path | None, dest: Path) -> Path:
     """A minimal build context: the package, this family's folder and the CA bundle, nothing else
     (a checkout's ``results/`` can hold gigabytes the engine would otherwise receive)."""
     if ca_bundle is not None and not ca_bundle.is_file():
         raise ImageError(f"CA bundle {ca_bundle} not found")
-    for name in KIT_FILES:
-        shutil.copy2(fam.root / name, dest / name)
-    shutil.copytree(fam.root / "milebench", dest / "milebench", ignore=SKIP)
+    copy_kit_source(fam.root, dest)
     (dest / "containers").mkdir()
     shutil.copytree(fam.folder, dest / "containers" / fam.name, ignore=SKIP)
     shutil.copy2(fam.root / NO_EXTRA_CA, dest / NO_EXTRA_CA)

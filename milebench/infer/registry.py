@@ -7,7 +7,7 @@ from pathlib import Path
 
 from milebench.infer.adapter import Adapter, AdapterError, ChecksWindow
 from milebench.paths import RunPaths
-from milebench.spec.model import AdapterKind, ModelSpec
+from milebench.spec.model import AdapterKind, ApiModel, ModelSpec
 from milebench.spec.run import ContextOverflow
 
 ADAPTERS: dict[AdapterKind, str] = {
@@ -36,6 +36,19 @@ def adapter_class(spec: ModelSpec) -> type[Adapter]:
         )
     module_name, class_name = target.split(":")
     return getattr(importlib.import_module(module_name), class_name)
+
+
+def adapter_environment(spec: ModelSpec) -> tuple[str, ...]:
+    """Names of the environment variables the spec's adapter reads, as the adapter declares them.
+
+    Only API adapters read any; adapters of local weights are not even imported for the answer (torch is
+    heavy, and the host that starts a container need not hold the libraries of the model's family)."""
+    if not isinstance(spec.weights, ApiModel):
+        return ()
+    from milebench.infer.api.base import ApiAdapter  # needs requests, which images of local models lack
+
+    cls = adapter_class(spec)
+    return cls.environment() if issubclass(cls, ApiAdapter) else ()
 
 
 def load_adapter(

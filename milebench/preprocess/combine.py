@@ -8,8 +8,9 @@ columns row by row on a black RGB canvas, saved as JPEG with Pillow's defaults. 
 pictures gives each ``(n - 1) // N + 1`` images.
 
 The official script draws with ``arialuni.ttf`` from the working directory; the kit draws with the DejaVu
-Sans shipped inside matplotlib's package data, so the output depends on package versions only, never on
-the machine's fonts. Label glyphs therefore differ from the paper's pictures; the geometry does not.
+Sans 2.35 it ships as package data (``fonts/``, the bytes matplotlib 3.11 ships), so the output depends on
+the kit and Pillow only, never on the machine's fonts or another package's release. Label glyphs therefore
+differ from the paper's pictures; the geometry does not.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 from PIL import Image, ImageDraw, ImageFont
 
 from milebench.io import atomic_write_bytes, canonical_json, sha256_file, sha256_text
+from milebench.package_data import package_path
 
 TILE = (800, 800)
 FONT_SIZE = 32
@@ -37,25 +39,18 @@ LAYOUT_VERSION = 1
 """Bump when the drawing changes: it is part of every cache key."""
 
 
-@cache
-def font_path() -> Path:
-    """DejaVu Sans from matplotlib's package data: the same bytes on every machine with that release.
-
-    Imported here, not at module level, so jobs that never tile (and images without matplotlib) skip it.
-    """
-    import matplotlib
-
-    return Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf"
+FONT = package_path("milebench.preprocess", "fonts", "DejaVuSans.ttf")
+"""The label font; its hash is part of every cache key."""
 
 
 @cache
 def font() -> ImageFont.FreeTypeFont:
-    return ImageFont.truetype(str(font_path()), FONT_SIZE)
+    return ImageFont.truetype(str(FONT), FONT_SIZE)
 
 
 @cache
 def font_sha256() -> str:
-    return sha256_file(font_path())
+    return sha256_file(FONT)
 
 
 def groups(n_images: int, n_pictures: int) -> list[range]:

@@ -1,4 +1,4 @@
-"""Render a report with the Jinja templates under ``reports/templates`` (HTML autoescaped, LaTeX escaped)."""
+"""Render a report with the Jinja templates the package ships (HTML autoescaped, LaTeX escaped)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import TypedDict, Unpack
 
 import jinja2
 
-import milebench
+from milebench.package_data import package_path
 from milebench.report.tables import DIGITS, Report
 
-TEMPLATES = Path(milebench.__file__).resolve().parents[1] / "reports" / "templates"
+TEMPLATES = package_path("milebench.report", "templates")
 FIGURES = "figures"
 """Folder beside ``report.tex`` holding each figure as PDF (included by the LaTeX) and PNG."""
 
@@ -70,9 +70,12 @@ class Delimiters(TypedDict, total=False):
     comment_end_string: str
 
 
-def jinja_environment(autoescape: bool, **delimiters: Unpack[Delimiters]) -> jinja2.Environment:
+def jinja_environment(
+    autoescape: bool, templates: Path = TEMPLATES, **delimiters: Unpack[Delimiters]
+) -> jinja2.Environment:
+    """The kit's filters over the templates of one folder (the MileBench report's by default)."""
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
+        loader=jinja2.FileSystemLoader(templates),
         autoescape=autoescape,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,

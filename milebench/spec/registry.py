@@ -1,4 +1,6 @@
-"""Load every spec under ``specs/`` once and check the references between them."""
+"""Load every spec of a specs folder once and check the references between them.
+
+The default folder is the one the package ships (``milebench/specs/``); ``--specs`` names another."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from milebench.package_data import package_path
 from milebench.spec.base import S, Spec, SpecError, load_spec
 from milebench.spec.execution import for_run, variant_problem
 from milebench.spec.model import ModelSpec
@@ -14,7 +17,7 @@ from milebench.spec.paper import PaperSpec
 from milebench.spec.run import RunSpec
 from milebench.spec.task import TaskSpec
 
-DEFAULT_SPECS = Path(__file__).resolve().parents[2] / "specs"
+DEFAULT_SPECS = package_path("milebench", "specs")
 
 
 @dataclass(frozen=True)

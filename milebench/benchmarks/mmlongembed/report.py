@@ -17,12 +17,13 @@ import numpy as np
 from milebench.benchmarks.mmlongembed.paths import EmbedPaths
 from milebench.benchmarks.mmlongembed.spec import EmbedRunSpec, EmbedSpecs
 from milebench.io import atomic_write_bytes, atomic_write_text
+from milebench.package_data import package_path
 from milebench.report.figures import STYLE, Figure, save_figure
 from milebench.report.render import FIGURES, jinja_environment
 
 log = logging.getLogger(__name__)
 
-TEMPLATES = "mmlongembed"
+TEMPLATES = package_path("milebench.benchmarks.mmlongembed", "templates")
 
 
 @dataclass(frozen=True)
@@ -115,9 +116,9 @@ def write_report(
     for figure in figures:
         atomic_write_bytes(paths.report_figures / f"{figure.key}.png", figure.png)
         atomic_write_bytes(paths.report_figures / f"{figure.key}.pdf", figure.pdf)
-    html = jinja_environment(autoescape=True).get_template(f"{TEMPLATES}/report.html.j2").render(**context)
-    tex_env = jinja_environment(autoescape=False, comment_start_string="<#", comment_end_string="#>")
-    tex = tex_env.get_template(f"{TEMPLATES}/report.tex.j2").render(figures_dir=FIGURES, **context)
+    html = jinja_environment(True, TEMPLATES).get_template("report.html.j2").render(**context)
+    tex_env = jinja_environment(False, TEMPLATES, comment_start_string="<#", comment_end_string="#>")
+    tex = tex_env.get_template("report.tex.j2").render(figures_dir=FIGURES, **context)
     atomic_write_text(paths.report_html, html)
     atomic_write_text(paths.report_tex, tex)
     log.info("report -> %s, %s", paths.report_html, paths.report_tex)
