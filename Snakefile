@@ -76,6 +76,10 @@ else:
     MB = Untracked(f"{sys.executable} -m milebench --specs {SPECS_DIR}")
 IMAGES = {name: image_uri(name) for name in FAMILIES}
 DOCKER = RUN.runtime is Runtime.DOCKER
+# The run's numbers (groups, overall columns, intervals) and, with multi-image scores, its verdict.
+AGGREGATE = {"aggregate": P.aggregate_json} | (
+    {"verdict": P.verdict_json} if Mode.MULTI_IMAGE in RUN.modes else {}
+)
 
 
 wildcard_constraints:
@@ -100,6 +104,7 @@ rule all:
     input:
         P.report_html,
         P.report_tex,
+        **AGGREGATE,
 
 
 rule main_table:
@@ -305,8 +310,7 @@ rule aggregate:
     input:
         [P.task_score(c.model, c.task, c.mode) for c in CELLS],
     output:
-        aggregate=P.aggregate_json,
-        verdict=P.verdict_json,
+        **AGGREGATE,
     params:
         mb=MB,
         run=RUN.name,
@@ -327,7 +331,8 @@ rule aggregate:
 
 rule report:
     input:
-        [P.task_score(c.model, c.task, c.mode) for c in CELLS],
+        **AGGREGATE,
+        scores=[P.task_score(c.model, c.task, c.mode) for c in CELLS],
     output:
         html=P.report_html,
         tex=P.report_tex,
