@@ -156,9 +156,9 @@ def allow_incomplete(specs_dir: Path) -> None:
 
 def aggregate_and_report(specs_dir: Path, run: str = "t") -> int:
     """``milebench aggregate`` then, when it succeeds, ``milebench report``, as the DAG runs them."""
-    return aggregate(argparse.Namespace(run=run, specs=specs_dir, resamples=200, seed=0)) or report(
-        argparse.Namespace(run=run, specs=specs_dir)
-    )
+    return aggregate(
+        argparse.Namespace(run=run, specs=specs_dir, root=Path("."), resamples=200, seed=0)
+    ) or report(argparse.Namespace(run=run, specs=specs_dir, root=Path(".")))
 
 
 def run_report(specs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> RunPaths:
@@ -302,7 +302,7 @@ def test_incomplete_run_is_refused_unless_the_run_spec_allows_it(
     write_scores(specs_dir, skip=("random", "WebQA", Mode.MULTI_IMAGE), failed=2)
     monkeypatch.chdir(tmp_path)
     with caplog.at_level(logging.ERROR):
-        assert report(argparse.Namespace(run="t", specs=specs_dir)) == 1
+        assert report(argparse.Namespace(run="t", specs=specs_dir, root=Path("."))) == 1
     message = caplog.text
     assert f"{specs_dir / 'runs' / 't.yaml'}: allow_incomplete" in message
     assert "`allow_incomplete: true`" in message
@@ -328,7 +328,7 @@ def test_report_names_a_malformed_score_file(
     bad.write_text('{"task": "DocVQA"}', encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ScoreFileError, match=re.escape(str(bad))):
-        report(argparse.Namespace(run="t", specs=specs_dir))
+        report(argparse.Namespace(run="t", specs=specs_dir, root=Path(".")))
 
 
 def manifest(
@@ -414,7 +414,7 @@ def test_the_report_shows_the_aggregates_numbers_and_computes_none(
     changed there (and only there) is the value the report shows."""
     paths = write_scores(specs_dir)
     monkeypatch.chdir(tmp_path)
-    assert aggregate(argparse.Namespace(run="t", specs=specs_dir, resamples=200, seed=0)) == 0
+    assert aggregate(argparse.Namespace(run="t", specs=specs_dir, root=Path("."), resamples=200, seed=0)) == 0
     data = json.loads(paths.aggregate_json.read_text(encoding="utf-8"))
     random = next(m for m in data["models"] if (m["model"], m["mode"]) == ("random", "multi-image"))
     random["columns"]["T-1"]["value"] = 77.7
@@ -424,7 +424,7 @@ def test_the_report_shows_the_aggregates_numbers_and_computes_none(
     cell = next(c for c in verdict["cells"] if (c["model"], c["column"]) == ("random", "S-2"))
     cell["ours"] = 55.5
     atomic_write_json(paths.verdict_json, verdict)
-    assert report(argparse.Namespace(run="t", specs=specs_dir)) == 0
+    assert report(argparse.Namespace(run="t", specs=specs_dir, root=Path("."))) == 0
     html = paths.report_html.read_text(encoding="utf-8")
     cells = main_cells(html, Mode.MULTI_IMAGE, "random")
     assert cells["T-1"][0] == "77.7" and cells["overall_diag"][0] == "66.6"
@@ -445,7 +445,7 @@ def test_report_without_its_aggregate_names_the_command_that_writes_it(
         in caplog.text
     )
     # An aggregate of an earlier run spec (another model list) is refused, not rendered.
-    assert aggregate(argparse.Namespace(run="t", specs=specs_dir, resamples=10, seed=0)) == 0
+    assert aggregate(argparse.Namespace(run="t", specs=specs_dir, root=Path("."), resamples=10, seed=0)) == 0
     data = json.loads(paths.aggregate_json.read_text(encoding="utf-8"))
     data["models"] = [m for m in data["models"] if m["model"] != "evil"]
     atomic_write_json(paths.aggregate_json, data)

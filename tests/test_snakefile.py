@@ -133,7 +133,8 @@ def test_generation_edit_replans_only_that_models_jobs(e2e: Path) -> None:
     counts = job_counts(out)
     n = len(E2E_TASKS)
     assert counts == {"infer": n, "score": n, "aggregate": 1, "report": 1, "all": 1}, counts
-    assert "results/e2e/predictions/oracle/" in out and "results/e2e/predictions/random/" not in out
+    outputs = re.findall(r"^rule infer:\n(?:.*\n)*?\s+output: (.*)", out, re.M)
+    assert len(outputs) == n and all("results/e2e/predictions/oracle/" in o for o in outputs), outputs
     # the infer jobs are re-planned for their params (the model spec's hash), everything after them
     # only because their inputs will change
     reasons = re.findall(r"^(?:local)?rule (\w+):\n(?:.*\n)*?\s+reason: (.*)", out, re.M)

@@ -19,6 +19,7 @@ from pathlib import Path
 from milebench.errors import KitError
 from milebench.io import atomic_write_bytes, atomic_write_text
 from milebench.paths import RunPaths
+from milebench.plan import cells
 from milebench.record_files import read_record
 from milebench.report.evidence import Evidence
 from milebench.report.figures import report_figures
@@ -105,7 +106,7 @@ def gather(specs: Specs, run: RunSpec, paths: RunPaths, files: ReportFiles | Non
         tables,
         verdict=build_verdict_view(run, specs.paper, models, verdict),
         figures=report_figures(tables, models, tasks, evidence),
-        provenance=run_provenance(paths),
+        provenance=run_provenance(paths, cells(specs, run)),
         sensitivity=sensitivity_rows(models, tasks, aggregate) if PAPER_MODE in run.modes else None,
         truncation=truncation_tables(specs, run, tasks, evidence),
         budgets=budget_rows(specs, run),
@@ -138,12 +139,12 @@ def write_report(report: Report, paths: RunPaths) -> None:
 
 def report(args: argparse.Namespace) -> int:
     specs = load_specs(args.specs)
-    return report_run(specs, specs.run(args.run))
+    return report_run(specs, specs.run(args.run), args.root)
 
 
-def report_run(specs: Specs, run: RunSpec) -> int:
-    """Render the run's report from its score files; 1 (logged) for a refused incomplete run."""
-    paths = RunPaths.for_run(run)
+def report_run(specs: Specs, run: RunSpec, root: Path = Path(".")) -> int:
+    """Render the run's report from its aggregate and score files; 1 (logged) for a refused incomplete run."""
+    paths = RunPaths.for_run(run, base=root)
     files = ReportFiles(paths)
     require_scores(run, specs.run_tasks(run), files)
     try:

@@ -371,12 +371,14 @@ def run_verdict(
 def aggregate(args: argparse.Namespace) -> int:
     """``milebench aggregate``: write aggregate.json (and verdict.json when the run has multi-image)."""
     specs = load_specs(args.specs)
-    return write_aggregate(specs, specs.run(args.run), args.resamples, args.seed)
+    return write_aggregate(specs, specs.run(args.run), args.resamples, args.seed, args.root)
 
 
-def write_aggregate(specs: Specs, run: RunSpec, resamples: int = 2000, seed: int = 0) -> int:
+def write_aggregate(
+    specs: Specs, run: RunSpec, resamples: int = 2000, seed: int = 0, root: Path = Path(".")
+) -> int:
     """The run's aggregate.json and verdict.json; 1 (logged) for an incomplete run that does not allow it."""
-    paths = RunPaths.for_run(run)
+    paths = RunPaths.for_run(run, base=root)
     try:
         require_scores(run, specs.run_tasks(run), RunFiles(paths))
         result = aggregate_run(specs, run, paths, resamples, seed)

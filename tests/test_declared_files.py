@@ -1,0 +1,151 @@
+"""Every file a job reads is one of its declared inputs, every file it writes one of its declared outputs.
+
+A small run goes through Snakemake with an audit hook in every ``milebench`` process (``audit/``
+sitecustomize): what each command opened, renamed, removed, created and listed under the run's folders
+is compared with what its rule declares (``snakemake --detailed-summary``). Reads by native code (the
+tokenizers' Rust, safetensors) are not seen; they read inside declared model folders.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
+AUDIT = Path(__file__).resolve().parent / "audit"
+RUN = "audited"
+TASKS = ["ActionSequence", "TextNeedleInAHaystack"]
+CACHES = ("journal", "downloads")
+"""Folders of ``results/<run>/`` that outlive a failed job on purpose: not outputs, read by their writer."""
+
+
+def write_run(root: Path, name: str, models: list[str], samples: int = 2) -> list[str]:
+    """A copy of the kit's specs with a run of ``models`` on ``TASKS``; returns Snakemake's --config."""
+    specs = root / "specs"
+    root.mkdir(parents=True, exist_ok=True)
+    if not specs.exists():
+        shutil.copytree(REPO / "specs", specs)
+    run = {
+        "name": name,
+        "description": "declared files",
+        "models": models,
+        "tasks": TASKS,
+        "modes": ["multi-image"],
+        "data": {"kind": "fixture", "seed": 1, "samples_per_task": samples},
+    }
+    (specs / "runs" / f"{name}.yaml").write_text(yaml.safe_dump(run))
+    return ["--config", f"run={name}", f"specs={specs}"]
+
+
+def snakemake(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    root.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run([*SNAKEMAKE, *args], cwd=root, capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+@dataclass
+class Job:
+    rule: str
+    command: str
+    inputs: set[str] = field(default_factory=set)
+    outputs: set[str] = field(default_factory=set)
+
+
+def declared_jobs(root: Path, config: list[str]) -> list[Job]:
+    """Each job of the finished run with its declared inputs and outputs, from the detailed summary."""
+    table = snakemake(root, "--detailed-summary", "--cores", "1", *config)
+    jobs: dict[str, Job] = {}
+    rows = csv.DictReader(io.StringIO(table[table.index("output_file") :]), delimiter="\t")
+    for row in rows:
+        job = jobs.setdefault(row["shellcmd"], Job(row["rule"], row["shellcmd"]))
+        job.outputs.add(str(root / row["output_file"]))
+        job.inputs.update(str(root / f) for f in row["input-file(s)"].split(",") if f)
+    return list(jobs.values())
+
+
+def covered(path: str, declared: set[str]) -> bool:
+    """``path`` is a declared file or lies in a declared folder."""
+    return any(path == d or path.startswith(f"{d}/") for d in declared)
+
+
+def renamed(path: str, renames: list[list[str]]) -> str:
+    """Where a written file ended up after the process's renames (atomic writes, a built folder moved)."""
+    for src, dst in renames:
+        if path == src or path.startswith(f"{src}/"):
+            path = dst + path[len(src) :]
+    return path
+
+
+def undeclared(record: dict, job: Job, root: Path) -> list[str]:
+    """What the process touched under the run's folders that its rule does not declare. A file or folder
+    the process made and removed again (a scratch folder) is its own business, like its reads of it."""
+    layout = [str(root / "results" / RUN), str(root / "reports" / RUN)]
+    caches = {f"{layout[0]}/{c}" for c in CACHES}
+    made = {renamed(p, record["rename"]) for p in record["write"] + record["mkdir"]}
+    scratch = {p for p in made if not Path(p).exists()}
+
+    def ours(path: str) -> bool:
+        return covered(path, set(layout)) and not covered(path, caches | scratch)
+
+    problems = []
+    for kind, paths, declared in (
+        ("read", record["read"], job.inputs | job.outputs),
+        ("listed", record["list"], job.inputs | job.outputs),
+        ("wrote", record["write"], job.outputs),
+        ("made folder", record["mkdir"], job.outputs),
+    ):
+        for path in paths:
+            final = renamed(path, record["rename"])
+            parent = kind == "made folder" and any(out.startswith(f"{final}/") for out in job.outputs)
+            if ours(final) and not parent and not covered(final, declared):
+                problems.append(f"{kind} {path}")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def audited(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Job], list[dict]]:
+    root = tmp_path_factory.mktemp("declared")
+    config = write_run(root, RUN, ["random", "tiny-llava"])
+    records = root / "audit"
+    records.mkdir()
+    path = os.pathsep.join([str(AUDIT), str(REPO), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path, "MILEBENCH_AUDIT": str(records)}
+    snakemake(root, "--cores", "2", *config, env=env)
+    found = [json.loads(p.read_text()) for p in sorted(records.glob("*.json"))]
+    return root, declared_jobs(root, config), found
+
+
+def test_every_job_reads_and_writes_only_what_its_rule_declares(
+    audited: tuple[Path, list[Job], list[dict]],
+) -> None:
+    root, jobs, records = audited
+    by_command = {}
+    for record in records:
+        argv = " ".join(record["argv"])
+        (job,) = [j for j in jobs if argv in j.command]
+        by_command[job.command] = (job, record)
+    ran = {job.rule for job, _ in by_command.values()}
+    assert ran == {"fixture", "fetch", "tiny_model", "preprocess", "infer", "score", "aggregate", "report"}
+    assert len(by_command) == len(jobs)  # every job with an output ran one audited command
+    problems = {
+        f"{job.rule}: {job.command.split(' > ')[0]}": undeclared(record, job, root)
+        for job, record in by_command.values()
+    }
+    assert {k: v for k, v in problems.items() if v} == {}
+    # The audit sees what it checks: the report read the judgments behind its needle figure.
+    report_job, report_record = next(v for v in by_command.values() if v[0].rule == "report")
+    needle = root / f"results/{RUN}/scores/random/multi-image/TextNeedleInAHaystack.jsonl"
+    assert str(needle) in report_record["read"] and str(needle) in report_job.inputs
+
