@@ -149,3 +149,37 @@ def test_every_job_reads_and_writes_only_what_its_rule_declares(
     needle = root / f"results/{RUN}/scores/random/multi-image/TextNeedleInAHaystack.jsonl"
     assert str(needle) in report_record["read"] and str(needle) in report_job.inputs
 
+
+def report_tables(reports: Path) -> tuple[str, str]:
+    """The HTML and LaTeX report without its provenance (job times and hosts differ from run to run)."""
+    html = (reports / "report.html").read_text(encoding="utf-8")
+    start, end = html.index('<section id="provenance">'), html.index('<section id="notes">')
+    tex = (reports / "report.tex").read_text(encoding="utf-8")
+    first, notes = tex.index(r"\subsection*{Provenance}"), tex.index(r"\subsection*{Notes}")
+    return html[:start] + html[end:], tex[:first] + tex[notes : tex.index(r"\appendix")]
+
+
+@pytest.mark.skipif(shutil.which("rsync") is None, reason="snakemake-storage-plugin-fs copies with rsync")
+def test_a_run_through_a_storage_provider_gives_the_plain_runs_report(tmp_path: Path) -> None:
+    """With a folder standing in for S3 (snakemake-storage-plugin-fs, no shared file system), each job sees
+    only the inputs Snakemake staged for it, and the report equals the one of a plain run."""
+    plain, staged, store = tmp_path / "plain", tmp_path / "staged", tmp_path / "store"
+    models = ["random", "oracle"]
+    snakemake(plain, "--cores", "2", *write_run(plain, "stored", models))
+    storage = ["--default-storage-provider", "fs", "--default-storage-prefix", str(store)]
+    snakemake(
+        staged, "--cores", "2", *storage, "--shared-fs-usage", "none", *write_run(staged, "stored", models)
+    )
+    assert not (staged / "results").exists() and not (staged / "reports").exists()
+    for name in ("aggregate.json", "verdict.json"):
+        ours = (store / "results/stored" / name).read_text()
+        assert ours == (plain / "results/stored" / name).read_text(), name
+    assert report_tables(store / "reports/stored") == report_tables(plain / "reports/stored")
+    figures = sorted(p.name for p in (plain / "reports/stored/figures").iterdir())
+    assert figures and all(
+        (store / "reports/stored/figures" / f).read_bytes()
+        == (plain / "reports/stored/figures" / f).read_bytes()
+        for f in figures
+    )
+    fetched = json.loads((store / "results/stored/data/fetch.json").read_text())
+    assert fetched["data_root"] == "results/stored/data/MileBench"  # not where the job's copy was staged
