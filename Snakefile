@@ -6,6 +6,11 @@ only: `--config image_base=REF` builds the family images on another base, `image
 an extra CA while building (corporate proxies). All logic lives in the `milebench` package; every rule
 is one `milebench` command, so any job can be re-run by hand.
 
+Every file a job reads is one of its declared inputs and every file it writes one of its declared outputs
+(the download cache and the inference journal excepted: they outlive a failed job on purpose). Each
+command is given `--root`, the folder its paths are laid out under: `.` on a shared file system, the
+copy Snakemake stages the job's files in under a storage provider (`--default-storage-provider`).
+
 The specs are parsed once, here. Each job's params carry the content hash of exactly the specs it
 depends on, so editing a spec re-runs exactly the jobs it affects (Snakemake's params trigger), and
 outputs of unchanged jobs keep their checksums, so nothing downstream of them re-runs either.
@@ -24,11 +29,12 @@ from milebench.benchmarks.mmlongembed.spec import is_embed_run
 from milebench.containers.image import RECORDS_DIR, content_key, family, registry_uri
 from milebench.job_resources import infer_resources
 from milebench.paths import RunPaths
-from milebench.plan import cells, model_regimes, regimes
+from milebench.plan import cells, model_regimes, prepare_jobs, regimes
 from milebench.preprocess.regime import tokenizer_dirs
 from milebench.spec.model import TinyWeights
 from milebench.spec.registry import DEFAULT_SPECS, load_specs, spec_hash
 from milebench.spec.run import Mode, Runtime
+from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
 
 SPECS_DIR = Path(config.get("specs", DEFAULT_SPECS)).resolve()
@@ -39,6 +45,7 @@ EMBED_RUN = config["run"] if is_embed_run(SPECS_DIR, config.get("run", "smoke"))
 RUN = SPECS.run("smoke" if EMBED_RUN else config.get("run", "smoke"))
 P = RunPaths.for_run(RUN)
 CELLS = cells(SPECS, RUN)
+PREPARE_JOBS = prepare_jobs(SPECS, RUN)
 MODELS = {m.name: m for m in SPECS.run_models(RUN)}
 TINY = [name for name, m in MODELS.items() if isinstance(m.weights, TinyWeights)]
 REGIMES = regimes(SPECS, RUN)
@@ -76,7 +83,39 @@ if RUN.runtime is Runtime.APPTAINER:
 else:
     MB = Untracked(f"{sys.executable} -m milebench --specs {SPECS_DIR}")
 IMAGES = {name: image_uri(name) for name in FAMILIES}
+
+
+def job_root(layout):
+    """A params function giving a job's `--root`: the folder its files are laid out under.
+
+    `layout` is the job's first output as RunPaths names it (a pattern with wildcards); Snakemake gives the
+    job that path, or the same path inside the copy a storage provider stages the job's files in. Every
+    other input and output of the job must lie under the same root, or the job is refused by name.
+    """
+
+    def root(wildcards, input, output):
+        given, expected = Path(output[0]), Path(str(layout).format(**dict(wildcards.items())))
+        if given == expected:
+            return "."
+        n = len(expected.parts)
+        if expected.is_absolute() or given.parts[-n:] != expected.parts:
+            raise WorkflowError(
+                f"{given}: not {expected} under a storage folder: the run's output_dir must be a relative "
+                "path when a storage provider stages the job's files"
+            )
+        base = Path(*given.parts[:-n])
+        outside = [str(f) for f in [*input, *output] if not Path(f).is_relative_to(base)]
+        if outside:
+            raise WorkflowError(f"{', '.join(outside)}: not under the job's storage folder {base}")
+        return str(base)
+
+    return root
+
 DOCKER = RUN.runtime is Runtime.DOCKER
+# The run's numbers (groups, overall columns, intervals) and, with multi-image scores, its verdict.
+AGGREGATE = {"aggregate": P.aggregate_json} | (
+    {"verdict": P.verdict_json} if Mode.MULTI_IMAGE in RUN.modes else {}
+)
 
 
 wildcard_constraints:
@@ -101,6 +140,7 @@ rule all:
     input:
         P.report_html,
         P.report_tex,
+        **AGGREGATE,
 
 
 rule main_table:
@@ -121,10 +161,9 @@ if RUN.data.kind == "fixture":
 
     rule fixture:
         output:
-            P.mirror / "milebench.lock.yaml",
+            directory(P.mirror),
         params:
             mb=MB,
-            mirror=lambda w, output: Path(output[0]).parent,
             seed=RUN.data.seed,
             n=RUN.data.samples_per_task,
         log:
@@ -137,18 +176,21 @@ if RUN.data.kind == "fixture":
             mem_mb=2000,
             runtime=30,
         shell:
-            "{params.mb} fixture --out {params.mirror} --seed {params.seed}"
+            "{params.mb} fixture --out {output} --seed {params.seed}"
             " --samples-per-task {params.n} > {log} 2>&1"
 
 
 rule fetch:
     input:
-        [P.mirror / "milebench.lock.yaml"] if RUN.data.kind == "fixture" else [],
+        [P.mirror] if RUN.data.kind == "fixture" else [],
     output:
-        P.fetch_manifest,
+        data=directory(P.data_root),
+        markers=directory(P.extract_markers),
+        manifest=P.fetch_manifest,
     params:
         mb=MB,
         run=RUN.name,
+        root=job_root(P.data_root),
         source=spec_hash(RUN.data),
     log:
         P.logs("fetch", "fetch"),
@@ -160,7 +202,7 @@ rule fetch:
         mem_mb=4000,
         runtime=720,
     shell:
-        "{params.mb} fetch --run {params.run} > {log} 2>&1"
+        "{params.mb} fetch --run {params.run} --root {params.root} > {log} 2>&1"
 
 
 rule tiny_model:
@@ -169,6 +211,7 @@ rule tiny_model:
     params:
         mb=MB,
         run=RUN.name,
+        root=job_root(P.model_dir("{model}")),
         spec=lambda w: spec_hash(MODELS[w.model].weights),
         shape=lambda w: (MODELS[w.model].max_context_len, MODELS[w.model].n_tokens_per_image),
     log:
@@ -181,7 +224,7 @@ rule tiny_model:
         mem_mb=4000,
         runtime=30,
     shell:
-        "{params.mb} tiny-model --run {params.run} --model {wildcards.model} > {log} 2>&1"
+        "{params.mb} tiny-model --run {params.run} --root {params.root} --model {wildcards.model} > {log} 2>&1"
 
 
 rule build_image:
@@ -212,14 +255,16 @@ def regime_of(w):
 
 rule preprocess:
     input:
-        data=P.fetch_manifest,
+        data=P.data_root,
         tokenizer=lambda w: tokenizer_dirs(REGIMES[Mode(w.mode)][w.regime][0], P),
     output:
         prepared=P.prepared("{task}", "{mode}", "{regime}"),
         manifest=P.prepared_manifest("{task}", "{mode}", "{regime}"),
+        tiles=directory(P.tiles("{task}", "{mode}", "{regime}")),
     params:
         mb=MB,
         run=RUN.name,
+        root=job_root(P.prepared("{task}", "{mode}", "{regime}")),
         spec=lambda w: spec_hash(SPECS.tasks[w.task]),
         skip_bad=RUN.skip_bad_samples,
         max_pixels=RUN.max_image_pixels,
@@ -235,7 +280,8 @@ rule preprocess:
         mem_mb=4000,
         runtime=120,
     shell:
-        "{params.mb} preprocess --run {params.run} --task {wildcards.task} --mode {wildcards.mode}"
+        "{params.mb} preprocess --run {params.run} --root {params.root} --task {wildcards.task}"
+        " --mode {wildcards.mode}"
         " --regime {wildcards.regime} --workers {threads} > {log} 2>&1"
 
 
@@ -250,14 +296,18 @@ def infer_command(w):
 rule infer:
     input:
         prepared=lambda w: P.prepared(w.task, w.mode, regime_of(w)),
+        # The images (and the kit's combined pictures) the prepared samples name; built-in baselines read none.
+        images=lambda w: [] if MODELS[w.model].builtin else [P.data_root, P.tiles(w.task, w.mode, regime_of(w))],
         model=lambda w: [P.model_dir(w.model)] if w.model in TINY else [],
         image=lambda w: [RECORDS_DIR / f"{MODELS[w.model].container}.json"] if DOCKER else [],
+        data=P.fetch_manifest,
     output:
         predictions=P.predictions("{model}", "{task}", "{mode}"),
         provenance=P.infer_provenance("{model}", "{task}", "{mode}"),
     params:
         mb=MB,
         run=RUN.name,
+        root=job_root(P.predictions("{model}", "{task}", "{mode}")),
         command=infer_command,
         spec=lambda w: spec_hash(MODELS[w.model]),
     threads: lambda w: RESOURCES[w.model].threads
@@ -272,7 +322,7 @@ rule infer:
         mem_mb=lambda w: RESOURCES[w.model].mem_mb,
         runtime=lambda w: RESOURCES[w.model].runtime,
     shell:
-        "{params.mb} {params.command} --run {params.run} --model {wildcards.model}"
+        "{params.mb} {params.command} --run {params.run} --root {params.root} --model {wildcards.model}"
         " --task {wildcards.task} --mode {wildcards.mode} --threads {threads} > {log} 2>&1"
 
 
@@ -280,6 +330,7 @@ rule score:
     input:
         prepared=lambda w: P.prepared(w.task, w.mode, regime_of(w)),
         predictions=P.predictions("{model}", "{task}", "{mode}"),
+        data=P.fetch_manifest,
     output:
         judgments=P.judgments("{model}", "{task}", "{mode}"),
         score=P.task_score("{model}", "{task}", "{mode}"),
@@ -287,6 +338,7 @@ rule score:
     params:
         mb=MB,
         run=RUN.name,
+        root=job_root(P.judgments("{model}", "{task}", "{mode}")),
         spec=lambda w: spec_hash(SPECS.tasks[w.task]),
     log:
         P.logs("score", "{model}.{mode}.{task}"),
@@ -298,19 +350,20 @@ rule score:
         mem_mb=2000,
         runtime=30,
     shell:
-        "{params.mb} score --run {params.run} --model {wildcards.model} --task {wildcards.task}"
+        "{params.mb} score --run {params.run} --root {params.root} --model {wildcards.model} --task {wildcards.task}"
         " --mode {wildcards.mode} > {log} 2>&1"
 
 
 rule aggregate:
     input:
-        [P.task_score(c.model, c.task, c.mode) for c in CELLS],
+        scores=[P.task_score(*c) for c in CELLS],
+        judgments=[P.judgments(*c) for c in CELLS],
     output:
-        aggregate=P.aggregate_json,
-        verdict=P.verdict_json,
+        **AGGREGATE,
     params:
         mb=MB,
         run=RUN.name,
+        root=job_root(P.aggregate_json),
         spec=spec_hash(RUN),
         paper=spec_hash(SPECS.paper),
     log:
@@ -323,12 +376,19 @@ rule aggregate:
         mem_mb=4000,
         runtime=60,
     shell:
-        "{params.mb} aggregate --run {params.run} > {log} 2>&1"
+        "{params.mb} aggregate --run {params.run} --root {params.root} > {log} 2>&1"
 
 
 rule report:
     input:
-        [P.task_score(c.model, c.task, c.mode) for c in CELLS],
+        **AGGREGATE,
+        scores=[P.task_score(*c) for c in CELLS],
+        # Per-sample evidence behind the figures and the truncation and skipped-sample tables, and provenance.
+        judgments=[P.judgments(*c) for c in CELLS],
+        prepared=[P.prepared(*j) for j in PREPARE_JOBS],
+        manifests=[P.prepared_manifest(*j) for j in PREPARE_JOBS],
+        provenance=[p for c in CELLS for p in (P.infer_provenance(*c), P.score_provenance(*c))],
+        data=P.fetch_manifest,
     output:
         html=P.report_html,
         tex=P.report_tex,
@@ -336,6 +396,7 @@ rule report:
     params:
         mb=MB,
         run=RUN.name,
+        root=job_root(P.report_html),
         spec=spec_hash(RUN),
         paper=spec_hash(SPECS.paper),
     log:
@@ -348,7 +409,7 @@ rule report:
         mem_mb=4000,
         runtime=60,
     shell:
-        "mkdir -p {output.figures} && {params.mb} report --run {params.run} > {log} 2>&1"
+        "mkdir -p {output.figures} && {params.mb} report --run {params.run} --root {params.root} > {log} 2>&1"
 
 
 if EMBED_RUN:

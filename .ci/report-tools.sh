@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Install the tools the report checks run: pdflatex + latexmk (booktabs, xcolor, graphicx, lmodern),
-# headless Chromium, and poppler's pdftoppm. Idempotent: packages already installed are skipped, and
+# headless Chromium, and poppler's pdftoppm; and rsync, with which snakemake-storage-plugin-fs stages
+# files in the storage-provider test. Idempotent: packages already installed are skipped, and
 # nothing is fetched when all are present. Without root (and no passwordless sudo) it says so and
 # exits 0: the report tests that need these tools then skip and name the missing tool.
 set -euo pipefail
 
-PACKAGES=(texlive-latex-recommended lmodern latexmk chromium poppler-utils)
+PACKAGES=(texlive-latex-recommended lmodern latexmk chromium poppler-utils rsync)
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo -n "$@"; else return 1; fi

@@ -24,6 +24,16 @@ def _run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", default="smoke", help="Run spec name (specs/runs/<name>.yaml).")
 
 
+def _root_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--root",
+        type=Path,
+        default=Path("."),
+        help="Folder the run's files are laid out under (results/<run>/, reports/<run>/); default: the "
+        "working folder. Snakemake passes each job's own: its staged copy under a storage provider.",
+    )
+
+
 def _threads_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--threads",
@@ -36,6 +46,7 @@ def _threads_arg(p: argparse.ArgumentParser) -> None:
 
 def _job_args(p: argparse.ArgumentParser, model: bool, task_required: bool = True) -> None:
     _run_args(p)
+    _root_arg(p)
     if model:
         p.add_argument("--model", required=True)
     p.add_argument("--task", required=task_required)
@@ -74,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("fetch", "milebench.data.commands:fetch", "Download, verify and extract a run's data.")
     _run_args(p)
+    _root_arg(p)
     p.add_argument(
         "--download-deadline",
         type=float,
@@ -97,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("tiny-model", "milebench.infer.commands:tiny_model", "Build a tiny random-weight model offline.")
     _run_args(p)
+    _root_arg(p)
     p.add_argument("--model", required=True)
 
     p = add("preprocess", "milebench.preprocess.commands:preprocess", "Build prompts for one task and mode.")
@@ -122,11 +135,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("report", "milebench.report.commands:report", "Render the HTML and LaTeX report of a run.")
     _run_args(p)
+    _root_arg(p)
 
     p = add(
         "aggregate", "milebench.score.run_aggregate:aggregate", "Write a run's aggregate and verdict JSON."
     )
     _run_args(p)
+    _root_arg(p)
     p.add_argument("--resamples", type=int, default=2000, help="Bootstrap resamples.")
     p.add_argument("--seed", type=int, default=0)
 
@@ -143,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("import-official", "milebench.score.official:import_official", "Import official pred.json files.")
     _run_args(p)
+    _root_arg(p)
     p.add_argument("--model", required=True, help="The run's model the predictions belong to.")
     p.add_argument("--mode", type=Mode, choices=list(Mode), default=Mode.MULTI_IMAGE)
     _official_args(p, required=True)

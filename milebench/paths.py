@@ -7,6 +7,8 @@ from pathlib import Path
 
 from milebench.spec.run import Mode, RunSpec
 
+EXTRACT_MARKERS = ".extracted"
+"""Folder beside the extracted tree: one marker per archive extracted into it."""
 UNLIMITED_REGIME = "full"
 """The input regime without a token budget and with interleaved images (builtin baselines, unknown
 context settings); every other regime id carries a hash of its settings."""
@@ -17,14 +19,26 @@ class RunPaths:
     """Output layout of a run; the Snakefile and the CLI both derive paths from here.
 
     Path methods take plain strings too, so the Snakefile can pass wildcard patterns like ``"{task}"``.
+    ``root`` is the folder the layout is rooted at: the working folder, or the copy a Snakemake storage
+    provider stages a job's files in (``--root``).
     """
 
     out: Path
     reports: Path
+    root: Path = Path(".")
 
     @classmethod
     def for_run(cls, run: RunSpec, base: Path = Path(".")) -> RunPaths:
-        return cls(out=base / run.out, reports=base / "reports" / run.name)
+        return cls(out=base / run.out, reports=base / "reports" / run.name, root=base)
+
+    def relative(self, path: Path) -> Path:
+        """``path`` as the layout names it, without the root this job sees it under: what records and
+        reports show, so they do not depend on where a storage provider staged the job's files."""
+        return (
+            path
+            if self.root == Path(".") or not path.is_relative_to(self.root)
+            else path.relative_to(self.root)
+        )
 
     @property
     def mirror(self) -> Path:
@@ -39,6 +53,11 @@ class RunPaths:
     def data_root(self) -> Path:
         """The extracted ``MileBench/`` tree."""
         return self.out / "data" / "MileBench"
+
+    @property
+    def extract_markers(self) -> Path:
+        """One marker per archive extracted into ``data_root``; written by fetch beside the tree."""
+        return self.data_root.parent / EXTRACT_MARKERS
 
     @property
     def fetch_manifest(self) -> Path:
@@ -57,10 +76,10 @@ class RunPaths:
         """Beside the prepared samples: the regime, the source data's hash and every skipped sample."""
         return self.out / "prepared" / str(mode) / regime / f"{task}.manifest.json"
 
-    @property
-    def tiles(self) -> Path:
-        """Combined-image pictures made by the kit's tiler, named by the content hash of their inputs."""
-        return self.out / "tiles"
+    def tiles(self, task: str, mode: Mode | str, regime: str = UNLIMITED_REGIME) -> Path:
+        """Combined-image pictures the kit's tiler made for one prepared file (named by the content hash of
+        their inputs), beside which its samples name them; empty where the mode tiles none."""
+        return self.out / "tiles" / str(mode) / regime / task
 
     def predictions(self, model: str, task: str, mode: Mode | str) -> Path:
         return self.out / "predictions" / model / str(mode) / f"{task}.jsonl"

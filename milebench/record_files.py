@@ -1,4 +1,5 @@
-"""Read stage records (prepared samples, predictions, judgments) from JSONL, naming a bad file and record."""
+"""Read stage records (prepared samples, predictions, judgments from JSONL; aggregates and verdicts from
+JSON), naming a bad file and record."""
 
 from __future__ import annotations
 
@@ -34,3 +35,14 @@ def read_records(path: Path, model: type[R]) -> list[R]:
 def read_prepared(path: Path, made_by: str) -> list[PreparedSample]:
     """The prepared samples; ``made_by`` is the preprocess command line named when the file is absent."""
     return read_records(require(path, "prepared samples", made_by), PreparedSample)
+
+
+def read_record(path: Path, model: type[R], what: str, made_by: str) -> R:
+    """One JSON record (an aggregate, a verdict); absent: ``MissingInput`` naming ``made_by``, malformed:
+    ``RecordError`` naming the file and its fields."""
+    try:
+        return model.model_validate_json(require(path, what, made_by).read_text(encoding="utf-8"))
+    except ValidationError as err:
+        raise RecordError(
+            f"{path}: not a valid {what} ({describe_errors(err)}); run {made_by} again"
+        ) from None

@@ -25,7 +25,7 @@ MADE_BY: dict[str, tuple[str, ...]] = {
     "preprocess": ("milebench fetch", "milebench tiny-model"),
     "infer": ("milebench preprocess", "milebench tiny-model"),
     "score": ("milebench preprocess", OFFICIAL_CODE, "milebench fetch"),
-    "report": ("milebench score",),
+    "report": ("milebench score", "milebench aggregate"),
     "aggregate": ("milebench score",),
     "compare": ("milebench score",),
     "import-official": (OFFICIAL_CODE, "milebench fetch"),

@@ -36,7 +36,7 @@ def write_archive(tmp_path: Path, name: str, data: bytes) -> tuple[Path, str]:
 def assert_nothing_extracted(data_dir: Path, name: str, sha: str) -> None:
     assert not (data_dir / "MileBench").exists()
     assert not marker_path(data_dir, name, sha).exists()
-    assert not list(data_dir.glob(".extract-*"))
+    assert not list(data_dir.glob("**/.extract-*"))
 
 
 def test_extracts_tree_and_marker_then_is_a_no_op(tmp_path: Path) -> None:
@@ -50,7 +50,7 @@ def test_extracts_tree_and_marker_then_is_a_no_op(tmp_path: Path) -> None:
     assert extract_archive(archive, "p0.tar.gz", sha, data_dir) is False
     assert (data_dir / "MileBench/TaskA/images/1.jpg").read_bytes() == b"edited"
     assert marker.read_text() == stamp
-    assert not list(data_dir.glob(".extract-*"))
+    assert not list(data_dir.glob("**/.extract-*"))
 
 
 def test_a_different_sha_is_not_covered_by_the_marker(tmp_path: Path) -> None:
@@ -170,10 +170,10 @@ def test_interrupted_extraction_leaves_no_marker_and_is_redone(tmp_path: Path, m
         with pytest.raises(OSError, match="disk full"):
             extract_archive(archive, "p0.tar.gz", sha, data_dir)
     assert_nothing_extracted(data_dir, "p0.tar.gz", sha)
-    (data_dir / ".extract-p0.tar.gz-stale").mkdir()
+    (data_dir / extract.MARKERS / ".extract-p0.tar.gz-stale").mkdir(parents=True)
     assert extract_archive(archive, "p0.tar.gz", sha, data_dir) is True
     assert (data_dir / "MileBench/TaskA/TaskA.json").is_file()
-    assert not list(data_dir.glob(".extract-*"))
+    assert not list(data_dir.glob("**/.extract-*"))
 
 
 def test_corrupt_gzip_is_a_clear_error(tmp_path: Path) -> None:
@@ -229,6 +229,7 @@ def test_path_max_symlink_chain_is_refused_before_anything_is_written(tmp_path: 
         "p0.tar.gz",
         "work",
         "work/data",
+        "work/data/.extracted",  # the markers folder, empty: scratch space of the extraction
     ]
 
 

@@ -88,6 +88,7 @@ def ns(specs_dir: Path, outputs: Path, data: Path) -> argparse.Namespace:  # noq
         outputs=outputs,
         data_dir=data,
         specs=specs_dir,
+        root=Path("."),
         report=False,
     )
 

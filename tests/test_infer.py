@@ -429,6 +429,7 @@ def test_preprocess_then_infer_handlers(tmp_path: Path, monkeypatch: pytest.Monk
         task=task.name,
         mode=Mode.MULTI_IMAGE,
         specs=tmp_path,
+        root=Path("."),
         regime="full",
         workers=1,
         threads=3,

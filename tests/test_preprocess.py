@@ -78,7 +78,7 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Specs, RunPa
 
 def preprocess(task: str, mode: Mode, regime: str, workers: int = 1) -> int:
     args = argparse.Namespace(
-        run="t", task=task, mode=mode, regime=regime, workers=workers, specs=Path("unused")
+        run="t", task=task, mode=mode, regime=regime, workers=workers, specs=Path("unused"), root=Path(".")
     )
     return commands.preprocess(args)
 
@@ -221,7 +221,7 @@ def test_combined_mode_upstream_by_default_kit_tiles_for_more_pictures(
     assert preprocess("GPR1200", Mode.COMBINED_IMAGE, regime) == 0
     upstream = prepared(paths, "GPR1200", Mode.COMBINED_IMAGE, regime)
     assert all(s.images[0].startswith("GPR1200/combined_1_images/") for s in upstream)
-    assert not paths.tiles.exists()
+    assert not any(paths.tiles("GPR1200", Mode.COMBINED_IMAGE, regime).iterdir())
 
     tiled_specs = specs_for(specs.root, paths.out, combined_pictures=2)
     monkeypatch.setattr(commands, "load_specs", lambda _root: tiled_specs)
@@ -231,7 +231,8 @@ def test_combined_mode_upstream_by_default_kit_tiles_for_more_pictures(
     tiled = prepared(paths, "GPR1200", Mode.COMBINED_IMAGE, tiled_regime)
     for s in tiled:
         assert len(s.images) == 2 and s.instruction.startswith("<ImageHere><ImageHere>\n")
-        assert all((paths.data_root / p).resolve().parent == paths.tiles.resolve() for p in s.images)
+        folder = paths.tiles("GPR1200", Mode.COMBINED_IMAGE, tiled_regime).resolve()
+        assert all((paths.data_root / p).resolve().parent == folder for p in s.images)
     first = {p: (paths.data_root / p).read_bytes() for s in tiled for p in s.images}
     assert manifest(paths, "GPR1200", Mode.COMBINED_IMAGE, tiled_regime)["kit_pictures"] == 2 * len(tiled)
     assert preprocess("GPR1200", Mode.COMBINED_IMAGE, tiled_regime) == 0  # serial, from the cache

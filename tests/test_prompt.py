@@ -284,7 +284,7 @@ def test_preprocess_adversarial_reads_adv_file(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setattr(commands, "load_specs", lambda _root: specs)
 
     args = argparse.Namespace(
-        run="t", task="WebQA", mode=Mode.ADVERSARIAL, specs=tmp_path, regime="full", workers=1
+        run="t", task="WebQA", mode=Mode.ADVERSARIAL, specs=tmp_path, root=Path("."), regime="full", workers=1
     )
     assert commands.preprocess(args) == 0
     rows = list(read_jsonl(paths.prepared("WebQA", Mode.ADVERSARIAL)))
@@ -307,7 +307,13 @@ def test_preprocess_adversarial_without_adv_set_fails(
     specs = minimal_specs(tmp_path, tmp_path / "out", [spec])
     monkeypatch.setattr(commands, "load_specs", lambda _root: specs)
     args = argparse.Namespace(
-        run="t", task="GPR1200", mode=Mode.ADVERSARIAL, specs=tmp_path, regime="full", workers=1
+        run="t",
+        task="GPR1200",
+        mode=Mode.ADVERSARIAL,
+        specs=tmp_path,
+        root=Path("."),
+        regime="full",
+        workers=1,
     )
     with caplog.at_level(logging.ERROR):
         assert commands.preprocess(args) == 1

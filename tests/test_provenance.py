@@ -12,6 +12,7 @@ import pytest
 
 from milebench import provenance
 from milebench.paths import RunPaths
+from milebench.plan import Cell
 from milebench.provenance import (
     COMMIT_VAR,
     DIRTY_VAR,
@@ -24,6 +25,7 @@ from milebench.provenance import (
 )
 from milebench.report.provenance import run_provenance
 from milebench.spec.registry import load_specs, spec_hash
+from milebench.spec.run import Mode
 
 ARCHIVES = {"MileBench_part0.tar.gz": "a" * 64, "MileBench_part1.tar.gz": "b" * 64}
 
@@ -137,7 +139,7 @@ def test_report_condenses_job_manifests(tmp_path: Path) -> None:
     )
     write_provenance(paths.infer_provenance("random", "WebQA", "multi-image"), other)
 
-    found = run_provenance(paths)
+    found = run_provenance(paths, [Cell(m, "WebQA", Mode.MULTI_IMAGE) for m in ("llava-1.5-7b", "random")])
     assert [e.label for e in found.environments] == ["job environment 1", "job environment 2"]
     first, second = found.environments
     assert first.facts["jobs"] == "2 (infer 1, score 1)" and second.facts["jobs"] == "1 (infer 1)"
@@ -166,7 +168,8 @@ def test_package_differences_between_environments_are_marked(tmp_path: Path) -> 
     write_provenance(paths.infer_provenance("llava-1.5-7b", "WebQA", "multi-image"), job)
     moved = job.model_copy(update={"model": "random", "environment": other})
     write_provenance(paths.infer_provenance("random", "WebQA", "multi-image"), moved)
-    first, second = run_provenance(paths).environments
+    cells = [Cell(m, "WebQA", Mode.MULTI_IMAGE) for m in ("llava-1.5-7b", "random")]
+    first, second = run_provenance(paths, cells).environments
     assert first.package_differences == ["extra-pkg absent", f"pydantic {env.packages['pydantic']}"]
     assert second.package_differences == ["extra-pkg 1.0", "pydantic 0.1"]
     assert "packages" in first.differs and "2 differ: extra-pkg absent" in first.facts["packages"]

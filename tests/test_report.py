@@ -1,8 +1,10 @@
-"""``milebench report`` renders the paper's tables from task scores, escaped for HTML and LaTeX."""
+"""``milebench report`` renders the paper's tables from the run's aggregate and task scores, escaped for
+HTML and LaTeX."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import re
 from pathlib import Path
@@ -10,14 +12,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from milebench.io import atomic_write_json
+from milebench import cli
+from milebench.io import atomic_write_json, atomic_write_jsonl
 from milebench.paths import UNLIMITED_REGIME, RunPaths
 from milebench.preprocess.prepare import PrepareManifest, SkippedSample
 from milebench.preprocess.regime import UNLIMITED
-from milebench.records import FailureKind
+from milebench.records import FailureKind, Judgment
 from milebench.report.commands import ScoreFileError, report
 from milebench.report.render import latex_escape
-from milebench.score.aggregate import LevelScore, TaskScore
+from milebench.score.aggregate import summarise
+from milebench.score.run_aggregate import aggregate
 from milebench.spec.base import Spec
 from milebench.spec.model import AdapterKind, BuiltinModel, ModelSpec, Section
 from milebench.spec.run import FixtureSource, Mode, RunSpec
@@ -111,6 +115,23 @@ def specs_dir(tmp_path: Path) -> Path:
     return root
 
 
+def write_cell(paths: RunPaths, task: str, model: str, mode: Mode, value: float, n_failed: int = 0) -> None:
+    """Three judgments whose mean (failed samples as 0) is ``value``, and their task score as ``milebench
+    score`` summarises them; failed samples first, out of memory."""
+    n = 3
+    rows = [
+        Judgment(task=task, mode=mode, model=model, sample_id=i, scorer="paper", status="failed",
+                 failure=FailureKind.OOM, image_quantity_level="Few")
+        if i < n_failed
+        else Judgment(task=task, mode=mode, model=model, sample_id=i, scorer="paper", status="scored",
+                      score=value * n / (n - n_failed) / 100, image_quantity_level="Few")
+        for i in range(n)
+    ]  # fmt: skip
+    atomic_write_jsonl(paths.judgments(model, task, mode), [j.model_dump(mode="json") for j in rows])
+    score = summarise(task, model, mode, "paper", rows)
+    atomic_write_json(paths.task_score(model, task, mode), score.model_dump(mode="json"))
+
+
 def write_scores(specs_dir: Path, skip: tuple[str, str, Mode] | None = None, failed: int = 0) -> RunPaths:
     run = RunSpec.model_validate(yaml.safe_load((specs_dir / "runs" / "t.yaml").read_text()))
     paths = RunPaths.for_run(run)
@@ -123,15 +144,7 @@ def write_scores(specs_dir: Path, skip: tuple[str, str, Mode] | None = None, fai
                     continue
                 n_failed = failed if (model, name) == ("evil", "ActionSequence") else 0
                 adv_shift = 1.0 if mode is Mode.ADVERSARIAL else 0.0
-                score = TaskScore(
-                    task=name, model=model, mode=mode, scorer="paper", denominator="expected",
-                    score=value - adv_shift, scored_only=value - adv_shift, n=3,
-                    n_scored=3 - n_failed, n_missing=0, n_failed=n_failed,
-                    levels={"Few": LevelScore(score=value, n=3, n_scored=3 - n_failed)},
-                    failures={FailureKind.OOM: n_failed} if n_failed else {},
-                    failed_ids=tuple(range(n_failed)),
-                )  # fmt: skip
-                atomic_write_json(paths.task_score(model, name, mode), score.model_dump(mode="json"))
+                write_cell(paths, name, model, mode, value - adv_shift, n_failed)
     return paths
 
 
@@ -141,9 +154,16 @@ def allow_incomplete(specs_dir: Path) -> None:
     dump(path, {**yaml.safe_load(path.read_text(encoding="utf-8")), "allow_incomplete": True})
 
 
+def aggregate_and_report(specs_dir: Path, run: str = "t") -> int:
+    """``milebench aggregate`` then, when it succeeds, ``milebench report``, as the DAG runs them."""
+    return aggregate(
+        argparse.Namespace(run=run, specs=specs_dir, root=Path("."), resamples=200, seed=0)
+    ) or report(argparse.Namespace(run=run, specs=specs_dir, root=Path(".")))
+
+
 def run_report(specs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> RunPaths:
     monkeypatch.chdir(tmp_path)
-    assert report(argparse.Namespace(run="t", specs=specs_dir)) == 0
+    assert aggregate_and_report(specs_dir) == 0
     run = RunSpec.model_validate(yaml.safe_load((specs_dir / "runs" / "t.yaml").read_text()))
     return RunPaths.for_run(run)
 
@@ -282,7 +302,7 @@ def test_incomplete_run_is_refused_unless_the_run_spec_allows_it(
     write_scores(specs_dir, skip=("random", "WebQA", Mode.MULTI_IMAGE), failed=2)
     monkeypatch.chdir(tmp_path)
     with caplog.at_level(logging.ERROR):
-        assert report(argparse.Namespace(run="t", specs=specs_dir)) == 1
+        assert report(argparse.Namespace(run="t", specs=specs_dir, root=Path("."))) == 1
     message = caplog.text
     assert f"{specs_dir / 'runs' / 't.yaml'}: allow_incomplete" in message
     assert "`allow_incomplete: true`" in message
@@ -296,7 +316,7 @@ def test_incomplete_run_is_refused_unless_the_run_spec_allows_it(
     run = RunSpec.model_validate(yaml.safe_load((specs_dir / "runs" / "t.yaml").read_text()))
     assert not RunPaths.for_run(run).report_html.exists()
     allow_incomplete(specs_dir)
-    assert report(argparse.Namespace(run="t", specs=specs_dir)) == 0
+    assert aggregate_and_report(specs_dir) == 0
     assert RunPaths.for_run(run).report_html.exists()
 
 
@@ -308,7 +328,7 @@ def test_report_names_a_malformed_score_file(
     bad.write_text('{"task": "DocVQA"}', encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ScoreFileError, match=re.escape(str(bad))):
-        report(argparse.Namespace(run="t", specs=specs_dir))
+        report(argparse.Namespace(run="t", specs=specs_dir, root=Path(".")))
 
 
 def manifest(
@@ -385,3 +405,53 @@ def test_contamination_table_pairs_regular_and_adversarial(
     regular = expected_groups(0)["overall_real"]
     values = re.findall(r"<td>([^<]*)</td>", row.group(1))
     assert values == [f"{regular:.1f}", f"{regular - 1:.1f}", "1.0", "22.3", "21.0", "1.3"]
+
+
+def test_the_report_shows_the_aggregates_numbers_and_computes_none(
+    specs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Groups, overall columns and verdict come from aggregate.json and verdict.json as written: a value
+    changed there (and only there) is the value the report shows."""
+    paths = write_scores(specs_dir)
+    monkeypatch.chdir(tmp_path)
+    assert aggregate(argparse.Namespace(run="t", specs=specs_dir, root=Path("."), resamples=200, seed=0)) == 0
+    data = json.loads(paths.aggregate_json.read_text(encoding="utf-8"))
+    random = next(m for m in data["models"] if (m["model"], m["mode"]) == ("random", "multi-image"))
+    random["columns"]["T-1"]["value"] = 77.7
+    random["columns"]["overall_diag"]["value"] = 66.6
+    atomic_write_json(paths.aggregate_json, data)
+    verdict = json.loads(paths.verdict_json.read_text(encoding="utf-8"))
+    cell = next(c for c in verdict["cells"] if (c["model"], c["column"]) == ("random", "S-2"))
+    cell["ours"] = 55.5
+    atomic_write_json(paths.verdict_json, verdict)
+    assert report(argparse.Namespace(run="t", specs=specs_dir, root=Path("."))) == 0
+    html = paths.report_html.read_text(encoding="utf-8")
+    cells = main_cells(html, Mode.MULTI_IMAGE, "random")
+    assert cells["T-1"][0] == "77.7" and cells["overall_diag"][0] == "66.6"
+    row = re.search(r'<tr data-model="random" data-column="S-2">(.*?)</tr>', html, re.S)
+    assert row and "55.5" in row.group(1)
+
+
+def test_report_without_its_aggregate_names_the_command_that_writes_it(
+    specs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    paths = write_scores(specs_dir)
+    monkeypatch.chdir(tmp_path)
+    argv = ["--specs", str(specs_dir), "report", "--run", "t"]
+    with caplog.at_level(logging.ERROR):
+        assert cli.main(argv) == 1
+    assert (
+        f"{paths.aggregate_json}: run aggregate not found; run `milebench aggregate --run t` first"
+        in caplog.text
+    )
+    # An aggregate of an earlier run spec (another model list) is refused, not rendered.
+    assert aggregate(argparse.Namespace(run="t", specs=specs_dir, root=Path("."), resamples=10, seed=0)) == 0
+    data = json.loads(paths.aggregate_json.read_text(encoding="utf-8"))
+    data["models"] = [m for m in data["models"] if m["model"] != "evil"]
+    atomic_write_json(paths.aggregate_json, data)
+    caplog.clear()
+    with caplog.at_level(logging.ERROR):
+        assert cli.main(argv) == 1
+    assert f"{paths.aggregate_json}: " in caplog.text and "evil/multi-image" in caplog.text
+    assert "run `milebench aggregate --run t` again" in caplog.text
+    assert not paths.report_html.exists()

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import argparse
 import re
 import shutil
 
 import pytest
 import yaml
 from markupsafe import escape as html_escape
+from test_report import aggregate_and_report
 
 from milebench.io import atomic_write_json, atomic_write_jsonl
 from milebench.paths import RunPaths
 from milebench.records import Judgment
-from milebench.report.commands import gather, report
+from milebench.report.commands import gather
 from milebench.report.tables import Report
 from milebench.score.aggregate import LevelScore, TaskScore
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
@@ -79,7 +79,7 @@ def golden(tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, RunPaths]:
             )
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(root)
-        assert report(argparse.Namespace(run="golden", specs=specs_dir)) == 0
+        assert aggregate_and_report(specs_dir, "golden") == 0
     return gather(specs, run, paths), paths
 
 

@@ -5,7 +5,6 @@ where it is installed."""
 
 from __future__ import annotations
 
-import argparse
 import re
 import shutil
 from datetime import UTC, datetime
@@ -14,13 +13,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_report import aggregate_and_report
 from test_report_tools import chromium, open_in_chromium
 
 from milebench.io import atomic_write_json, atomic_write_jsonl
 from milebench.paths import RunPaths
 from milebench.provenance import TorchInfo, job_provenance, weights_revision, write_provenance
 from milebench.records import Judgment
-from milebench.report.commands import report
 from milebench.score.aggregate import summarise
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
 from milebench.spec.run import Mode
@@ -91,7 +90,7 @@ def smoke_report(root: Path, tiny_image: str | None = None) -> RunPaths:
             )
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(root)
-        assert report(argparse.Namespace(run="smoke", specs=specs_dir)) == 0
+        assert aggregate_and_report(specs_dir, "smoke") == 0
     return paths
 
 

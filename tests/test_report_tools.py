@@ -3,7 +3,6 @@ compiled by latexmk, the HTML opened in headless Chromium (console errors and im
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import subprocess
@@ -13,18 +12,19 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_report import EVIL, TASKS, dump, task_spec
+from test_report import EVIL, TASKS, aggregate_and_report, dump, task_spec
 
 from milebench.io import atomic_write_json, atomic_write_jsonl
 from milebench.paths import RunPaths
 from milebench.preprocess.prepare import PrepareManifest, SkippedSample
 from milebench.preprocess.regime import UNLIMITED
 from milebench.records import Judgment, PreparedSample, TruncationRecord
-from milebench.report.commands import gather, report
+from milebench.report.commands import gather
 from milebench.report.needle import N_DEPTHS, needle_grid
 from milebench.report.tables import Report
 from milebench.report.truncation import seen_share
 from milebench.score.aggregate import LevelScore, TaskScore, VariantScore
+from milebench.score.run_aggregate import write_aggregate
 from milebench.spec.model import AdapterKind, BuiltinModel, ModelSpec, Section
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
 from milebench.spec.run import FixtureSource, Mode, RunSpec
@@ -192,7 +192,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, RunPaths
     specs_dir, paths = build_run(root)
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(root)
-        assert report(argparse.Namespace(run="t", specs=specs_dir)) == 0
+        assert aggregate_and_report(specs_dir, "t") == 0
     specs = load_specs(specs_dir)
     return gather(specs, specs.run("t"), paths), paths
 
@@ -283,6 +283,7 @@ def test_figures_are_byte_for_byte_repeatable(rendered: tuple[Report, RunPaths],
     first, _ = rendered
     specs_dir, paths = build_run(tmp_path)
     specs = load_specs(specs_dir)
+    assert write_aggregate(specs, specs.run("t"), resamples=200) == 0
     again = gather(specs, specs.run("t"), paths)
     assert [(f.png, f.pdf) for f in again.figures] == [(f.png, f.pdf) for f in first.figures]
 

@@ -88,7 +88,7 @@ def test_aggregate_command_exits_1_then_builds_with_coverage_when_allowed(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     fill(specs_dir, drop=("ActionSequence", 1))
-    namespace = argparse.Namespace(run="t", specs=specs_dir, resamples=50, seed=0)
+    namespace = argparse.Namespace(run="t", specs=specs_dir, root=Path("."), resamples=50, seed=0)
     with caplog.at_level(logging.ERROR):
         assert aggregate(namespace) == 1
     assert "ActionSequence: missing samples [1]" in caplog.text
@@ -155,5 +155,7 @@ def test_a_task_score_from_before_the_official_denominator_is_refused_by_name(
     del stale["denominator"], stale["scored_only"]
     path.write_text(json.dumps(stale))
     with caplog.at_level(logging.ERROR):
-        assert aggregate(argparse.Namespace(run="t", specs=specs_dir, resamples=10, seed=0)) == 1
+        assert (
+            aggregate(argparse.Namespace(run="t", specs=specs_dir, root=Path("."), resamples=10, seed=0)) == 1
+        )
     assert str(path) in caplog.text and "denominator" in caplog.text and "milebench score" in caplog.text

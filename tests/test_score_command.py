@@ -90,7 +90,9 @@ def prediction(task: str, sample_id: int, response: str | None, failure: Failure
 
 
 def args(specs_dir: Path, task: str, mode: Mode = Mode.MULTI_IMAGE) -> argparse.Namespace:
-    return argparse.Namespace(run="t", model="random", task=task, mode=mode, specs=specs_dir, outputs=None)
+    return argparse.Namespace(
+        run="t", model="random", task=task, mode=mode, specs=specs_dir, outputs=None, root=Path(".")
+    )
 
 
 CHOICES = ["apple", "banana", "cherry", "date"]

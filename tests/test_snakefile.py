@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -131,8 +132,9 @@ def test_generation_edit_replans_only_that_models_jobs(e2e: Path) -> None:
         spec_file.write_text(original)
     counts = job_counts(out)
     n = len(E2E_TASKS)
-    assert counts == {"infer": n, "score": n, "report": 1, "all": 1}, counts
-    assert "results/e2e/predictions/oracle/" in out and "results/e2e/predictions/random/" not in out
+    assert counts == {"infer": n, "score": n, "aggregate": 1, "report": 1, "all": 1}, counts
+    outputs = re.findall(r"^rule infer:\n(?:.*\n)*?\s+output: (.*)", out, re.M)
+    assert len(outputs) == n and all("results/e2e/predictions/oracle/" in o for o in outputs), outputs
     # the infer jobs are re-planned for their params (the model spec's hash), everything after them
     # only because their inputs will change
     reasons = re.findall(r"^(?:local)?rule (\w+):\n(?:.*\n)*?\s+reason: (.*)", out, re.M)
@@ -153,17 +155,31 @@ def test_task_spec_edit_replans_its_preprocess_and_scores(e2e: Path) -> None:
     finally:
         spec_file.write_text(original)
     # one prepared file (both models read the unlimited regime), then both models' infer and score
-    assert counts == {"preprocess": 1, "infer": 2, "score": 2, "report": 1, "all": 1}, counts
+    assert counts == {"preprocess": 1, "infer": 2, "score": 2, "aggregate": 1, "report": 1, "all": 1}, counts
 
 
 def test_named_targets(e2e: Path) -> None:
-    """Per-claim targets: one model's column and the main table are up to date; aggregate is not built."""
-    for target in ("model_oracle", "main_table"):
+    """Per-claim targets: one model's column, the main table and the aggregate are up to date."""
+    for target in ("model_oracle", "main_table", "aggregate"):
         assert "Nothing to be done" in snakemake(e2e, "-n", "--cores", "1", *e2e_config(e2e), "--", target)
-    counts = job_counts(
-        snakemake(e2e, "-n", "--quiet", "rules", "--cores", "1", *e2e_config(e2e), "--", "aggregate")
-    )
-    assert counts == {"aggregate": 1}
+
+
+def test_the_report_renders_the_aggregate_that_the_default_target_builds(e2e: Path) -> None:
+    """aggregate.json and verdict.json are built by the default target and are inputs of the report."""
+    out = e2e / "results" / "e2e"
+    aggregate = json.loads((out / "aggregate.json").read_text())
+    oracle = next(m for m in aggregate["models"] if m["model"] == "oracle")
+    assert oracle["columns"]["ActionSequence"]["value"] == pytest.approx(100.0)
+    assert json.loads((out / "verdict.json").read_text())["run"] == "e2e"
+    verdict = out / "verdict.json"
+    saved, stat = verdict.read_bytes(), verdict.stat()
+    verdict.unlink()
+    try:
+        counts = job_counts(snakemake(e2e, "-n", "--quiet", "rules", "--cores", "1", *e2e_config(e2e)))
+    finally:
+        verdict.write_bytes(saved)
+        os.utime(verdict, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert counts == {"aggregate": 1, "report": 1, "all": 1}, counts
 
 
 def test_lint_is_clean(tmp_path: Path) -> None:

@@ -190,7 +190,7 @@ def test_tiny_model_command_installs_and_replaces(tmp_path: Path, monkeypatch: p
     )
     specs = Specs(tmp_path, {}, {"tiny-llava": tiny_spec()}, {"t": run}, paper)
     monkeypatch.setattr(commands, "load_specs", lambda _root: specs)
-    args = argparse.Namespace(run="t", model="tiny-llava", specs=tmp_path)
+    args = argparse.Namespace(run="t", model="tiny-llava", specs=tmp_path, root=Path("."))
     target = RunPaths.for_run(run).model_dir("tiny-llava")
     assert commands.tiny_model(args) == 0
     first = weights_hash(target, LlavaForConditionalGeneration)
@@ -252,6 +252,7 @@ def test_an_image_changed_after_preprocessing_fails_its_sample_and_the_rest_are_
         task=task.name,
         mode=Mode.MULTI_IMAGE,
         specs=tmp_path,
+        root=Path("."),
         regime=regime,
         workers=1,
         threads=1,

@@ -89,12 +89,13 @@ def container_infer(args: argparse.Namespace) -> int:
     model = model_spec(specs, args.model)
     family_name = container_family(model, specs.root)
     run = specs.run(args.run)
-    paths = RunPaths.for_run(run)
+    paths = RunPaths.for_run(run, base=args.root)
     regime = model_regime(specs, run, model.name, Mode(args.mode)).id
     prepared = paths.prepared(args.task, args.mode, regime)
     require(prepared, "prepared samples", preprocess_command(run.name, args.task, args.mode, regime))
     paths.out.mkdir(parents=True, exist_ok=True)
-    cell = ("--run", run.name, "--model", model.name, "--task", args.task, "--mode", str(args.mode))
+    cell: tuple[str, ...] = ("--run", run.name, "--root", str(args.root), "--model", model.name)
+    cell += ("--task", args.task, "--mode", str(args.mode))
     threads = ("--threads", str(args.threads)) if args.threads else ()
     command = (*(("-v",) if args.verbose else ()), "infer", *cell, *threads)
     try:

@@ -19,7 +19,12 @@ def fetch(args: argparse.Namespace) -> int:
     specs = load_specs(args.specs)
     run = specs.run(args.run)
     try:
-        fetch_run(specs, run, RunPaths.for_run(run), retry=RetryPolicy(deadline_s=args.download_deadline))
+        fetch_run(
+            specs,
+            run,
+            RunPaths.for_run(run, base=args.root),
+            retry=RetryPolicy(deadline_s=args.download_deadline),
+        )
     except FetchError as err:
         log.error("%s", err)
         return 1

@@ -5,9 +5,9 @@ checked before anything is written: its type (no symlink, hardlink, device or fi
 resolves against the real target folder, that no name is used twice, and the total size the members
 declare (against a cap, as the headers are read, and the free disk space). The members are then
 written by this module, not by ``tarfile``'s extraction filters, whose checks depend on the
-interpreter's patch level. The archive is unpacked into a temporary folder beside the tree and moved
-into place, and a marker keyed by the archive's sha256 is written last, so an interrupted extraction
-is simply redone.
+interpreter's patch level. The archive is unpacked into a temporary folder in the markers folder beside the
+tree (the fetch job's own output) and moved into place, and a marker keyed by the archive's sha256 is
+written last, so an interrupted extraction is simply redone.
 """
 
 from __future__ import annotations
@@ -29,11 +29,12 @@ from pathlib import Path, PurePosixPath
 
 from milebench.data.errors import FetchError
 from milebench.io import atomic_write_json
+from milebench.paths import EXTRACT_MARKERS
 
 log = logging.getLogger(__name__)
 
 TOP = "MileBench"
-MARKERS = ".extracted"
+MARKERS = EXTRACT_MARKERS
 SHOWN_PROBLEMS = 10
 COPY_CHUNK = 1 << 20
 READ_ERRORS = (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile)
@@ -152,8 +153,8 @@ def extract_archive(
     if is_extracted(data_dir, name, sha256):
         log.info("%s already extracted", name)
         return False
-    data_dir.mkdir(parents=True, exist_ok=True)
-    for stale in data_dir.glob(f".extract-{name}-*"):
+    (data_dir / MARKERS).mkdir(parents=True, exist_ok=True)
+    for stale in (data_dir / MARKERS).glob(f".extract-{name}-*"):
         shutil.rmtree(stale)
     with _reading(archive), tarfile.open(archive, "r:gz") as tar:
         members = _read_members(tar, archive, limits)
@@ -217,8 +218,8 @@ def _unpack_into(
     data_dir: Path,
     limits: ExtractLimits,
 ) -> None:
-    """Check, unpack into a temporary folder beside the tree, then move ``MileBench/`` into place."""
-    tmp = Path(tempfile.mkdtemp(prefix=f".extract-{name}-", dir=data_dir)).resolve()
+    """Check, unpack into a temporary folder in the markers folder, then move ``MileBench/`` into place."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".extract-{name}-", dir=data_dir / MARKERS)).resolve()
     try:
         plan = check_archive(members, tmp, archive)
         total = sum(m.size for m, _ in plan if m.isreg())

@@ -55,6 +55,7 @@ def fetch_run(
         _link_local(source.local_tree, paths)
     else:
         _fetch_archives(source, paths, retry, limits)
+    paths.extract_markers.mkdir(parents=True, exist_ok=True)  # an output of the fetch job, even when empty
     return _finish(paths, body, started)
 
 
@@ -65,7 +66,7 @@ def _manifest_body(source: ResolvedSource, paths: RunPaths) -> dict[str, Any]:
         "archives": [
             {"name": e.name, "size": e.size, "sha256": e.sha256, "url": url} for e, url in source.archives
         ],
-        "data_root": str(paths.data_root),
+        "data_root": str(paths.relative(paths.data_root)),
     }
 
 

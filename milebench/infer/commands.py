@@ -90,7 +90,7 @@ def tiny_model(args: argparse.Namespace) -> int:
     from milebench.infer.tiny import build_tiny
 
     specs = load_specs(args.specs)
-    paths = RunPaths.for_run(specs.run(args.run))
+    paths = RunPaths.for_run(specs.run(args.run), base=args.root)
     spec = model_spec(specs, args.model)
     target = paths.model_dir(spec.name)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -115,7 +115,7 @@ def infer(args: argparse.Namespace) -> int:
     started = utc_now()
     specs = load_specs(args.specs)
     run = specs.run(args.run)
-    paths = RunPaths.for_run(run)
+    paths = RunPaths.for_run(run, base=args.root)
     spec = for_run(pin_weights(model_spec(specs, args.model), specs.root), run)
     task = task_spec(specs, args.task)
     mode = Mode(args.mode)
@@ -153,7 +153,7 @@ def infer(args: argparse.Namespace) -> int:
         model=spec,
         task=task.name,
         mode=mode.value,
-        outputs=(out,),
+        outputs=(paths.relative(out),),
         fetch_manifest=paths.fetch_manifest,
         started_at=started,
     )

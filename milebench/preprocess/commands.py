@@ -52,7 +52,7 @@ def task_source(task: TaskSpec, mode: Mode, data_root: Path) -> Path:
 def preprocess(args: argparse.Namespace) -> int:
     specs = load_specs(args.specs)
     run = specs.run(args.run)
-    paths = RunPaths.for_run(run)
+    paths = RunPaths.for_run(run, base=args.root)
     task = task_spec(specs, args.task)
     mode = Mode(args.mode)
     regimes = run_regimes(specs, run, mode)
@@ -91,7 +91,11 @@ def preprocess(args: argparse.Namespace) -> int:
     except (PreprocessError, TokenizerError) as err:
         log.error("%s", err)
         return 1
-    record = manifest(prepared, task, mode, regime, models, source, sha256_file(source), len(task_file.data))
+    n_samples = len(task_file.data)
+    record = manifest(
+        prepared, task, mode, regime, models, paths.relative(source), sha256_file(source), n_samples
+    )
+    paths.tiles(task.name, mode, regime.id).mkdir(parents=True, exist_ok=True)  # an output, empty if unused
     atomic_write_json(paths.prepared_manifest(task.name, mode, regime.id), record.model_dump(mode="json"))
     out = paths.prepared(task.name, mode, regime.id)
     atomic_write_jsonl(out, (s.model_dump(mode="json") for s in prepared.samples))

@@ -90,11 +90,13 @@ def kit_pictures(
     samples: Sequence[Sample],
     source: Path,
     paths: RunPaths,
+    tiles: Path,
     n_pictures: int,
     workers: int,
     max_pixels: int,
 ) -> dict[int, list[str] | PreprocessError]:
-    """Sample id -> picture paths relative to the data root, or the error that stops that sample.
+    """Sample id -> picture paths relative to the data root (the pictures made in ``tiles``), or the error
+    that stops that sample.
 
     Every image is checked before any is decoded, so the tiler reads only images within the pixel limit.
     """
@@ -110,7 +112,7 @@ def kit_pictures(
             continue
         jobs[sample.sample_id] = combine.sample_jobs([paths.data_root / r for r in rel], digests, n_pictures)
     flat = [job for sample_jobs in jobs.values() for job in sample_jobs]
-    made = iter(combine.make_pictures(flat, paths.tiles, workers))
+    made = iter(combine.make_pictures(flat, tiles, workers))
     for sample_id, sample_jobs in jobs.items():
         result[sample_id] = [os.path.relpath(next(made), paths.data_root) for _ in sample_jobs]
     return result
@@ -135,7 +137,8 @@ def prepare_task(
     combined = regime.image_input is ImageInput.COMBINED
     tiled = [s for s in task_file.data if combined and uses_kit_tiles(regime, s)]
     n_pictures = regime.combined_pictures or 1
-    pictures = kit_pictures(task.name, tiled, source, paths, n_pictures, workers, max_pixels)
+    tiles = paths.tiles(task.name, mode, regime.id)
+    pictures = kit_pictures(task.name, tiled, source, paths, tiles, n_pictures, workers, max_pixels)
     samples: list[PreparedSample] = []
     skipped: list[SkippedSample] = []
     for sample in task_file.data:

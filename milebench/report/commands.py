@@ -1,4 +1,7 @@
-"""``milebench report``: gather a run's task scores and render its HTML and LaTeX report.
+"""``milebench report``: render a run's HTML and LaTeX report from its aggregate, verdict and task scores.
+
+Every group and overall number, interval and verdict state is ``milebench aggregate``'s (aggregate.json
+and verdict.json): the report lays them out and computes none of them.
 
 A run with missing or failed predictions, or without some task score files, is refused (exit 1, naming
 the run spec file, its ``allow_incomplete`` field and every incomplete cell) unless the run spec sets
@@ -16,6 +19,8 @@ from pathlib import Path
 from milebench.errors import KitError
 from milebench.io import atomic_write_bytes, atomic_write_text
 from milebench.paths import RunPaths
+from milebench.plan import cells
+from milebench.record_files import read_record
 from milebench.report.evidence import Evidence
 from milebench.report.figures import report_figures
 from milebench.report.provenance import run_provenance
@@ -29,13 +34,16 @@ from milebench.score.aggregate import TaskScore
 from milebench.score.run_aggregate import (
     IncompleteCell,
     IncompleteError,
+    RunAggregate,
     RunFiles,
     incomplete_cells,
     require_complete,
     require_scores,
 )
+from milebench.score.verdict import Verdict
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode, RunSpec
+from milebench.stage_inputs import command
 
 log = logging.getLogger(__name__)
 
@@ -55,19 +63,51 @@ class ReportFiles(RunFiles):
             raise ScoreFileError(f"{path}: not a valid task score: {err}") from None
 
 
+class StaleAggregateError(KitError, ValueError):
+    """aggregate.json or verdict.json was written for another run, or before the run's models or modes."""
+
+
+def read_aggregate(run: RunSpec, paths: RunPaths) -> tuple[RunAggregate, Verdict | None]:
+    """The run's aggregate and, for a run with multi-image scores, its verdict, as ``milebench aggregate``
+    wrote them; one of another run or missing a model or mode of this one is refused by name."""
+    made_by = command("aggregate", run=run.name)
+    aggregate = read_record(paths.aggregate_json, RunAggregate, "run aggregate", made_by)
+    verdict = None
+    if Mode.MULTI_IMAGE in run.modes:
+        verdict = read_record(paths.verdict_json, Verdict, "run verdict", made_by)
+    expected = [(model, mode) for model in run.models for mode in run.modes]
+    found = {(m.model, m.mode) for m in aggregate.models}
+    missing = [f"{model}/{mode.value}" for model, mode in expected if (model, mode) not in found]
+    for path, written in (
+        (paths.aggregate_json, aggregate.run),
+        (paths.verdict_json, verdict and verdict.run),
+    ):
+        if written not in (None, run.name):
+            raise StaleAggregateError(
+                f"{path}: written for run {written!r}, not {run.name!r}; run {made_by} again"
+            )
+    if missing:
+        raise StaleAggregateError(
+            f"{paths.aggregate_json}: has no columns of {', '.join(missing)} of run {run.name!r} (written "
+            f"before the run spec changed?); run {made_by} again"
+        )
+    return aggregate, verdict
+
+
 def gather(specs: Specs, run: RunSpec, paths: RunPaths, files: ReportFiles | None = None) -> Report:
     lookup = (files or ReportFiles(paths)).task_score
-    models, tasks, all_tasks = specs.run_models(run), specs.run_tasks(run), list(specs.tasks.values())
+    aggregate, verdict = read_aggregate(run, paths)
+    models, tasks = specs.run_models(run), specs.run_tasks(run)
     tables = build_report(
-        run=run, models=models, run_tasks=tasks, all_tasks=all_tasks, paper=specs.paper, lookup=lookup
+        run=run, models=models, run_tasks=tasks, paper=specs.paper, lookup=lookup, aggregate=aggregate
     )
     evidence = Evidence(paths)
     return replace(
         tables,
-        verdict=build_verdict_view(run, specs.paper, models, tasks, all_tasks, evidence),
+        verdict=build_verdict_view(run, specs.paper, models, verdict),
         figures=report_figures(tables, models, tasks, evidence),
-        provenance=run_provenance(paths),
-        sensitivity=sensitivity_rows(models, tasks, all_tasks, lookup) if PAPER_MODE in run.modes else None,
+        provenance=run_provenance(paths, cells(specs, run)),
+        sensitivity=sensitivity_rows(models, tasks, aggregate) if PAPER_MODE in run.modes else None,
         truncation=truncation_tables(specs, run, tasks, evidence),
         budgets=budget_rows(specs, run),
         skipped=skipped_tables(specs, run, tasks, paths),
@@ -99,12 +139,12 @@ def write_report(report: Report, paths: RunPaths) -> None:
 
 def report(args: argparse.Namespace) -> int:
     specs = load_specs(args.specs)
-    return report_run(specs, specs.run(args.run))
+    return report_run(specs, specs.run(args.run), args.root)
 
 
-def report_run(specs: Specs, run: RunSpec) -> int:
-    """Render the run's report from its score files; 1 (logged) for a refused incomplete run."""
-    paths = RunPaths.for_run(run)
+def report_run(specs: Specs, run: RunSpec, root: Path = Path(".")) -> int:
+    """Render the run's report from its aggregate and score files; 1 (logged) for a refused incomplete run."""
+    paths = RunPaths.for_run(run, base=root)
     files = ReportFiles(paths)
     require_scores(run, specs.run_tasks(run), files)
     try:

@@ -5,21 +5,24 @@ environment gets one row of what a reader checks first: its jobs, the kit commit
 what its jobs saw of torch/CUDA/GPU (a score job never loads torch, and nodes of one image may differ
 in GPUs, so this is listed per group of jobs), transformers, the weights revisions and the data
 revision, and its package count; a fact that differs between environments is marked, and so are the
-packages whose versions differ. The full package lists, one line per infer and score job, and every
-JSON manifest under ``<out>/data/`` (shown key by key, so a new manifest appears without a template
-change) are kept for the folded part of the section (``<details>`` in HTML, an appendix in LaTeX).
+packages whose versions differ. The full package lists, one line per infer and score job of the run's
+cells, and the fetch manifest (shown key by key, so a new field appears without a template change) are
+kept for the folded part of the section (``<details>`` in HTML, an appendix in LaTeX). Only the run's
+own files are read (the report job's declared inputs), never a folder listing.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from milebench.io import canonical_json
 from milebench.paths import RunPaths
+from milebench.plan import Cell
 from milebench.provenance import DataRevision, Environment, JobProvenance, TorchInfo, read_provenance
 
 FACTS: tuple[tuple[str, str], ...] = (
@@ -90,26 +93,25 @@ def flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
     return [(prefix, value if isinstance(value, str) else json.dumps(value))]
 
 
-def read_manifest(path: Path) -> Manifest:
+def read_manifest(path: Path, shown: Path) -> Manifest:
+    """The JSON manifest at ``path``, named ``shown``."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not valid JSON: {err}") from None
-    return Manifest(str(path), flatten(data))
+    return Manifest(str(shown), flatten(data))
 
 
 def data_manifests(paths: RunPaths) -> list[Manifest]:
-    """Every JSON manifest under the run's data folder, the fetch manifest first."""
-    folder = paths.fetch_manifest.parent
-    found = sorted(folder.glob("*.json"), key=lambda p: (p != paths.fetch_manifest, p.name))
-    return [read_manifest(p) for p in found]
+    """The fetch manifest, when the data was fetched."""
+    found = paths.fetch_manifest
+    return [read_manifest(found, paths.relative(found))] if found.exists() else []
 
 
-def job_manifest_files(paths: RunPaths) -> list[Path]:
-    """Every infer and score job's manifest, in a stable order."""
-    return sorted(
-        p for stage in ("predictions", "scores") for p in (paths.out / stage).glob("*/*/*.provenance.json")
-    )
+def job_manifest_files(paths: RunPaths, cells: Iterable[Cell]) -> list[Path]:
+    """The infer and score manifests of the run's cells that exist, in a stable order."""
+    candidates = (p for c in cells for p in (paths.infer_provenance(*c), paths.score_provenance(*c)))
+    return sorted(p for p in candidates if p.exists())
 
 
 def _environment_key(env: Environment) -> str:
@@ -225,9 +227,9 @@ def summarise_environments(
     return summaries
 
 
-def run_provenance(paths: RunPaths) -> Provenance:
-    """The run's data manifests and its jobs, grouped by environment."""
-    files = job_manifest_files(paths)
+def run_provenance(paths: RunPaths, cells: Iterable[Cell]) -> Provenance:
+    """The run's data manifest and the jobs of its cells, grouped by environment."""
+    files = job_manifest_files(paths, cells)
     jobs = [read_provenance(p) for p in files]
     numbers: dict[str, int] = {}
     envs: list[Environment] = []
@@ -241,5 +243,6 @@ def run_provenance(paths: RunPaths) -> Provenance:
             grouped.append([])
         grouped[numbers[key] - 1].append(job)
         lines.append((f"{job.stage} {job.model}/{job.mode}/{job.task}", _job_line(job, numbers[key])))
-    listing = Manifest(f"{paths.out}/{{predictions,scores}}/**/*.provenance.json", lines) if lines else None
+    shown = f"{paths.relative(paths.out)}/{{predictions,scores}}/**/*.provenance.json"
+    listing = Manifest(shown, lines) if lines else None
     return Provenance(summarise_environments(envs, grouped), data_manifests(paths), listing)

@@ -1,8 +1,8 @@
 """Scorer sensitivity: how much of a score is the paper's answer extraction rather than the model.
 
 Every task score file holds the paper scorer's score and, under ``variants``, the same samples judged
-by the standard scorer. The report aggregates both by the paper's rules and shows the overall columns
-side by side, with the task where the two scorers differ most.
+by the standard scorer; ``milebench aggregate`` aggregates both by the paper's rules. The report shows
+the overall columns side by side, with the task where the two scorers differ most.
 """
 
 from __future__ import annotations
@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from milebench.report.tables import PAPER_MODE, ScoreLookup
-from milebench.score.aggregate import group_scores, overall_diag, overall_real
-from milebench.score.standard import SCORER_NAME as STANDARD
+from milebench.report.tables import OVERALL_DIAG, OVERALL_REAL, PAPER_MODE
+from milebench.score.run_aggregate import RunAggregate
 from milebench.spec.model import ModelSpec
 from milebench.spec.task import TaskSpec
 
@@ -36,40 +35,23 @@ class SensitivityRow:
         return real, diag
 
 
-def _overalls(
-    scores: dict[str, float | None], all_tasks: Sequence[TaskSpec]
-) -> tuple[float | None, float | None]:
-    groups = group_scores(scores, all_tasks)
-    return overall_real(groups), overall_diag(groups)
-
-
 def sensitivity_rows(
-    models: Sequence[ModelSpec],
-    run_tasks: Sequence[TaskSpec],
-    all_tasks: Sequence[TaskSpec],
-    lookup: ScoreLookup,
+    models: Sequence[ModelSpec], run_tasks: Sequence[TaskSpec], aggregate: RunAggregate
 ) -> list[SensitivityRow] | None:
-    """Multi-image rows of every model; None when no score file carries the standard scorer."""
+    """Multi-image rows of every model; None when no sample was judged by the standard scorer."""
+    names = {t.name: t.display_name for t in run_tasks}
     rows, any_standard = [], False
     for m in models:
-        paper: dict[str, float | None] = {}
-        standard: dict[str, float | None] = {}
-        gaps: list[tuple[str, float]] = []
-        for task in run_tasks:
-            found = lookup(m.name, task.name, PAPER_MODE)
-            variant = found.variants.get(STANDARD) if found is not None else None
-            paper[task.name] = found.score if found is not None else None
-            standard[task.name] = variant.score if variant is not None else None
-            any_standard |= variant is not None
-            gap = found.difference(STANDARD) if found is not None else None
-            if gap is not None:
-                gaps.append((task.display_name, gap))
+        found = aggregate.model(m.name, PAPER_MODE)
+        standard = found.standard or {}
+        any_standard |= found.standard is not None
+        gaps = [(names[task], gap) for task, gap in found.scorer_difference.items() if gap is not None]
         rows.append(
             SensitivityRow(
                 model=m.name,
                 display_name=m.display_name,
-                paper=_overalls(paper, all_tasks),
-                standard=_overalls(standard, all_tasks),
+                paper=(found.columns[OVERALL_REAL].value, found.columns[OVERALL_DIAG].value),
+                standard=(standard.get(OVERALL_REAL), standard.get(OVERALL_DIAG)),
                 largest=max(gaps, key=lambda g: abs(g[1])) if gaps else None,
             )
         )

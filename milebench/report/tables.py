@@ -1,4 +1,6 @@
-"""The report's tables as plain data, built from task scores and specs; templates only lay them out."""
+"""The report's tables as plain data, laid out from the run's aggregate (``milebench aggregate``: groups,
+overall columns, coverage), its task scores and the specs; templates only lay them out. Nothing here
+computes a score: every group and overall value is the aggregate's."""
 
 from __future__ import annotations
 
@@ -8,17 +10,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from milebench.plan import applies
-from milebench.score.aggregate import (
-    Coverage,
-    Denominator,
-    TaskScore,
-    column_tasks,
-    coverage,
-    group_scores,
-    overall_diag,
-    overall_real,
-    pooled_levels,
-)
+from milebench.score.aggregate import Coverage, TaskScore
+from milebench.score.run_aggregate import ModelAggregate, RunAggregate
 from milebench.spec.model import ModelSpec, Section
 from milebench.spec.paper import MainRow, PaperSpec
 from milebench.spec.run import Mode, RunSpec
@@ -232,57 +225,28 @@ def paper_values(row: MainRow) -> dict[str, float]:
     }
 
 
-def main_row_values(
-    model: str,
-    mode: Mode,
-    all_tasks: Sequence[TaskSpec],
-    lookup: ScoreLookup,
-    denominator: Denominator = Denominator.EXPECTED,
-) -> dict[str, float | None]:
-    """Group and overall columns of one model in one mode, by the paper's aggregation rules, from the
-    task scores under ``denominator`` (the official one unless the scored-only variant is asked for)."""
-    task_scores: dict[str, float | None] = {}
-    for task in all_tasks:
-        found = lookup(model, task.name, mode) if applies(task, mode) else None
-        if found is None:
-            task_scores[task.name] = None
-        else:
-            task_scores[task.name] = found.score if denominator is Denominator.EXPECTED else found.scored_only
-    groups = group_scores(task_scores, all_tasks)
-    return {
-        **{g.value: v for g, v in groups.items()},
-        OVERALL_REAL: overall_real(groups),
-        OVERALL_DIAG: overall_diag(groups),
-    }
+def main_row_values(found: ModelAggregate) -> dict[str, float | None]:
+    """The main table's group and overall columns of one model in one mode, as aggregated."""
+    return {key: found.columns[key].value for key, _ in MAIN_COLUMNS}
 
 
-def scored_only_overall(
-    model: str, mode: Mode, all_tasks: Sequence[TaskSpec], lookup: ScoreLookup
-) -> dict[str, float | None]:
-    """Overall Real. and Diag. under the scored-only variant."""
-    values = main_row_values(model, mode, all_tasks, lookup, Denominator.SCORED_ONLY)
-    return {key: values[key] for key in (OVERALL_REAL, OVERALL_DIAG)}
-
-
-def partial_coverage(
-    values: Mapping[str, float | None], model: str, mode: Mode, tasks: Sequence[TaskSpec], lookup: ScoreLookup
-) -> dict[str, float]:
+def partial_coverage(values: Mapping[str, float | None], found: ModelAggregate) -> dict[str, float]:
     """Coverage of each shown column that rests on fewer samples than expected (shown beside it)."""
-    found = {}
-    for column, value in values.items():
-        share = coverage(lookup(model, t.name, mode) for t in column_tasks(column, tasks)).fraction
-        if value is not None and share is not None and share < 1:
-            found[column] = share
-    return found
+    shares = {column: found.column_coverage.get(column) for column in values}
+    return {
+        column: share
+        for column, share in shares.items()
+        if values[column] is not None and share is not None and share < 1
+    }
 
 
 def mode_tables(
     mode: Mode,
     models: Sequence[ModelSpec],
     run_tasks: Sequence[TaskSpec],
-    all_tasks: Sequence[TaskSpec],
     paper: PaperSpec,
     lookup: ScoreLookup,
+    aggregate: RunAggregate,
 ) -> ModeTables:
     with_paper = mode is PAPER_MODE
     paper_rows = {row.model: row for row in paper.main_table.rows}
@@ -290,17 +254,18 @@ def mode_tables(
     order = {g: i for i, g in enumerate(Group)}
     tasks.sort(key=lambda t: order[t.group])
 
+    found = {m.name: aggregate.model(m.name, mode) for m in models}
     coverage_rows = [
         CoverageRow(
             m.name,
             m.display_name,
-            coverage(lookup(m.name, t.name, mode) for t in tasks),
-            scored_only_overall(m.name, mode, all_tasks, lookup),
+            found[m.name].coverage,
+            {key: found[m.name].scored_only[key] for key in (OVERALL_REAL, OVERALL_DIAG)},
         )
         for m in models
     ]
     complete = {row.model: row.coverage.complete for row in coverage_rows}
-    ours = {m.name: main_row_values(m.name, mode, all_tasks, lookup) for m in models}
+    ours = {m.name: main_row_values(found[m.name]) for m in models}
     sections = []
     for section in Section:
         rows = [
@@ -312,9 +277,7 @@ def mode_tables(
                 paper=paper_values(paper_rows[m.name]) if with_paper and m.name in paper_rows else None,
                 flagged=flagged_columns(paper, m.name) if with_paper else frozenset(),
                 complete=complete[m.name],
-                coverage={}
-                if complete[m.name]
-                else partial_coverage(ours[m.name], m.name, mode, tasks, lookup),
+                coverage={} if complete[m.name] else partial_coverage(ours[m.name], found[m.name]),
             )
             for m in models
             if m.section is section
@@ -338,7 +301,7 @@ def mode_tables(
 
 
 def contamination_rows(
-    models: Sequence[ModelSpec], all_tasks: Sequence[TaskSpec], paper: PaperSpec, lookup: ScoreLookup
+    models: Sequence[ModelSpec], paper: PaperSpec, aggregate: RunAggregate
 ) -> list[ContaminationRow]:
     """Overall Real. on the regular and the adversarial sets, beside the paper's contamination table."""
     published = {row.model: (row.regular, row.adv, row.delta) for row in paper.contamination.rows}
@@ -346,24 +309,18 @@ def contamination_rows(
         ContaminationRow(
             model=m.name,
             display_name=m.display_name,
-            regular=main_row_values(m.name, Mode.MULTI_IMAGE, all_tasks, lookup)[OVERALL_REAL],
-            adv=main_row_values(m.name, Mode.ADVERSARIAL, all_tasks, lookup)[OVERALL_REAL],
+            regular=aggregate.model(m.name, Mode.MULTI_IMAGE).columns[OVERALL_REAL].value,
+            adv=aggregate.model(m.name, Mode.ADVERSARIAL).columns[OVERALL_REAL].value,
             paper=published.get(m.name),
         )
         for m in models
     ]
 
 
-def level_means(scores: Iterable[TaskScore | None]) -> dict[str, float | None]:
-    """Per level, the mean over all expected samples of every task (each task weighted by its samples;
-    a missing or failed sample counts 0)."""
-    return {level: found.score for level, found in pooled_levels(s for s in scores if s is not None).items()}
-
-
 def quantity_rows(
-    models: Sequence[ModelSpec], run_tasks: Sequence[TaskSpec], paper: PaperSpec, lookup: ScoreLookup
+    models: Sequence[ModelSpec], paper: PaperSpec, aggregate: RunAggregate
 ) -> list[QuantityRow]:
-    """The paper's accuracy-by-image-quantity analysis, from the multi-image task scores."""
+    """The paper's accuracy-by-image-quantity analysis: the aggregate's pooled multi-image levels."""
     published = {
         row.model: {"Few": 100 * row.few, "Medium": 100 * row.medium, "Many": 100 * row.many}
         for row in paper.image_quantity.rows
@@ -372,7 +329,7 @@ def quantity_rows(
         QuantityRow(
             model=m.name,
             display_name=m.display_name,
-            ours=level_means(lookup(m.name, t.name, PAPER_MODE) for t in run_tasks),
+            ours={level: found.score for level, found in aggregate.model(m.name, PAPER_MODE).levels.items()},
             paper=published.get(m.name),
         )
         for m in models
@@ -433,17 +390,18 @@ def build_report(
     run: RunSpec,
     models: Sequence[ModelSpec],
     run_tasks: Sequence[TaskSpec],
-    all_tasks: Sequence[TaskSpec],
     paper: PaperSpec,
     lookup: ScoreLookup,
+    aggregate: RunAggregate,
 ) -> Report:
-    modes = [mode_tables(mode, models, run_tasks, all_tasks, paper, lookup) for mode in run.modes]
+    """The tables of every mode of the run: numbers from ``aggregate``, task cells from ``lookup``."""
+    modes = [mode_tables(mode, models, run_tasks, paper, lookup, aggregate) for mode in run.modes]
     both = Mode.MULTI_IMAGE in run.modes and Mode.ADVERSARIAL in run.modes
     return Report(
         run=run,
         modes=modes,
-        contamination=contamination_rows(models, all_tasks, paper, lookup) if both else None,
+        contamination=contamination_rows(models, paper, aggregate) if both else None,
         notes=notes(paper, {m.name: m for m in models}),
-        image_quantity=quantity_rows(models, run_tasks, paper, lookup) if PAPER_MODE in run.modes else None,
+        image_quantity=quantity_rows(models, paper, aggregate) if PAPER_MODE in run.modes else None,
         promptless=promptless_rows(run, models, run_tasks, lookup),
     )

@@ -12,14 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from milebench.report.evidence import Evidence
-from milebench.score.registry import DEFAULT_SCORER
-from milebench.score.uncertainty import TaskSamples, task_samples
-from milebench.score.verdict import COLUMNS, Agreement, AgreementSummary, Verdict, VerdictCell, build_verdict
+from milebench.score.verdict import COLUMNS, Agreement, AgreementSummary, Verdict, VerdictCell
 from milebench.spec.model import ModelSpec
 from milebench.spec.paper import PaperSpec
-from milebench.spec.run import Mode, RunSpec
-from milebench.spec.task import TaskSpec
+from milebench.spec.run import RunSpec
 
 STATE_CLASSES: dict[Agreement, str] = {
     Agreement.REPRODUCED: "reproduced",
@@ -106,35 +102,16 @@ def verdict_view(verdict: Verdict, models: Mapping[str, ModelSpec]) -> VerdictVi
     return VerdictView(verdict, rows, notes, summary)
 
 
-def run_samples(
-    run: RunSpec, tasks: Sequence[TaskSpec], evidence: Evidence
-) -> dict[str, dict[str, TaskSamples]]:
-    """Per model and task, the multi-image samples the paper scorer judged (absent judgments: left out)."""
-    samples: dict[str, dict[str, TaskSamples]] = {}
-    for model in run.models:
-        for task in tasks:
-            judgments = evidence.judgments(model, task.name, Mode.MULTI_IMAGE)
-            if judgments is not None:
-                samples.setdefault(model, {})[task.name] = task_samples(judgments, DEFAULT_SCORER)
-    return samples
-
-
 def build_verdict_view(
-    run: RunSpec,
-    paper: PaperSpec,
-    models: Sequence[ModelSpec],
-    run_tasks: Sequence[TaskSpec],
-    all_tasks: Sequence[TaskSpec],
-    evidence: Evidence,
+    run: RunSpec, paper: PaperSpec, models: Sequence[ModelSpec], verdict: Verdict | None
 ) -> VerdictView | None:
-    """The verdict of a run that has multi-image scores and at least one model of the paper's table.
+    """The verdict (``milebench aggregate``'s) of a run that has multi-image scores and at least one
+    model of the paper's table.
 
     Groups are formed over all tasks, as in the main table: a group with a task outside the run has no
     value of ours, so it is "not reproduced" rather than judged on part of its tasks.
     """
     published = {row.model for row in paper.main_table.rows}
-    if Mode.MULTI_IMAGE not in run.modes or not published & set(run.models):
+    if verdict is None or not published & set(run.models):
         return None
-    samples = run_samples(run, run_tasks, evidence)
-    verdict = build_verdict(run, paper, all_tasks, samples, scorer=DEFAULT_SCORER)
     return verdict_view(verdict, {m.name: m for m in models})

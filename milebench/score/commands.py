@@ -120,7 +120,7 @@ def score(args: argparse.Namespace) -> int:
         raise SpecError(run_file, problems)
 
     task = specs.tasks[args.task]
-    paths = RunPaths.for_run(run)
+    paths = RunPaths.for_run(run, base=args.root)
     regime = model_regime(specs, run, args.model, mode).id
     made_by = preprocess_command(run.name, task.name, mode, regime)
     samples = read_prepared(paths.prepared(task.name, mode, regime), made_by)
@@ -134,7 +134,13 @@ def score(args: argparse.Namespace) -> int:
         model=specs.models[args.model],
         task=task.name,
         mode=mode.value,
-        outputs=(paths.judgments(args.model, task.name, mode), paths.task_score(args.model, task.name, mode)),
+        outputs=tuple(
+            paths.relative(p)
+            for p in (
+                paths.judgments(args.model, task.name, mode),
+                paths.task_score(args.model, task.name, mode),
+            )
+        ),
         fetch_manifest=paths.fetch_manifest,
         started_at=started,
         prompt_rebuilt=task_score.prompt_rebuilt,

@@ -184,10 +184,16 @@ def task_json_revision(source: Path, data_root: Path) -> DataRevision:
 
 
 def score_imported(
-    specs: Specs, run: RunSpec, model: str, found: ImportedTask, mode: Mode, data_dir: Path | None
+    specs: Specs,
+    run: RunSpec,
+    paths: RunPaths,
+    model: str,
+    found: ImportedTask,
+    mode: Mode,
+    data_dir: Path | None,
 ) -> None:
     """Judge one imported task with every scorer; write its judgments, task score and provenance."""
-    started, task, paths = utc_now(), found.task, RunPaths.for_run(run)
+    started, task = utc_now(), found.task
     regime = model_regime(specs, run, model, mode).id
     made_by = preprocess_command(run.name, task.name, mode, regime)
     samples = scoring_samples(mode, found, paths.prepared(task.name, mode, regime), made_by)
@@ -201,7 +207,10 @@ def score_imported(
         model=specs.models[model],
         task=task.name,
         mode=mode.value,
-        outputs=(paths.judgments(model, task.name, mode), paths.task_score(model, task.name, mode)),
+        outputs=tuple(
+            paths.relative(p)
+            for p in (paths.judgments(model, task.name, mode), paths.task_score(model, task.name, mode))
+        ),
         fetch_manifest=paths.fetch_manifest,
         started_at=started,
         data=None if data_dir is None else task_json_revision(found.source, data_dir),
@@ -222,7 +231,7 @@ def import_official(args: argparse.Namespace) -> int:
     fetch = command("fetch", run=run.name)
     if args.data_dir is not None:
         require(args.data_dir, "MileBench data folder", fetch)
-    paths = RunPaths.for_run(run)
+    paths = RunPaths.for_run(run, base=args.root)
     imported = 0
     for task in specs.run_tasks(run):
         if not applies(task, mode):
@@ -233,7 +242,7 @@ def import_official(args: argparse.Namespace) -> int:
             log.warning("%s: no %s; the task's samples stay missing", args.outputs / task.name, PRED_FILE)
             continue
         imported += 1
-        score_imported(specs, run, args.model, found, mode, args.data_dir)
+        score_imported(specs, run, paths, args.model, found, mode, args.data_dir)
     if imported == 0:
         log.error("%s: no <Task>/%s of any task of run %s", args.outputs, PRED_FILE, run.name)
         return 1
@@ -241,4 +250,4 @@ def import_official(args: argparse.Namespace) -> int:
         return 0
     from milebench.report.commands import report_run  # the report loads matplotlib: only when asked
 
-    return write_aggregate(specs, run) or report_run(specs, run)
+    return write_aggregate(specs, run, root=args.root) or report_run(specs, run, args.root)

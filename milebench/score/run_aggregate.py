@@ -108,7 +108,9 @@ class ModelAggregate(Spec):
         "them), shown beside the official ones, never instead."
     )
     column_coverage: dict[str, float | None] = Field(description="Scored / expected samples per column.")
-    standard: dict[str, float | None] = Field(description="The same columns under the standard scorer.")
+    standard: dict[str, float | None] | None = Field(
+        description="The same columns under the standard scorer; null when no sample was judged by it."
+    )
     scorer_difference: dict[str, float | None] = Field(description="Per task: standard minus paper.")
     levels: dict[QuantityLevel, LevelScore] = Field(description="Accuracy per image-quantity level (x100).")
     coverage: Coverage
@@ -137,6 +139,13 @@ class RunAggregate(Spec):
     incomplete: tuple[IncompleteCell, ...]
     models: tuple[ModelAggregate, ...]
     adversarial: tuple[AdversarialDelta, ...]
+
+    def model(self, model: str, mode: Mode) -> ModelAggregate:
+        """One model's columns in one mode; a ``KeyError`` names what the aggregate lacks."""
+        for found in self.models:
+            if (found.model, found.mode) == (model, mode):
+                return found
+        raise KeyError(f"{model}/{mode.value}")
 
 
 def read_task_score(path: Path) -> TaskScore:
@@ -262,7 +271,8 @@ def model_aggregate(
     present = [s for s in scores.values() if s is not None]
     samples = files.samples(model, mode, tasks, DEFAULT_SCORER)
     columns = bootstrap_table(samples, all_tasks, resamples, seed, confidence)
-    standard = point_columns(files.samples(model, mode, tasks, STANDARD), all_tasks)
+    standard_samples = files.samples(model, mode, tasks, STANDARD)
+    standard = point_columns(standard_samples, all_tasks) if standard_samples else None
     scored_only = files.samples(model, mode, tasks, DEFAULT_SCORER, Denominator.SCORED_ONLY)
     failures: dict[FailureKind, int] = {}
     for found in present:
@@ -361,12 +371,14 @@ def run_verdict(
 def aggregate(args: argparse.Namespace) -> int:
     """``milebench aggregate``: write aggregate.json (and verdict.json when the run has multi-image)."""
     specs = load_specs(args.specs)
-    return write_aggregate(specs, specs.run(args.run), args.resamples, args.seed)
+    return write_aggregate(specs, specs.run(args.run), args.resamples, args.seed, args.root)
 
 
-def write_aggregate(specs: Specs, run: RunSpec, resamples: int = 2000, seed: int = 0) -> int:
+def write_aggregate(
+    specs: Specs, run: RunSpec, resamples: int = 2000, seed: int = 0, root: Path = Path(".")
+) -> int:
     """The run's aggregate.json and verdict.json; 1 (logged) for an incomplete run that does not allow it."""
-    paths = RunPaths.for_run(run)
+    paths = RunPaths.for_run(run, base=root)
     try:
         require_scores(run, specs.run_tasks(run), RunFiles(paths))
         result = aggregate_run(specs, run, paths, resamples, seed)

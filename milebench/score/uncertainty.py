@@ -28,6 +28,10 @@ from milebench.score.aggregate import (
     REALISTIC_GROUPS,
     Denominator,
     column_tasks,
+    group_scores,
+    mean_x100,
+    overall_diag,
+    overall_real,
     sample_score,
     scored,
 )
@@ -114,9 +118,16 @@ def _bootstrap_means(values: np.ndarray, rng: np.random.Generator, resamples: in
 
 
 def point_columns(samples: Mapping[str, TaskSamples], tasks: Sequence[TaskSpec]) -> dict[str, float | None]:
-    """Every task, group and overall value (x100) without intervals."""
-    values = {n: np.array(100 * s.scores.mean()) for n, s in samples.items() if len(s.scores)}
-    return {column: None if v is None else float(v) for column, v in _columns(values, tasks).items()}
+    """Every task, group and overall value (x100) without intervals, by the paper's rules exactly as a
+    task score file computes its task's value (``milebench.score.aggregate``), so the two never differ."""
+    values = {t.name: mean_x100(list(samples[t.name].scores)) if t.name in samples else None for t in tasks}
+    groups = group_scores(values, tasks)
+    return {
+        **values,
+        **{g.value: v for g, v in groups.items()},
+        OVERALL_REAL: overall_real(groups),
+        OVERALL_DIAG: overall_diag(groups),
+    }
 
 
 def bootstrap_table(
@@ -126,16 +137,15 @@ def bootstrap_table(
     seed: int = 0,
     confidence: float = 0.95,
 ) -> dict[str, Estimate]:
-    """Estimate for every task, group and overall column (x100); a task without samples has none."""
-    values: dict[str, np.ndarray] = {}
+    """Estimate for every task, group and overall column (x100); a task without samples has none.
+    The values are ``point_columns``; the intervals resample through the same aggregation."""
     replicates: dict[str, np.ndarray] = {}
     for task in tasks:
         found = samples.get(task.name)
         if found is None or len(found.scores) == 0:
             continue
-        values[task.name] = np.array(100 * found.scores.mean())
         replicates[task.name] = 100 * _bootstrap_means(found.scores, _rng(seed, task.name), resamples)
-    point, spread = _columns(values, tasks), _columns(replicates, tasks)
+    point, spread = point_columns(samples, tasks), _columns(replicates, tasks)
     table = {}
     for column, value in point.items():
         reps = spread[column]
@@ -143,7 +153,7 @@ def bootstrap_table(
             table[column] = Estimate(value=None, low=None, high=None)
         else:
             low, high = _interval(reps, confidence)
-            table[column] = Estimate(value=float(value), low=low, high=high)
+            table[column] = Estimate(value=value, low=low, high=high)
     return table
 
 

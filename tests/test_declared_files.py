@@ -1,0 +1,187 @@
+"""Every file a job reads is one of its declared inputs, every file it writes one of its declared outputs.
+
+A small run goes through Snakemake with an audit hook in every ``milebench`` process (``audit/``
+sitecustomize): what each command opened, renamed, removed, created and listed under the run's folders
+is compared with what its rule declares (``snakemake --detailed-summary``). Reads by native code (the
+tokenizers' Rust, safetensors) are not seen; they read inside declared model folders.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+
+from milebench.spec.registry import DEFAULT_SPECS
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
+AUDIT = Path(__file__).resolve().parent / "audit"
+RUN = "audited"
+TASKS = ["ActionSequence", "TextNeedleInAHaystack"]
+CACHES = ("journal", "downloads")
+"""Folders of ``results/<run>/`` that outlive a failed job on purpose: not outputs, read by their writer."""
+
+
+def write_run(root: Path, name: str, models: list[str], samples: int = 2) -> list[str]:
+    """A copy of the kit's specs with a run of ``models`` on ``TASKS``; returns Snakemake's --config."""
+    specs = root / "specs"
+    root.mkdir(parents=True, exist_ok=True)
+    if not specs.exists():
+        shutil.copytree(DEFAULT_SPECS, specs)
+    run = {
+        "name": name,
+        "description": "declared files",
+        "models": models,
+        "tasks": TASKS,
+        "modes": ["multi-image"],
+        "data": {"kind": "fixture", "seed": 1, "samples_per_task": samples},
+    }
+    (specs / "runs" / f"{name}.yaml").write_text(yaml.safe_dump(run))
+    return ["--config", f"run={name}", f"specs={specs}"]
+
+
+def snakemake(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    root.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run([*SNAKEMAKE, *args], cwd=root, capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout
+
+
+@dataclass
+class Job:
+    rule: str
+    command: str
+    inputs: set[str] = field(default_factory=set)
+    outputs: set[str] = field(default_factory=set)
+
+
+def declared_jobs(root: Path, config: list[str]) -> list[Job]:
+    """Each job of the finished run with its declared inputs and outputs, from the detailed summary."""
+    table = snakemake(root, "--detailed-summary", "--cores", "1", *config)
+    jobs: dict[str, Job] = {}
+    rows = csv.DictReader(io.StringIO(table[table.index("output_file") :]), delimiter="\t")
+    for row in rows:
+        job = jobs.setdefault(row["shellcmd"], Job(row["rule"], row["shellcmd"]))
+        job.outputs.add(str(root / row["output_file"]))
+        job.inputs.update(str(root / f) for f in row["input-file(s)"].split(",") if f)
+    return list(jobs.values())
+
+
+def covered(path: str, declared: set[str]) -> bool:
+    """``path`` is a declared file or lies in a declared folder."""
+    return any(path == d or path.startswith(f"{d}/") for d in declared)
+
+
+def renamed(path: str, renames: list[list[str]]) -> str:
+    """Where a written file ended up after the process's renames (atomic writes, a built folder moved)."""
+    for src, dst in renames:
+        if path == src or path.startswith(f"{src}/"):
+            path = dst + path[len(src) :]
+    return path
+
+
+def undeclared(record: dict, job: Job, root: Path) -> list[str]:
+    """What the process touched under the run's folders that its rule does not declare. A file or folder
+    the process made and removed again (a scratch folder) is its own business, like its reads of it."""
+    layout = [str(root / "results" / RUN), str(root / "reports" / RUN)]
+    caches = {f"{layout[0]}/{c}" for c in CACHES}
+    made = {renamed(p, record["rename"]) for p in record["write"] + record["mkdir"]}
+    scratch = {p for p in made if not Path(p).exists()}
+
+    def ours(path: str) -> bool:
+        return covered(path, set(layout)) and not covered(path, caches | scratch)
+
+    problems = []
+    for kind, paths, declared in (
+        ("read", record["read"], job.inputs | job.outputs),
+        ("listed", record["list"], job.inputs | job.outputs),
+        ("wrote", record["write"], job.outputs),
+        ("made folder", record["mkdir"], job.outputs),
+    ):
+        for path in paths:
+            final = renamed(path, record["rename"])
+            parent = kind == "made folder" and any(out.startswith(f"{final}/") for out in job.outputs)
+            if ours(final) and not parent and not covered(final, declared):
+                problems.append(f"{kind} {path}")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def audited(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Job], list[dict]]:
+    root = tmp_path_factory.mktemp("declared")
+    config = write_run(root, RUN, ["random", "tiny-llava"])
+    records = root / "audit"
+    records.mkdir()
+    path = os.pathsep.join([str(AUDIT), str(REPO), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path, "MILEBENCH_AUDIT": str(records)}
+    snakemake(root, "--cores", "2", *config, env=env)
+    found = [json.loads(p.read_text()) for p in sorted(records.glob("*.json"))]
+    return root, declared_jobs(root, config), found
+
+
+def test_every_job_reads_and_writes_only_what_its_rule_declares(
+    audited: tuple[Path, list[Job], list[dict]],
+) -> None:
+    root, jobs, records = audited
+    by_command = {}
+    for record in records:
+        argv = " ".join(record["argv"])
+        (job,) = [j for j in jobs if argv in j.command]
+        by_command[job.command] = (job, record)
+    ran = {job.rule for job, _ in by_command.values()}
+    assert ran == {"fixture", "fetch", "tiny_model", "preprocess", "infer", "score", "aggregate", "report"}
+    assert len(by_command) == len(jobs)  # every job with an output ran one audited command
+    problems = {
+        f"{job.rule}: {job.command.split(' > ')[0]}": undeclared(record, job, root)
+        for job, record in by_command.values()
+    }
+    assert {k: v for k, v in problems.items() if v} == {}
+    # The audit sees what it checks: the report read the judgments behind its needle figure.
+    report_job, report_record = next(v for v in by_command.values() if v[0].rule == "report")
+    needle = root / f"results/{RUN}/scores/random/multi-image/TextNeedleInAHaystack.jsonl"
+    assert str(needle) in report_record["read"] and str(needle) in report_job.inputs
+
+
+def report_tables(reports: Path) -> tuple[str, str]:
+    """The HTML and LaTeX report without its provenance (job times and hosts differ from run to run)."""
+    html = (reports / "report.html").read_text(encoding="utf-8")
+    start, end = html.index('<section id="provenance">'), html.index('<section id="notes">')
+    tex = (reports / "report.tex").read_text(encoding="utf-8")
+    first, notes = tex.index(r"\subsection*{Provenance}"), tex.index(r"\subsection*{Notes}")
+    return html[:start] + html[end:], tex[:first] + tex[notes : tex.index(r"\appendix")]
+
+
+@pytest.mark.skipif(shutil.which("rsync") is None, reason="snakemake-storage-plugin-fs copies with rsync")
+def test_a_run_through_a_storage_provider_gives_the_plain_runs_report(tmp_path: Path) -> None:
+    """With a folder standing in for S3 (snakemake-storage-plugin-fs, no shared file system), each job sees
+    only the inputs Snakemake staged for it, and the report equals the one of a plain run."""
+    plain, staged, store = tmp_path / "plain", tmp_path / "staged", tmp_path / "store"
+    models = ["random", "oracle"]
+    snakemake(plain, "--cores", "2", *write_run(plain, "stored", models))
+    storage = ["--default-storage-provider", "fs", "--default-storage-prefix", str(store)]
+    snakemake(
+        staged, "--cores", "2", *storage, "--shared-fs-usage", "none", *write_run(staged, "stored", models)
+    )
+    assert not (staged / "results").exists() and not (staged / "reports").exists()
+    for name in ("aggregate.json", "verdict.json"):
+        ours = (store / "results/stored" / name).read_text()
+        assert ours == (plain / "results/stored" / name).read_text(), name
+    assert report_tables(store / "reports/stored") == report_tables(plain / "reports/stored")
+    figures = sorted(p.name for p in (plain / "reports/stored/figures").iterdir())
+    assert figures and all(
+        (store / "reports/stored/figures" / f).read_bytes()
+        == (plain / "reports/stored/figures" / f).read_bytes()
+        for f in figures
+    )
+    fetched = json.loads((store / "results/stored/data/fetch.json").read_text())
+    assert fetched["data_root"] == "results/stored/data/MileBench"  # not where the job's copy was staged
