@@ -1,0 +1,101 @@
+"""Scoring rules stated as facts: one-sided punctuation, a ROUGE-L pair with a decimal, known intervals.
+
+Each test pins a number a wrong implementation would change: the binomial quantiles of a bootstrap, a
+permutation p-value that can be counted by hand, the boundary of the verdict's tolerance.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from mini_specs import MINI_TASKS
+
+from milebench.score.normalize import normalize
+from milebench.score.rouge_l import rouge_l_f
+from milebench.score.uncertainty import TaskSamples, bootstrap_table, compare
+
+TASKS = list(MINI_TASKS)
+
+
+def samples(scores: list[float], start: int = 0) -> TaskSamples:
+    return TaskSamples(
+        ids=tuple(range(start, start + len(scores))), scores=np.array(scores), n_expected=len(scores)
+    )
+
+
+# --- normalisation -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A mark with a space on its left only, or on its right only, is deleted everywhere in the text.
+        ("well-known -ish", "wellknown ish"),
+        ("well-known- ish", "wellknown ish"),
+        ("(a)b (c", "a b c"),  # each mark on its own: "(" is spaced, ")" is not
+        ("a)b) c", "ab c"),
+        # With no space beside it anywhere, every occurrence becomes a space.
+        ("well-known", "well known"),
+        ("x/y/z", "x y z"),
+    ],
+)
+def test_a_mark_spaced_on_one_side_is_deleted_everywhere(text: str, expected: str) -> None:
+    assert normalize(text) == expected
+
+
+# --- ROUGE-L -----------------------------------------------------------------------------------------
+
+
+def test_rouge_l_reads_the_prediction_as_the_hypothesis() -> None:
+    """``rouge`` 1.0.1 splits at every '.', so "2.5" is two sentences, and counts distinct words.
+
+    Prediction "dogs 5 or 2.5" (sentences "dogs 5 or 2" and "5"), gold "5 dogs": the gold's two words
+    are each found in some prediction sentence (union LCS 2), so R = 2/2, P = 2/4, F = 2/3. With the
+    roles swapped the gold is the hypothesis: only one word is new to the union, F = 1/3.
+    """
+    prediction, gold = normalize("Dogs, 5 or 2.5"), normalize("5 dogs")
+    assert (prediction, gold) == ("dogs 5 or 2.5", "5 dogs")
+    assert rouge_l_f(prediction, gold) == pytest.approx(2 / 3, abs=1e-6)
+    assert rouge_l_f(gold, prediction) == pytest.approx(1 / 3, abs=1e-6)
+
+
+# --- bootstrap intervals -----------------------------------------------------------------------------
+
+HALF = [1.0] * 20 + [0.0] * 20
+"""40 samples, 20 right: a bootstrap mean is Binomial(40, 1/2) / 40. Its 2.5% and 97.5% quantiles are
+14 and 26 (P(X <= 13) = 1.9%, P(X <= 14) = 4.0%), its 5% and 95% quantiles 15 and 25 (P(X <= 15) =
+7.7%), so with enough resamples the percentile interval is exact whatever the seed."""
+
+
+@pytest.mark.parametrize(("confidence", "interval"), [(0.95, (35.0, 65.0)), (0.90, (37.5, 62.5))])
+@pytest.mark.parametrize("seed", [0, 7])
+def test_task_interval_is_the_binomial_percentile_interval(
+    confidence: float, interval: tuple[float, float], seed: int
+) -> None:
+    table = bootstrap_table({"SlideVQA": samples(HALF)}, TASKS, 20_000, seed, confidence)
+    estimate = table["SlideVQA"]
+    assert (estimate.value, estimate.low, estimate.high) == (50.0, *interval)
+    # S-2 has SlideVQA alone in the mini task list: the group repeats the task's interval.
+    assert table["S-2"] == estimate
+
+
+def test_the_default_confidence_is_95_percent() -> None:
+    estimate = bootstrap_table({"SlideVQA": samples(HALF)}, TASKS, resamples=20_000)["SlideVQA"]
+    assert (estimate.low, estimate.high) == (35.0, 65.0)
+
+
+def test_paired_interval_is_the_percentile_interval_of_the_differences() -> None:
+    """A right and B wrong on 20 samples, both right on 20: the differences are HALF."""
+    a = {"SlideVQA": samples([1.0] * 40)}
+    b = {"SlideVQA": samples(HALF[20:] + [1.0] * 20)}
+    row = next(r for r in compare(a, b, TASKS, resamples=20_000) if r.column == "SlideVQA")
+    assert (row.difference, row.low, row.high, row.n_pairs) == (50.0, 35.0, 65.0, 40)
+
+
+def test_permutation_p_value_counts_flips_as_extreme_as_observed() -> None:
+    """Four pairs, A right and B wrong on each: a sign flip is as extreme only when all four signs agree,
+    2 of 16 equally likely patterns, so p = (1 + 2/16 R) / (1 + R) for R resamples."""
+    a, b = {"SlideVQA": samples([1.0] * 4)}, {"SlideVQA": samples([0.0] * 4)}
+    row = next(r for r in compare(a, b, TASKS, resamples=40_000, seed=3) if r.column == "SlideVQA")
+    assert row.difference == 100.0
+    assert row.p_value == pytest.approx(0.125, abs=0.005)
