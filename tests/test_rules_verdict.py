@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from milebench.score.uncertainty import TaskSamples
-from milebench.score.verdict import VerdictCell, build_verdict
+from milebench.score.verdict import VerdictCell, build_verdict, inconsistent_cells, rank_correlation
 from milebench.spec.registry import load_specs
 from milebench.spec.run import FixtureSource, RunSpec
 from milebench.spec.task import Group
@@ -55,3 +55,84 @@ def test_the_interval_is_widened_by_the_printed_rounding(offset: float, inside: 
     assert [c.ci_low for c in cells] == pytest.approx([c.published + offset for c in cells], abs=1e-9)
     assert [c.ci_high for c in cells] == pytest.approx([c.published + offset for c in cells], abs=1e-9)
     assert [c.published_in_interval for c in cells] == [inside] * 12
+
+
+def test_counts_of_passed_and_failed_cells() -> None:
+    samples = {t.name: constant(ROW.groups[t.group] + 2.0) for t in TASKS}
+    run = RunSpec(name="v", description="d", models=("vila",), data=FixtureSource(kind="fixture"))
+    verdict = build_verdict(run, SPECS.paper, TASKS, {"vila": samples}, resamples=20)
+    # Every group is 2 points off; the overall columns are means of groups, so they are too.
+    assert (verdict.n_passed, verdict.n_failed, verdict.n_unreproduced) == (0, 14, 0)
+
+
+def test_a_model_with_a_published_row_and_no_scores_is_unreproduced() -> None:
+    """Models without a published row are skipped, whatever their place in the run."""
+    run = RunSpec(name="v", description="d", models=("oracle", "vila"), data=FixtureSource(kind="fixture"))
+    verdict = build_verdict(run, SPECS.paper, TASKS, {}, resamples=20)
+    assert {c.model for c in verdict.cells} == {"vila"}
+    assert [(c.ours, c.passed, c.coverage) for c in verdict.cells] == [(None, None, 0.0)] * 14
+    assert (verdict.n_passed, verdict.n_failed, verdict.n_unreproduced) == (0, 0, 14)
+    assert (verdict.scorer, verdict.resamples, verdict.seed, verdict.confidence) == ("paper", 20, 0, 0.95)
+
+
+def test_defaults_are_the_paper_scorer_and_2000_seeded_resamples() -> None:
+    run = RunSpec(name="v", description="d", models=("vila",), data=FixtureSource(kind="fixture"))
+    verdict = build_verdict(run, SPECS.paper, TASKS, {})
+    assert (verdict.scorer, verdict.resamples, verdict.seed, verdict.confidence) == ("paper", 2000, 0, 0.95)
+
+
+def test_the_verdict_interval_has_the_asked_confidence() -> None:
+    """40 samples, 20 right, in every task: each task's interval is the binomial one (see test_rules_score);
+    a group of identical tasks repeats it."""
+    half = TaskSamples(ids=tuple(range(40)), scores=np.array([1.0] * 20 + [0.0] * 20), n_expected=40)
+    run = RunSpec(name="v", description="d", models=("vila",), data=FixtureSource(kind="fixture"))
+    samples = {"vila": {t.name: half for t in TASKS}}
+    for confidence, interval in ((0.95, (35.0, 65.0)), (0.90, (37.5, 62.5))):
+        verdict = build_verdict(run, SPECS.paper, TASKS, samples, resamples=20_000, confidence=confidence)
+        s5 = next(c for c in verdict.cells if c.column == "S-5")  # one task
+        assert (s5.ci_low, s5.ci_high) == interval
+        assert verdict.confidence == confidence
+
+
+def test_a_column_without_tasks_has_no_coverage() -> None:
+    """With only the T-1 tasks listed, every other column rests on nothing: coverage is undefined."""
+    t1 = [t for t in TASKS if t.group is Group.T1]
+    run = RunSpec(name="v", description="d", models=("vila",), data=FixtureSource(kind="fixture"))
+    verdict = build_verdict(
+        run, SPECS.paper, t1, {"vila": {t.name: constant(40.3) for t in t1}}, resamples=20
+    )
+    coverage = {c.column: c.coverage for c in verdict.cells}
+    assert coverage["T-1"] == 1.0
+    assert coverage["T-2"] is None and coverage["overall_diag"] is None
+    assert coverage["overall_real"] == 1.0  # the listed realistic tasks are all scored
+
+
+def test_a_column_range_flags_exactly_its_columns() -> None:
+    flags = inconsistent_cells(SPECS.paper)
+    llava = sorted(column for model, column in flags if model == "llava-1.6-7b")
+    assert llava == ["T-1", "T-2", "T-3", "T-4"]
+
+
+def test_rank_correlation_is_spearman_with_its_p_value() -> None:
+    """Ranks 1 3 2 4 5 against 1 2 3 4 5: rho = 1 - 6 * 2 / (5 * 24) = 0.9, two-sided p of the t test
+    with 3 degrees of freedom 0.0374."""
+    ours = {m: v for m, v in zip("abcde", (1.0, 3.0, 2.0, 4.0, 5.0), strict=True)}
+    published = {m: v for m, v in zip("abcde", (10.0, 20.0, 30.0, 40.0, 50.0), strict=True)}
+    found = rank_correlation("overall_real", ours, published)
+    assert (found.n_models, found.models) == (5, tuple("abcde"))
+    assert found.rho == pytest.approx(0.9)
+    assert found.p_value == pytest.approx(0.0374, abs=1e-4)
+
+
+@pytest.mark.parametrize("constant_side", ["ours", "published"])
+def test_rank_correlation_is_undefined_when_one_side_is_constant(constant_side: str) -> None:
+    varied = {"a": 1.0, "b": 2.0, "c": 3.0}
+    flat = {"a": 5.0, "b": 5.0, "c": 5.0}
+    ours, published = (flat, varied) if constant_side == "ours" else (varied, flat)
+    found = rank_correlation("overall_real", ours, published)
+    assert (found.n_models, found.rho, found.p_value) == (3, None, None)
+
+
+def test_rank_correlation_needs_three_models_with_both_values() -> None:
+    found = rank_correlation("x", {"a": 1.0, "b": 2.0, "z": 9.0}, {"a": 1.0, "b": 2.0, "c": 3.0})
+    assert (found.n_models, found.models, found.rho) == (2, ("a", "b"), None)

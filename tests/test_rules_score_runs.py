@@ -1,0 +1,214 @@
+"""Run-level scoring commands, stated as rules: the verdict of a run, the settings the aggregate records,
+the compare table, and predictions imported from the official code."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from test_import_official import ns, official_record, setup  # noqa: F401
+from test_score_aggregate_run import fill
+from test_score_command import paths_of, specs_dir  # noqa: F401
+
+from milebench.io import read_jsonl
+from milebench.score.compare import compare_command, format_table
+from milebench.score.official import OfficialFormatError, import_official
+from milebench.score.run_aggregate import IncompleteError, aggregate, run_verdict
+from milebench.score.uncertainty import Comparison
+from milebench.spec.base import SpecError
+from milebench.spec.registry import load_specs
+from milebench.spec.run import Mode
+from milebench.spec.task import Group
+
+PUBLISHED = {g.value: 10.0 for g in Group} | {"T-1": 33.3, "N-1": 50.0}
+
+
+def publish_random(specs_dir: Path) -> None:  # noqa: F811
+    """Give the test paper spec a row for the run's model."""
+    path = specs_dir / "paper.yaml"
+    paper = yaml.safe_load(path.read_text())
+    paper["main_table"]["rows"] = [
+        {"paper_name": "Random", "model": "random", "section": "baseline", "size": None,
+         "groups": PUBLISHED, "overall_real": 10.0, "overall_diag": 10.0}
+    ]  # fmt: skip
+    path.write_text(yaml.safe_dump(paper))
+
+
+def set_modes(specs_dir: Path, modes: list[str]) -> None:  # noqa: F811
+    path = specs_dir / "runs" / "t.yaml"
+    path.write_text(yaml.safe_dump({**yaml.safe_load(path.read_text()), "modes": modes}))
+
+
+# --- the verdict of a run ----------------------------------------------------------------------------
+
+
+def test_run_verdict_judges_the_multi_image_scores(specs_dir: Path) -> None:  # noqa: F811
+    publish_random(specs_dir)
+    fill(specs_dir)
+    specs = load_specs(specs_dir)
+    verdict = run_verdict(specs, specs.run("t"), paths_of(specs_dir), resamples=50, seed=4, confidence=0.9)
+    cells = {c.column: c for c in verdict.cells}
+    assert len(cells) == 14 and {c.model for c in verdict.cells} == {"random"}
+    # ActionSequence (T-1): one of three right in multi-image (adversarial answers are all wrong).
+    assert cells["T-1"].ours == pytest.approx(100 / 3)
+    assert cells["T-1"].passed is True  # 33.33 against the printed 33.3
+    # The needle task (N-1): a gold of four words is never one word of an answer, 0 against 50.0 printed.
+    assert cells["N-1"].ours == 0.0 and cells["N-1"].passed is False
+    assert cells["T-2"].ours is None and cells["T-2"].coverage is None  # no task of T-2 in the specs
+    assert (verdict.scorer, verdict.resamples, verdict.seed, verdict.confidence) == ("paper", 50, 4, 0.9)
+
+
+def test_run_verdict_is_refused_for_an_incomplete_run(specs_dir: Path) -> None:  # noqa: F811
+    publish_random(specs_dir)
+    fill(specs_dir, drop=("ActionSequence", 1))
+    specs = load_specs(specs_dir)
+    with pytest.raises(IncompleteError, match="random/multi-image/ActionSequence: missing samples"):
+        run_verdict(specs, specs.run("t"), paths_of(specs_dir))
+
+
+def test_run_verdict_defaults(specs_dir: Path) -> None:  # noqa: F811
+    publish_random(specs_dir)
+    fill(specs_dir)
+    specs = load_specs(specs_dir)
+    verdict = run_verdict(specs, specs.run("t"), paths_of(specs_dir))
+    assert (verdict.scorer, verdict.resamples, verdict.seed, verdict.confidence) == ("paper", 2000, 0, 0.95)
+
+
+def test_aggregate_records_the_asked_resamples_and_seed(specs_dir: Path) -> None:  # noqa: F811
+    publish_random(specs_dir)
+    fill(specs_dir)
+    assert aggregate(argparse.Namespace(run="t", specs=specs_dir, resamples=30, seed=5)) == 0
+    paths = paths_of(specs_dir)
+    result = json.loads(paths.aggregate_json.read_text())
+    verdict = json.loads(paths.verdict_json.read_text())
+    assert (result["resamples"], result["seed"]) == (30, 5)
+    assert (verdict["resamples"], verdict["seed"]) == (30, 5)
+    assert [c["column"] for c in verdict["cells"]][:2] == ["T-1", "T-2"]
+
+
+def test_a_run_without_multi_image_has_no_verdict(specs_dir: Path) -> None:  # noqa: F811
+    publish_random(specs_dir)
+    fill(specs_dir)
+    set_modes(specs_dir, ["adversarial"])
+    assert aggregate(argparse.Namespace(run="t", specs=specs_dir, resamples=10, seed=0)) == 0
+    paths = paths_of(specs_dir)
+    assert paths.aggregate_json.exists() and not paths.verdict_json.exists()
+
+
+# --- compare -----------------------------------------------------------------------------------------
+
+
+def test_compare_table_prints_every_column_with_a_difference() -> None:
+    rows = [
+        Comparison(column="SlideVQA", difference=12.5, low=-1.25, high=30.0, p_value=0.04321, n_pairs=40),
+        Comparison(column="T-1", difference=None, low=None, high=None, p_value=None, n_pairs=0),
+        Comparison(column="overall_real", difference=-3.0, low=-4.0, high=-2.0, p_value=0.0002, n_pairs=7),
+    ]
+    assert format_table(rows, "r/a", "r/b") == (
+        "r/a minus r/b (table points; 95% bootstrap interval; permutation p-value)\n"
+        "column                        diff     low    high        p  pairs\n"
+        "SlideVQA                     12.50   -1.25   30.00   0.0432     40\n"
+        "overall_real                 -3.00   -4.00   -2.00   0.0002      7\n"
+    )
+
+
+def compare_args(specs_dir: Path, **changes: object) -> argparse.Namespace:  # noqa: F811
+    fields = dict(run="t", run_b=None, model_a="random", model_b="other", mode=Mode.MULTI_IMAGE,
+                  scorer="paper", resamples=10, seed=0, out=None, specs=specs_dir)  # fmt: skip
+    return argparse.Namespace(**(fields | changes))
+
+
+def test_compare_names_the_run_file_and_field_of_a_bad_model(specs_dir: Path) -> None:  # noqa: F811
+    with pytest.raises(SpecError) as err:
+        compare_command(compare_args(specs_dir))
+    assert str(err.value) == f"{specs_dir}/runs/t.yaml: models: model 'other' is not part of run 't'"
+
+
+def test_compare_refuses_a_model_against_itself(specs_dir: Path) -> None:  # noqa: F811
+    with pytest.raises(SpecError) as err:
+        compare_command(compare_args(specs_dir, model_b=None))
+    assert str(err.value) == f"{specs_dir}/runs: models: compare needs two different models or runs"
+
+
+def test_compare_in_adversarial_mode_leaves_out_tasks_without_an_adversarial_set(
+    specs_dir: Path,  # noqa: F811
+    capsys: pytest.CaptureFixture,
+) -> None:
+    fill(specs_dir)
+    run = yaml.safe_load((specs_dir / "runs" / "t.yaml").read_text())
+    (specs_dir / "runs" / "t2.yaml").write_text(yaml.safe_dump({**run, "name": "t2"}))
+    out = specs_dir / "compare.json"
+    assert (
+        compare_command(compare_args(specs_dir, run_b="t2", model_b=None, mode=Mode.ADVERSARIAL, out=out))
+        == 0
+    )
+    rows = {r["column"]: r for r in json.loads(out.read_text())["rows"]}
+    assert rows["ActionSequence"]["difference"] == 0.0 and rows["ActionSequence"]["n_pairs"] == 3
+    assert rows["TextNeedleInAHaystack"]["difference"] is None
+    assert "TextNeedleInAHaystack" not in capsys.readouterr().out
+
+
+# --- predictions of the official code ---------------------------------------------------------------
+
+
+def test_imported_predictions_carry_no_time_and_a_key_per_record(setup) -> None:  # noqa: F811
+    root, data, outputs = setup
+    assert import_official(ns(root, outputs, data)) == 0
+    preds = list(read_jsonl(paths_of(root).predictions("random", "ActionSequence", Mode.MULTI_IMAGE)))
+    assert [(p["seconds"], p["mode"], p["task"]) for p in preds] == [
+        (0.0, "multi-image", "ActionSequence")
+    ] * 2
+    keys = [p["cache_key"] for p in preds]
+    assert len(set(keys)) == 2 and all(len(k) == len("official:") + 64 for k in keys)
+
+
+def test_a_task_without_predictions_does_not_stop_the_import(setup) -> None:  # noqa: F811
+    """Tasks are imported in spec order; ActionSequence comes first and has no pred.json here."""
+    root, data, outputs = setup
+    (outputs / "ActionSequence" / "pred.json").unlink()
+    target = outputs / "Spot-the-Diff" / "pred.json"
+    target.parent.mkdir(parents=True)
+    target.write_text(json.dumps([official_record(0, "the car is gone", "the car is gone")]))
+    assert import_official(ns(root, outputs, data)) == 0
+    preds = list(read_jsonl(paths_of(root).predictions("random", "Spot-the-Diff", Mode.MULTI_IMAGE)))
+    assert [(p["sample_id"], p["response"]) for p in preds] == [(0, "the car is gone")]
+
+
+def test_adversarial_import_checks_against_the_adversarial_file(setup) -> None:  # noqa: F811
+    root, data, outputs = setup
+    adv = data / "ActionSequence" / "ActionSequence-adv.json"
+    (data / "ActionSequence" / "ActionSequence.json").rename(adv)
+    args = ns(root, outputs, data)
+    args.mode = Mode.ADVERSARIAL
+    assert import_official(args) == 0
+    preds = list(read_jsonl(paths_of(root).predictions("random", "ActionSequence", Mode.ADVERSARIAL)))
+    assert [p["mode"] for p in preds] == ["adversarial"] * 2
+
+
+def test_a_record_of_an_unknown_sample_names_the_data_file(setup) -> None:  # noqa: F811
+    root, data, outputs = setup
+    (outputs / "ActionSequence" / "pred.json").write_text(json.dumps([official_record(9, "banana", "B")]))
+    source = data / "ActionSequence" / "ActionSequence.json"
+    with pytest.raises(OfficialFormatError) as err:
+        import_official(ns(root, outputs, data))
+    assert str(err.value) == f"{outputs}/ActionSequence/pred.json: record 0: sample_id 9 is not in {source}"
+
+
+def test_an_unknown_model_names_the_run_file_and_field(setup) -> None:  # noqa: F811
+    root, data, outputs = setup
+    args = ns(root, outputs, data)
+    args.model = "nobody"
+    with pytest.raises(SpecError) as err:
+        import_official(args)
+    assert str(err.value) == f"{root}/runs/t.yaml: models: model 'nobody' is not part of run 't'"
+
+
+def test_invalid_json_names_the_file(setup) -> None:  # noqa: F811
+    root, data, outputs = setup
+    pred = outputs / "ActionSequence" / "pred.json"
+    pred.write_text("[{")
+    with pytest.raises(OfficialFormatError, match=rf"^{pred}: invalid JSON: "):
+        import_official(ns(root, outputs, data))
