@@ -99,3 +99,29 @@ def test_permutation_p_value_counts_flips_as_extreme_as_observed() -> None:
     row = next(r for r in compare(a, b, TASKS, resamples=40_000, seed=3) if r.column == "SlideVQA")
     assert row.difference == 100.0
     assert row.p_value == pytest.approx(0.125, abs=0.005)
+
+
+def test_a_flip_is_extreme_only_when_its_mean_reaches_the_observed_one() -> None:
+    """Differences 1, 1, 1, 1 and 0.004: observed mean 0.8008. Flipping only the small one gives 0.7992,
+    less extreme, so again only 2 of the 32 sign patterns count: p = 1/16."""
+    a, b = {"SlideVQA": samples([1.0] * 4 + [0.504])}, {"SlideVQA": samples([0.0] * 4 + [0.5])}
+    row = next(r for r in compare(a, b, TASKS, resamples=40_000, seed=3) if r.column == "SlideVQA")
+    assert row.difference == pytest.approx(80.08)
+    assert row.p_value == pytest.approx(1 / 16, abs=0.004)
+
+
+def test_compare_defaults_to_5000_resamples_seeded_0() -> None:
+    """30 pairs, A right and B wrong on each: no flip is as extreme (2 patterns in 2^30), p = 1 / 5001."""
+    a, b = {"SlideVQA": samples([1.0] * 30)}, {"SlideVQA": samples([0.0] * 30)}
+    rows = compare(a, b, TASKS)
+    assert next(r for r in rows if r.column == "SlideVQA").p_value == 1 / 5001
+    assert rows == compare(a, b, TASKS, resamples=5000, seed=0)
+
+
+def test_a_task_scored_on_one_side_only_is_not_compared() -> None:
+    a = {"SlideVQA": samples([1.0] * 4), "ActionSequence": samples([1.0] * 4)}
+    b = {"SlideVQA": samples([0.0] * 4)}
+    rows = {r.column: r for r in compare(a, b, TASKS, resamples=100)}
+    assert rows["SlideVQA"].n_pairs == 4
+    assert (rows["ActionSequence"].difference, rows["ActionSequence"].n_pairs) == (None, 0)
+    assert (rows["T-1"].difference, rows["T-1"].p_value, rows["T-1"].n_pairs) == (None, None, 0)

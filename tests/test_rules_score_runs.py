@@ -16,8 +16,8 @@ from test_score_command import paths_of, specs_dir  # noqa: F401
 from milebench.io import read_jsonl
 from milebench.score.compare import compare_command, format_table
 from milebench.score.official import OfficialFormatError, import_official
-from milebench.score.run_aggregate import IncompleteError, aggregate, run_verdict
-from milebench.score.uncertainty import Comparison
+from milebench.score.run_aggregate import IncompleteError, RunFiles, aggregate, run_verdict
+from milebench.score.uncertainty import Comparison, compare
 from milebench.spec.base import SpecError
 from milebench.spec.registry import load_specs
 from milebench.spec.run import Mode
@@ -138,8 +138,7 @@ def test_compare_in_adversarial_mode_leaves_out_tasks_without_an_adversarial_set
     capsys: pytest.CaptureFixture,
 ) -> None:
     fill(specs_dir)
-    run = yaml.safe_load((specs_dir / "runs" / "t.yaml").read_text())
-    (specs_dir / "runs" / "t2.yaml").write_text(yaml.safe_dump({**run, "name": "t2"}))
+    second_run(specs_dir)
     out = specs_dir / "compare.json"
     assert (
         compare_command(compare_args(specs_dir, run_b="t2", model_b=None, mode=Mode.ADVERSARIAL, out=out))
@@ -212,3 +211,32 @@ def test_invalid_json_names_the_file(setup) -> None:  # noqa: F811
     pred.write_text("[{")
     with pytest.raises(OfficialFormatError, match=rf"^{pred}: invalid JSON: "):
         import_official(ns(root, outputs, data))
+
+
+def second_run(specs_dir: Path) -> None:  # noqa: F811
+    """Run ``t2``: the same spec as ``t`` writing to the same folder, so both sides hold the same files."""
+    run = yaml.safe_load((specs_dir / "runs" / "t.yaml").read_text())
+    (specs_dir / "runs" / "t2.yaml").write_text(yaml.safe_dump({**run, "name": "t2"}))
+
+
+def test_compare_writes_what_was_compared_with_the_asked_seed(specs_dir: Path) -> None:  # noqa: F811
+    fill(specs_dir)
+    second_run(specs_dir)
+    out = specs_dir / "compare.json"
+    args = compare_args(specs_dir, run_b="t2", model_b=None, resamples=20, seed=3, out=out)
+    assert compare_command(args) == 0
+    written = json.loads(out.read_text())
+    rows = written.pop("rows")
+    assert written == {"a": "t/random", "b": "t2/random", "mode": "multi-image", "scorer": "paper",
+                       "resamples": 20, "seed": 3}  # fmt: skip
+    specs = load_specs(specs_dir)
+    samples = RunFiles(paths_of(specs_dir)).samples(
+        "random", Mode.MULTI_IMAGE, list(specs.tasks.values()), "paper"
+    )
+    expected = compare(samples, samples, list(specs.tasks.values()), 20, 3)
+    assert rows == [r.model_dump(mode="json") for r in expected]
+
+
+def test_compare_without_shared_samples_exits_1(specs_dir: Path) -> None:  # noqa: F811
+    second_run(specs_dir)
+    assert compare_command(compare_args(specs_dir, run_b="t2", model_b=None)) == 1
