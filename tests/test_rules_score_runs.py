@@ -10,14 +10,24 @@ from pathlib import Path
 import pytest
 import yaml
 from test_import_official import ns, official_record, setup  # noqa: F401
-from test_score_aggregate_run import fill
-from test_score_command import paths_of, specs_dir  # noqa: F401
+from test_score_aggregate_run import allow, fill
+from test_score_command import args, paths_of, prediction, specs_dir  # noqa: F401
 
-from milebench.io import read_jsonl
+from milebench.io import atomic_write_jsonl, read_jsonl
+from milebench.records import FailureKind
+from milebench.score.commands import score
 from milebench.score.compare import compare_command, format_table
 from milebench.score.official import OfficialFormatError, import_official
-from milebench.score.run_aggregate import IncompleteError, RunFiles, aggregate, run_verdict
-from milebench.score.uncertainty import Comparison, compare
+from milebench.score.run_aggregate import (
+    IncompleteError,
+    ModelAggregate,
+    RunFiles,
+    adversarial_deltas,
+    aggregate,
+    aggregate_run,
+    run_verdict,
+)
+from milebench.score.uncertainty import Comparison, Estimate, compare
 from milebench.spec.base import SpecError
 from milebench.spec.registry import load_specs
 from milebench.spec.run import Mode
@@ -240,3 +250,91 @@ def test_compare_writes_what_was_compared_with_the_asked_seed(specs_dir: Path) -
 def test_compare_without_shared_samples_exits_1(specs_dir: Path) -> None:  # noqa: F811
     second_run(specs_dir)
     assert compare_command(compare_args(specs_dir, run_b="t2", model_b=None)) == 1
+
+
+# --- a model's aggregate -----------------------------------------------------------------------------
+
+
+def fail_first_sample(specs_dir: Path, tasks: tuple[str, ...], kind: FailureKind) -> None:  # noqa: F811
+    """Sample 0 of each task's multi-image predictions fails with ``kind``; the task is scored again."""
+    paths = paths_of(specs_dir)
+    for task in tasks:
+        path = paths.predictions("random", task, Mode.MULTI_IMAGE)
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        rows[0] = prediction(task, 0, None, kind)
+        atomic_write_jsonl(path, rows)
+        assert score(args(specs_dir, task)) == 0
+
+
+def test_failures_of_a_kind_add_up_over_tasks(specs_dir: Path) -> None:  # noqa: F811
+    fill(specs_dir)
+    fail_first_sample(specs_dir, ("ActionSequence", "Spot-the-Diff"), FailureKind.TIMEOUT)
+    fail_first_sample(specs_dir, ("TextNeedleInAHaystack",), FailureKind.OOM)
+    allow(specs_dir)
+    specs = load_specs(specs_dir)
+    result = aggregate_run(specs, specs.run("t"), paths_of(specs_dir), resamples=10)
+    multi = next(m for m in result.models if m.mode is Mode.MULTI_IMAGE)
+    assert multi.failures == {FailureKind.TIMEOUT: 2, FailureKind.OOM: 1}
+
+
+def test_the_standard_columns_are_the_standard_scorer_s(specs_dir: Path) -> None:  # noqa: F811
+    fill(specs_dir)
+    specs = load_specs(specs_dir)
+    result = aggregate_run(specs, specs.run("t"), paths_of(specs_dir), resamples=10)
+    multi, adversarial = result.models  # the run's modes in order: multi-image, adversarial
+    assert (multi.mode, adversarial.mode) == (Mode.MULTI_IMAGE, Mode.ADVERSARIAL)
+    # Multi-image answers "B" (right), "the car is gone" (no option named) and "A" (wrong); the needle holds
+    # the answer "the car is gone" as a phrase, never as one word.
+    assert multi.standard["ActionSequence"] == pytest.approx(100 / 3)
+    assert multi.standard["TextNeedleInAHaystack"] == 0.0
+    # Adversarial answers "A", "x", "A": all wrong; the needle task has no adversarial set.
+    assert adversarial.standard["ActionSequence"] == 0.0
+    assert adversarial.standard["TextNeedleInAHaystack"] is None
+    assert adversarial.scorer_difference == {"ActionSequence": 0.0, "Spot-the-Diff": 0.0}
+
+
+def test_the_aggregate_intervals_have_the_asked_confidence(specs_dir: Path) -> None:  # noqa: F811
+    """ActionSequence scores 1, 0, 0: the 95% interval of its mean spans 0 to 100, the 10% one hugs 33.3."""
+    fill(specs_dir)
+    specs = load_specs(specs_dir)
+    wide, narrow = (
+        next(m for m in aggregate_run(specs, specs.run("t"), paths_of(specs_dir), 2000, 0, c).models)
+        for c in (0.95, 0.10)
+    )
+    assert (wide.columns["ActionSequence"].low, wide.columns["ActionSequence"].high) == (0.0, 100.0)
+    assert (narrow.columns["ActionSequence"].low, narrow.columns["ActionSequence"].high) == pytest.approx(
+        (100 / 3, 100 / 3)
+    )
+
+
+def estimate(value: float | None) -> Estimate:
+    return Estimate(value=value, low=value, high=value)
+
+
+def model_row(model: str, mode: Mode, overall_real: float | None) -> ModelAggregate:
+    """Only what the contamination delta reads: the Overall Real. column."""
+    return ModelAggregate.model_construct(
+        model=model, mode=mode, columns={"overall_real": estimate(overall_real)}
+    )
+
+
+def test_contamination_delta_is_regular_minus_adversarial_per_model() -> None:
+    rows = [
+        model_row("only-adv", Mode.ADVERSARIAL, 30.0),
+        model_row("a", Mode.MULTI_IMAGE, 50.0),
+        model_row("a", Mode.ADVERSARIAL, 42.5),
+        model_row("b", Mode.MULTI_IMAGE, 40.0),
+        model_row("c", Mode.ADVERSARIAL, 20.0),
+        model_row("c", Mode.MULTI_IMAGE, None),
+    ]
+    deltas = adversarial_deltas(rows)
+    assert [(d.model, d.regular.value, d.adversarial.value, d.delta) for d in deltas] == [
+        ("a", 50.0, 42.5, 7.5),
+        ("c", None, 20.0, None),
+    ]
+    assert (
+        adversarial_deltas([model_row("d", Mode.MULTI_IMAGE, 10.0), model_row("d", Mode.ADVERSARIAL, None)])[
+            0
+        ].delta
+        is None
+    )
