@@ -9,10 +9,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from mini_specs import MINI_TASKS
+from test_paper_scorer import make_sample, make_task
 
+from milebench.records import Judgment
+from milebench.score.aggregate import VariantScore, summarise
+from milebench.score.choice import extract_choice, option_key, option_map
 from milebench.score.normalize import normalize
+from milebench.score.paper import ScoringError, judge
 from milebench.score.rouge_l import rouge_l_f
-from milebench.score.uncertainty import TaskSamples, bootstrap_table, compare
+from milebench.score.standard import judge as standard_judge
+from milebench.score.uncertainty import TaskSamples, bootstrap_table, compare, task_samples
+from milebench.spec.run import Mode
 
 TASKS = list(MINI_TASKS)
 
@@ -125,3 +132,72 @@ def test_a_task_scored_on_one_side_only_is_not_compared() -> None:
     assert rows["SlideVQA"].n_pairs == 4
     assert (rows["ActionSequence"].difference, rows["ActionSequence"].n_pairs) == (None, 0)
     assert (rows["T-1"].difference, rows["T-1"].p_value, rows["T-1"].n_pairs) == (None, None, 0)
+
+
+# --- sample rules ------------------------------------------------------------------------------------
+
+
+def test_a_two_character_key_is_read_whole_before_letters_are_collected() -> None:
+    """Past 78 options the official keys leave the alphabet: option 81 is "B^". A prediction "b^" is that
+    key (step 4 of the extraction); collecting the letters that are keys (step 5) would give "B"."""
+    options = option_map([f"item {i}" for i in range(90)])
+    assert option_key(81) == "B^"
+    assert extract_choice(normalize("B^"), options) == "B^"
+    assert extract_choice("b", options) == "B"
+
+
+def test_only_scored_judgments_count_even_if_another_carries_a_score() -> None:
+    def row(i: int, status: str, score: float | None) -> Judgment:
+        return Judgment(task="t", mode=Mode.MULTI_IMAGE, model="m", sample_id=i, scorer="paper",
+                        status=status, score=score, image_quantity_level="Few")  # fmt: skip
+
+    rows = [row(0, "scored", 1.0), row(1, "failed", 1.0), row(2, "missing", 1.0), row(3, "scored", 0.0)]
+    found = task_samples(rows)  # the paper scorer by default
+    assert (found.ids, found.scores.tolist(), found.n_expected) == ((0, 3), [1.0, 0.0], 4)
+    summary = summarise("t", "m", Mode.MULTI_IMAGE, "paper", rows)
+    assert (summary.score, summary.n_scored) == (50.0, 2)
+
+
+def test_a_scorer_difference_needs_both_scores() -> None:
+    base = summarise("t", "m", Mode.MULTI_IMAGE, "paper", [])
+    unscored = VariantScore(scorer="standard", score=None, n_scored=0, levels={})
+    assert (
+        base.model_copy(update={"score": 40.0, "variants": {"standard": unscored}}).difference("standard")
+        is None
+    )
+    scored = unscored.model_copy(update={"score": 55.0})
+    assert base.model_copy(update={"variants": {"standard": scored}}).difference("standard") is None
+    both = base.model_copy(update={"score": 40.0, "variants": {"standard": scored}})
+    assert both.difference("standard") == 15.0
+
+
+def test_a_task_with_one_sample_has_a_point_interval_and_one_with_none_has_no_value() -> None:
+    table = bootstrap_table({"SlideVQA": samples([1.0]), "ActionSequence": samples([])}, TASKS, resamples=50)
+    assert (table["SlideVQA"].value, table["SlideVQA"].low, table["SlideVQA"].high) == (100.0, 100.0, 100.0)
+    assert (table["ActionSequence"].value, table["ActionSequence"].low) == (None, None)
+
+
+def test_bootstrap_defaults_to_2000_resamples_seeded_0() -> None:
+    data = {"SlideVQA": samples(HALF)}
+    assert bootstrap_table(data, TASKS) == bootstrap_table(data, TASKS, 2000, 0, 0.95)
+
+
+def test_scoring_errors_name_task_sample_and_cause() -> None:
+    choice_task, rouge_task = make_task("ActionSequence", "multi-choice"), make_task("WebQA", "open-ended")
+    with pytest.raises(ScoringError) as err:
+        judge(choice_task, make_sample("ActionSequence", "kiwi", ["apple"]), "A")
+    assert str(err.value) == (
+        "task ActionSequence sample 0: gold answer 'kiwi' is not one of its choices after normalisation"
+    )
+    with pytest.raises(ScoringError) as err:
+        judge(choice_task, make_sample("ActionSequence", "kiwi", []), "A")
+    assert str(err.value) == "task ActionSequence sample 0: multi-choice sample has no choices"
+    with pytest.raises(ScoringError) as err:
+        judge(rouge_task, make_sample("WebQA", "!?"), "anything")
+    assert str(err.value) == "task WebQA sample 0: gold answer is empty after normalisation"
+    with pytest.raises(ScoringError) as err:
+        standard_judge(choice_task, make_sample("ActionSequence", "kiwi", ["apple"]), "A")
+    assert str(err.value) == "task ActionSequence sample 0: gold answer 'kiwi' is not one of its choices"
+    with pytest.raises(ScoringError) as err:
+        standard_judge(choice_task, make_sample("ActionSequence", "kiwi", []), "A")
+    assert str(err.value) == "task ActionSequence sample 0: multi-choice sample has no choices"

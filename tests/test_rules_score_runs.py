@@ -5,26 +5,34 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 from pathlib import Path
 
 import pytest
 import yaml
 from test_import_official import ns, official_record, setup  # noqa: F401
+from test_paper_scorer import make_task
 from test_score_aggregate_run import allow, fill
-from test_score_command import args, paths_of, prediction, specs_dir  # noqa: F401
+from test_score_command import CHOICES, args, paths_of, prediction, sample, specs_dir  # noqa: F401
 
 from milebench.io import atomic_write_jsonl, read_jsonl
-from milebench.records import FailureKind
-from milebench.score.commands import score
+from milebench.paths import UNLIMITED_REGIME
+from milebench.preprocess.regime import model_regime
+from milebench.provenance import read_provenance
+from milebench.records import FailureKind, Prediction, PreparedSample
+from milebench.score.commands import _points, judge_sample, score
 from milebench.score.compare import compare_command, format_table
 from milebench.score.official import OfficialFormatError, import_official
 from milebench.score.run_aggregate import (
+    IncompleteCell,
     IncompleteError,
     ModelAggregate,
     RunFiles,
     adversarial_deltas,
     aggregate,
     aggregate_run,
+    incomplete_cells,
+    require_complete,
     run_verdict,
 )
 from milebench.score.uncertainty import Comparison, Estimate, compare
@@ -338,3 +346,144 @@ def test_contamination_delta_is_regular_minus_adversarial_per_model() -> None:
         ].delta
         is None
     )
+
+
+# --- incomplete runs ---------------------------------------------------------------------------------
+
+
+def test_every_incomplete_cell_is_listed_with_its_samples(specs_dir: Path) -> None:  # noqa: F811
+    """The run lists the needle task first: it has no adversarial set, and the walk goes on past it."""
+    path = specs_dir / "runs" / "t.yaml"
+    run = yaml.safe_load(path.read_text())
+    path.write_text(
+        yaml.safe_dump({**run, "tasks": ["TextNeedleInAHaystack", "ActionSequence", "Spot-the-Diff"]})
+    )
+    fill(specs_dir)
+    fail_first_sample(specs_dir, ("ActionSequence",), FailureKind.TIMEOUT)
+    paths = paths_of(specs_dir)
+    paths.task_score("random", "Spot-the-Diff", Mode.ADVERSARIAL).unlink()
+    specs = load_specs(specs_dir)
+    cells = incomplete_cells(specs.run("t"), specs.run_tasks(specs.run("t")), RunFiles(paths))
+    assert cells == [
+        IncompleteCell(model="random", task="ActionSequence", mode=Mode.MULTI_IMAGE, score_file=True,
+                       failed_ids=(0,), failures={FailureKind.TIMEOUT: 1}),
+        IncompleteCell(model="random", task="Spot-the-Diff", mode=Mode.ADVERSARIAL, score_file=False),
+    ]  # fmt: skip
+    with pytest.raises(IncompleteError) as err:
+        require_complete(specs.run("t"), cells)
+    assert str(err.value).startswith("run 't' has 2 incomplete cell(s); final tables are refused.")
+    assert str(err.value).endswith(
+        "\n  random/multi-image/ActionSequence: failed samples [0] (timeout: 1)"
+        "\n  random/adversarial/Spot-the-Diff: no task score file"
+    )
+
+
+def test_a_cell_description_counts_the_ids_past_twenty() -> None:
+    cell = IncompleteCell(model="m", task="T", mode=Mode.MULTI_IMAGE, score_file=True,
+                          missing_ids=tuple(range(25)), failed_ids=(30, 31),
+                          failures={FailureKind.OOM: 1, FailureKind.TIMEOUT: 1})  # fmt: skip
+    shown = ", ".join(str(i) for i in range(20))
+    assert cell.describe() == (
+        f"m/multi-image/T: missing samples [{shown}, ... 5 more] failed samples [30, 31] (oom: 1, timeout: 1)"
+    )
+    twenty = cell.model_copy(update={"missing_ids": tuple(range(20)), "failed_ids": (), "failures": {}})
+    assert twenty.describe() == f"m/multi-image/T: missing samples [{shown}]"
+
+
+# --- the score command -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("task", "mode", "problem"),
+    [
+        ("GPR1200", Mode.MULTI_IMAGE, "tasks: task 'GPR1200' is not part of run 't'"),
+        (
+            "TextNeedleInAHaystack",
+            Mode.ADVERSARIAL,
+            "modes: task 'TextNeedleInAHaystack' has no adversarial set",
+        ),
+    ],
+)
+def test_score_names_the_run_file_and_field(specs_dir: Path, task: str, mode: Mode, problem: str) -> None:  # noqa: F811
+    with pytest.raises(SpecError) as err:
+        score(args(specs_dir, task, mode))
+    assert str(err.value) == f"{specs_dir}/runs/t.yaml: {problem}"
+    bad = args(specs_dir, "ActionSequence")
+    bad.model = "nobody"
+    with pytest.raises(SpecError) as err:
+        score(bad)
+    assert str(err.value) == f"{specs_dir}/runs/t.yaml: models: model 'nobody' is not part of run 't'"
+
+
+def test_score_without_a_task_says_what_is_required(specs_dir: Path) -> None:  # noqa: F811
+    no_task = args(specs_dir, "ActionSequence")
+    no_task.task = None
+    with pytest.raises(SystemExit) as err:
+        score(no_task)
+    assert str(err.value) == "milebench score: --task is required (or --official-outputs DIR)"
+
+
+def test_score_reads_the_prepared_file_of_the_model_s_regime(specs_dir: Path) -> None:  # noqa: F811
+    """A model with a context budget reads its own regime's file, not the unlimited one."""
+    model = yaml.safe_load((specs_dir / "models" / "random.yaml").read_text())
+    budgeted = {**model, "name": "budgeted", "adapter": "hf-llava", "max_context_len": 4096,
+                "n_tokens_per_image": 576,
+                "weights": {"kind": "hf", "repo_id": "org/model", "revision": "a" * 40}}  # fmt: skip
+    (specs_dir / "models" / "budgeted.yaml").write_text(yaml.safe_dump(budgeted))
+    run_path = specs_dir / "runs" / "t.yaml"
+    run_path.write_text(yaml.safe_dump({**yaml.safe_load(run_path.read_text()), "models": ["budgeted"]}))
+    specs = load_specs(specs_dir)
+    regime = model_regime(specs, specs.run("t"), "budgeted", Mode.MULTI_IMAGE)
+    assert regime.id != UNLIMITED_REGIME
+    paths = paths_of(specs_dir)
+    atomic_write_jsonl(paths.prepared("ActionSequence", Mode.MULTI_IMAGE, regime.id),
+                       [sample("ActionSequence", 5, "banana", CHOICES, 2, "Few")])  # fmt: skip
+    atomic_write_jsonl(paths.prepared("ActionSequence", Mode.MULTI_IMAGE), [])
+    job = args(specs_dir, "ActionSequence")
+    job.model = "budgeted"
+    assert score(job) == 0
+    result = json.loads(paths.task_score("budgeted", "ActionSequence", Mode.MULTI_IMAGE).read_text())
+    assert (result["n"], result["missing_ids"]) == (1, [5])
+
+
+def test_score_writes_its_provenance_beside_the_task_score(specs_dir: Path) -> None:  # noqa: F811
+    paths = paths_of(specs_dir)
+    atomic_write_jsonl(paths.prepared("ActionSequence", Mode.MULTI_IMAGE),
+                       [sample("ActionSequence", 0, "banana", CHOICES, 2, "Few")])  # fmt: skip
+    assert score(args(specs_dir, "ActionSequence")) == 0
+    record = read_provenance(paths.score_provenance("random", "ActionSequence", Mode.MULTI_IMAGE))
+    assert (record.stage, record.run, record.model, record.task, record.mode) == (
+        "score", "t", "random", "ActionSequence", "multi-image"
+    )  # fmt: skip
+    assert record.outputs == (
+        str(paths.judgments("random", "ActionSequence", Mode.MULTI_IMAGE)),
+        str(paths.task_score("random", "ActionSequence", Mode.MULTI_IMAGE)),
+    )
+
+
+def test_score_logs_both_scorers_with_two_decimals(specs_dir: Path, caplog: pytest.LogCaptureFixture) -> None:  # noqa: F811
+    paths = paths_of(specs_dir)
+    prepared = [sample("ActionSequence", i, "banana", CHOICES, 2, "Few") for i in range(3)]
+    atomic_write_jsonl(paths.prepared("ActionSequence", Mode.MULTI_IMAGE), prepared)
+    answers = [prediction("ActionSequence", 0, "B"), prediction("ActionSequence", 1, "A")]
+    atomic_write_jsonl(paths.predictions("random", "ActionSequence", Mode.MULTI_IMAGE), answers)
+    with caplog.at_level(logging.INFO, logger="milebench.score.commands"):
+        assert score(args(specs_dir, "ActionSequence")) == 0
+    line = "random ActionSequence multi-image: score 50.00 (standard 50.00) over 2/3 samples"
+    assert f"{line} (1 missing, 0 failed)" in caplog.messages
+    assert _points(None) == "n/a"
+
+
+@pytest.mark.parametrize(
+    ("response", "failure", "status"),
+    [(None, None, "failed"), ("B", FailureKind.TIMEOUT, "failed"), ("B", None, "scored")],
+)
+def test_a_prediction_is_scored_only_with_a_response_and_no_failure(
+    response: str | None, failure: FailureKind | None, status: str
+) -> None:
+    task = make_task("ActionSequence", "multi-choice")
+    pred = Prediction.model_validate(prediction("ActionSequence", 0, response, failure))
+    sample_ = PreparedSample.model_validate(sample("ActionSequence", 0, "banana", CHOICES, 2, "Few"))
+    judgment = judge_sample(task, "random", sample_, pred)
+    assert (judgment.status, judgment.failure) == (status, failure)
+    assert judgment.score == (1.0 if status == "scored" else None)
