@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from test_score_aggregate_run import allow, fill
 from test_score_command import CHOICES, args, paths_of, prediction, sample, specs_dir  # noqa: F401
 
 from milebench.io import atomic_write_jsonl, read_jsonl
-from milebench.paths import UNLIMITED_REGIME
+from milebench.paths import UNLIMITED_REGIME, RunPaths
 from milebench.preprocess.regime import model_regime
 from milebench.provenance import read_provenance
 from milebench.records import FailureKind, Prediction, PreparedSample
@@ -195,14 +196,40 @@ def test_a_task_without_predictions_does_not_stop_the_import(setup) -> None:  # 
 
 
 def test_adversarial_import_checks_against_the_adversarial_file(setup) -> None:  # noqa: F811
+    """The needle task, listed first here, has no adversarial set: its pred.json is passed over."""
     root, data, outputs = setup
+    run_path = root / "runs" / "t.yaml"
+    tasks = ["TextNeedleInAHaystack", "ActionSequence", "Spot-the-Diff"]
+    run_path.write_text(yaml.safe_dump({**yaml.safe_load(run_path.read_text()), "tasks": tasks}))
+    needle = outputs / "TextNeedleInAHaystack" / "pred.json"
+    needle.parent.mkdir(parents=True)
+    needle.write_text(json.dumps([official_record(0, "needle", "needle")]))
     adv = data / "ActionSequence" / "ActionSequence-adv.json"
     (data / "ActionSequence" / "ActionSequence.json").rename(adv)
-    args = ns(root, outputs, data)
-    args.mode = Mode.ADVERSARIAL
-    assert import_official(args) == 0
-    preds = list(read_jsonl(paths_of(root).predictions("random", "ActionSequence", Mode.ADVERSARIAL)))
+    args_ = ns(root, outputs, data)
+    args_.mode = Mode.ADVERSARIAL
+    assert import_official(args_) == 0
+    paths = paths_of(root)
+    preds = list(read_jsonl(paths.predictions("random", "ActionSequence", Mode.ADVERSARIAL)))
     assert [p["mode"] for p in preds] == ["adversarial"] * 2
+    assert not paths.predictions("random", "TextNeedleInAHaystack", Mode.ADVERSARIAL).exists()
+
+
+def test_a_task_not_prepared_yet_does_not_stop_scoring_the_next(setup) -> None:  # noqa: F811
+    """ActionSequence is imported but not prepared (scored later); Spot-the-Diff is prepared and scored."""
+    root, data, outputs = setup
+    paths = paths_of(root)
+    paths.prepared("ActionSequence", Mode.MULTI_IMAGE).unlink()
+    atomic_write_jsonl(paths.prepared("Spot-the-Diff", Mode.MULTI_IMAGE),
+                       [sample("Spot-the-Diff", 0, "the car is gone", None, 1, "Few")])  # fmt: skip
+    target = outputs / "Spot-the-Diff" / "pred.json"
+    target.parent.mkdir(parents=True)
+    target.write_text(json.dumps([official_record(0, "the car is gone", "the car is gone")]))
+    assert import_official(ns(root, outputs, data)) == 0
+    assert paths.predictions("random", "ActionSequence", Mode.MULTI_IMAGE).exists()
+    assert not paths.task_score("random", "ActionSequence", Mode.MULTI_IMAGE).exists()
+    result = json.loads(paths.task_score("random", "Spot-the-Diff", Mode.MULTI_IMAGE).read_text())
+    assert result["score"] == pytest.approx(100.0, abs=1e-5)
 
 
 def test_a_record_of_an_unknown_sample_names_the_data_file(setup) -> None:  # noqa: F811
@@ -237,22 +264,36 @@ def second_run(specs_dir: Path) -> None:  # noqa: F811
     (specs_dir / "runs" / "t2.yaml").write_text(yaml.safe_dump({**run, "name": "t2"}))
 
 
+def other_run(specs_dir: Path) -> RunPaths:  # noqa: F811
+    """Run ``t2``: a copy of ``t`` in its own folder where every ActionSequence answer is "B" (right)."""
+    run = yaml.safe_load((specs_dir / "runs" / "t.yaml").read_text())
+    out2 = run["output_dir"] + "2"
+    shutil.copytree(run["output_dir"], out2)
+    (specs_dir / "runs" / "t2.yaml").write_text(yaml.safe_dump({**run, "name": "t2", "output_dir": out2}))
+    paths2 = RunPaths.for_run(load_specs(specs_dir).run("t2"))
+    answers = [prediction("ActionSequence", i, "B") for i in range(3)]
+    atomic_write_jsonl(paths2.predictions("random", "ActionSequence", Mode.MULTI_IMAGE), answers)
+    rescore = args(specs_dir, "ActionSequence")
+    rescore.run = "t2"
+    assert score(rescore) == 0
+    return paths2
+
+
 def test_compare_writes_what_was_compared_with_the_asked_seed(specs_dir: Path) -> None:  # noqa: F811
     fill(specs_dir)
-    second_run(specs_dir)
+    paths2 = other_run(specs_dir)
     out = specs_dir / "compare.json"
-    args = compare_args(specs_dir, run_b="t2", model_b=None, resamples=20, seed=3, out=out)
-    assert compare_command(args) == 0
+    args_ = compare_args(specs_dir, run_b="t2", model_b=None, resamples=200, seed=3, out=out)
+    assert compare_command(args_) == 0
     written = json.loads(out.read_text())
     rows = written.pop("rows")
     assert written == {"a": "t/random", "b": "t2/random", "mode": "multi-image", "scorer": "paper",
-                       "resamples": 20, "seed": 3}  # fmt: skip
-    specs = load_specs(specs_dir)
-    samples = RunFiles(paths_of(specs_dir)).samples(
-        "random", Mode.MULTI_IMAGE, list(specs.tasks.values()), "paper"
-    )
-    expected = compare(samples, samples, list(specs.tasks.values()), 20, 3)
-    assert rows == [r.model_dump(mode="json") for r in expected]
+                       "resamples": 200, "seed": 3}  # fmt: skip
+    tasks = list(load_specs(specs_dir).tasks.values())
+    a = RunFiles(paths_of(specs_dir)).samples("random", Mode.MULTI_IMAGE, tasks, "paper")
+    b = RunFiles(paths2).samples("random", Mode.MULTI_IMAGE, tasks, "paper")
+    assert rows == [r.model_dump(mode="json") for r in compare(a, b, tasks, 200, 3)]
+    assert rows != [r.model_dump(mode="json") for r in compare(a, b, tasks, 200, 0)]  # the seed shows
 
 
 def test_compare_without_shared_samples_exits_1(specs_dir: Path) -> None:  # noqa: F811
