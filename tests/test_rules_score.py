@@ -18,7 +18,7 @@ from milebench.score.normalize import normalize
 from milebench.score.paper import ScoringError, judge
 from milebench.score.rouge_l import rouge_l_f
 from milebench.score.standard import judge as standard_judge
-from milebench.score.uncertainty import TaskSamples, bootstrap_table, compare, task_samples
+from milebench.score.uncertainty import TaskSamples, _interval, bootstrap_table, compare, task_samples
 from milebench.spec.run import Mode
 
 TASKS = list(MINI_TASKS)
@@ -181,8 +181,16 @@ def test_a_task_with_one_sample_has_a_point_interval_and_one_with_none_has_no_va
 
 
 def test_bootstrap_defaults_to_2000_resamples_seeded_0() -> None:
-    data = {"SlideVQA": samples(HALF)}
+    data = {"SlideVQA": samples(list(np.random.default_rng(0).random(50)))}
     assert bootstrap_table(data, TASKS) == bootstrap_table(data, TASKS, 2000, 0, 0.95)
+    assert bootstrap_table(data, TASKS) != bootstrap_table(data, TASKS, 2000, 1, 0.95)  # the seed shows
+    assert bootstrap_table(data, TASKS) != bootstrap_table(data, TASKS, 2001, 0, 0.95)  # so does the count
+
+
+def test_an_interval_runs_between_the_percentiles_that_leave_equal_tails() -> None:
+    """Replicates 0, 1, ..., 100: the p-th percentile is p itself."""
+    assert _interval(np.arange(101.0), 0.95) == pytest.approx((2.5, 97.5))
+    assert _interval(np.arange(101.0), 0.5) == pytest.approx((25.0, 75.0))
 
 
 def test_scoring_errors_name_task_sample_and_cause() -> None:

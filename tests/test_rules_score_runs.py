@@ -40,7 +40,7 @@ from milebench.score.uncertainty import Comparison, Estimate, compare
 from milebench.spec.base import SpecError
 from milebench.spec.registry import load_specs
 from milebench.spec.run import Mode
-from milebench.spec.task import Group
+from milebench.spec.task import Category, Group
 
 PUBLISHED = {g.value: 10.0 for g in Group} | {"T-1": 33.3, "N-1": 50.0}
 
@@ -528,3 +528,58 @@ def test_a_prediction_is_scored_only_with_a_response_and_no_failure(
     judgment = judge_sample(task, "random", sample_, pred)
     assert (judgment.status, judgment.failure) == (status, failure)
     assert judgment.score == (1.0 if status == "scored" else None)
+
+
+def test_coverage_by_category_counts_the_tasks_of_each_mode(specs_dir: Path) -> None:  # noqa: F811
+    """The needle task (diagnostic) has no adversarial set: the adversarial aggregate leaves it out."""
+    fill(specs_dir)
+    specs = load_specs(specs_dir)
+    multi, adversarial = aggregate_run(specs, specs.run("t"), paths_of(specs_dir), resamples=10).models
+    assert {c: (v.tasks_expected, v.samples_scored) for c, v in multi.coverage_by_category.items()} == {
+        Category.REALISTIC_TEMPORAL: (1, 3),
+        Category.REALISTIC_SEMANTIC: (1, 3),
+        Category.DIAGNOSTIC: (1, 3),
+    }
+    assert {c: v.tasks_expected for c, v in adversarial.coverage_by_category.items()} == {
+        Category.REALISTIC_TEMPORAL: 1,
+        Category.REALISTIC_SEMANTIC: 1,
+    }
+    assert (adversarial.coverage.tasks_expected, adversarial.coverage.tasks_missing) == (2, 0)
+
+
+def test_aggregate_defaults_to_2000_resamples_seeded_0(specs_dir: Path) -> None:  # noqa: F811
+    fill(specs_dir)
+    specs = load_specs(specs_dir)
+    result = aggregate_run(specs, specs.run("t"), paths_of(specs_dir))
+    assert (result.resamples, result.seed, result.confidence) == (2000, 0, 0.95)
+
+
+def test_predictions_of_unknown_samples_are_ignored_with_a_warning(
+    specs_dir: Path,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    paths = paths_of(specs_dir)
+    prepared = [sample("ActionSequence", 0, "banana", CHOICES, 2, "Few")]
+    atomic_write_jsonl(paths.prepared("ActionSequence", Mode.MULTI_IMAGE), prepared)
+    answers = [prediction("ActionSequence", i, "B") for i in (0, 8, 9)]
+    atomic_write_jsonl(paths.predictions("random", "ActionSequence", Mode.MULTI_IMAGE), answers)
+    with caplog.at_level(logging.WARNING, logger="milebench.score.commands"):
+        assert score(args(specs_dir, "ActionSequence")) == 0
+    assert "random/multi-image/ActionSequence: ignoring predictions of unknown sample ids [8, 9]" in (
+        caplog.messages
+    )
+    result = json.loads(paths.task_score("random", "ActionSequence", Mode.MULTI_IMAGE).read_text())
+    assert (result["n"], result["score"]) == (1, 100.0)
+
+
+def test_combined_image_scoring_reads_the_combined_regime(specs_dir: Path) -> None:  # noqa: F811
+    set_modes(specs_dir, ["multi-image", "combined-image"])
+    specs = load_specs(specs_dir)
+    regime = model_regime(specs, specs.run("t"), "random", Mode.COMBINED_IMAGE)
+    assert regime.id != UNLIMITED_REGIME
+    paths = paths_of(specs_dir)
+    row = sample("ActionSequence", 3, "banana", CHOICES, 2, "Few") | {"mode": "combined-image"}
+    atomic_write_jsonl(paths.prepared("ActionSequence", Mode.COMBINED_IMAGE, regime.id), [row])
+    assert score(args(specs_dir, "ActionSequence", Mode.COMBINED_IMAGE)) == 0
+    result = json.loads(paths.task_score("random", "ActionSequence", Mode.COMBINED_IMAGE).read_text())
+    assert (result["n"], result["missing_ids"]) == (1, [3])

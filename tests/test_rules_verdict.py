@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from milebench.score.uncertainty import TaskSamples
-from milebench.score.verdict import VerdictCell, build_verdict, inconsistent_cells, rank_correlation
+from milebench.score.verdict import ROUNDING, VerdictCell, build_verdict, inconsistent_cells, rank_correlation
 from milebench.spec.registry import load_specs
 from milebench.spec.run import FixtureSource, RunSpec
 from milebench.spec.task import Group
@@ -136,3 +136,27 @@ def test_rank_correlation_is_undefined_when_one_side_is_constant(constant_side: 
 def test_rank_correlation_needs_three_models_with_both_values() -> None:
     found = rank_correlation("x", {"a": 1.0, "b": 2.0, "z": 9.0}, {"a": 1.0, "b": 2.0, "c": 3.0})
     assert (found.n_models, found.models, found.rho) == (2, ("a", "b"), None)
+
+
+@pytest.mark.parametrize("offset", [0.05, -0.05])
+def test_a_published_value_exactly_on_the_widened_edge_is_inside(offset: float) -> None:
+    """S-5 has one task; with it scoring 32.5 + offset, the widened interval ends exactly at 32.5."""
+    row = ROW.model_copy(update={"groups": {**ROW.groups, Group.S5: 32.5}})
+    paper = SPECS.paper.model_copy(
+        update={"main_table": SPECS.paper.main_table.model_copy(update={"rows": (row,)})}
+    )
+    task = next(t for t in TASKS if t.group is Group.S5)
+    run = RunSpec(name="v", description="d", models=("vila",), data=FixtureSource(kind="fixture"))
+    verdict = build_verdict(run, paper, TASKS, {"vila": {task.name: constant(32.5 + offset)}}, resamples=5)
+    cell = next(c for c in verdict.cells if c.column == "S-5")
+    edge = cell.ci_low - ROUNDING if offset > 0 else cell.ci_high + ROUNDING
+    assert edge == cell.published == 32.5
+    assert cell.published_in_interval is True
+
+
+def test_rank_correlation_of_values_within_one_point() -> None:
+    """A spread below one table point still ranks the models."""
+    found = rank_correlation(
+        "overall_real", {"a": 10.0, "b": 10.2, "c": 10.5}, {"a": 1.0, "b": 1.3, "c": 1.9}
+    )
+    assert found.rho == pytest.approx(1.0)
