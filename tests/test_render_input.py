@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import logging
-import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 from PIL import Image
+from tiny_checks import smoke_with
 
 from milebench.cli import main
-from milebench.fixture.prepared import prepared_fixture
 from milebench.infer.registry import load_adapter
-from milebench.infer.tiny import build_tiny
-from milebench.io import atomic_write_jsonl
 from milebench.paths import RunPaths
 from milebench.preprocess.regime import model_regime
 from milebench.records import PreparedSample
-from milebench.spec.registry import DEFAULT_SPECS, load_specs
+from milebench.spec.registry import load_specs
 from milebench.spec.run import Mode
 
 TASK = "CLEVR-Change"
@@ -28,22 +24,7 @@ TASK = "CLEVR-Change"
 def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RunPaths, PreparedSample]:
     """A copy of the specs whose smoke run writes under a temporary folder, with the tiny LLaVA built
     and one task prepared for its regime."""
-    root = tmp_path_factory.mktemp("render")
-    specs_dir = root / "specs"
-    shutil.copytree(DEFAULT_SPECS, specs_dir)
-    run_file = specs_dir / "runs" / "smoke.yaml"
-    run_data = yaml.safe_load(run_file.read_text())
-    run_data["output_dir"] = str(root / "out")
-    run_file.write_text(yaml.safe_dump(run_data))
-    specs = load_specs(specs_dir)
-    run = specs.run("smoke")
-    paths = RunPaths.for_run(run)
-    build_tiny(specs.models["tiny-llava"], paths.model_dir("tiny-llava"))
-    regime = model_regime(specs, run, "tiny-llava", Mode.MULTI_IMAGE)
-    (sample, *_) = prepared_fixture(paths, [specs.tasks[TASK]], 1, regime=regime)[TASK]
-    out = paths.prepared(TASK, Mode.MULTI_IMAGE, regime.id)
-    atomic_write_jsonl(out, [sample.model_dump(mode="json")])
-    return specs_dir, paths, sample
+    return smoke_with(tmp_path_factory.mktemp("render"), load_specs().models["tiny-llava"], TASK)
 
 
 def render(specs_dir: Path, model: str, task: str, sample: int) -> int:

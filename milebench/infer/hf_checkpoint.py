@@ -16,6 +16,8 @@ TINY_FAMILY: dict[AdapterKind, str] = {
     AdapterKind.HF_QWEN2_VL: "qwen2-vl",
     AdapterKind.HF_LLAVA_NEXT: "llava-next",
     AdapterKind.HF_IDEFICS2: "idefics2",
+    AdapterKind.HF_YI_VL: "yi-vl",
+    AdapterKind.HF_MANTIS: "mantis",
 }
 """Which tiny family an adapter kind may load; the generic kind loads any."""
 

@@ -28,7 +28,7 @@ from milebench.infer.adapter import AdapterError, SampleFailure, TokenUsage
 from milebench.infer.hf_checkpoint import checkpoint
 from milebench.infer.image_preprocessing import ImageStep, preprocess
 from milebench.infer.images import reading_image
-from milebench.infer.stopping import KeywordStop
+from milebench.infer.stopping import KeywordStop, RowStop
 from milebench.infer.time_limit import cut_by_time_limit, timeout_failure
 from milebench.infer.window import refusal
 from milebench.paths import RunPaths
@@ -195,9 +195,12 @@ class HfImageTextToTextAdapter:
         none under ``generate``."""
         if self.context_overflow is not ContextOverflow.REFUSE:
             return {}
-        lengths = inputs["attention_mask"].sum(dim=1).tolist()
-        reasons = {i: refusal(self.spec, int(n)) for i, n in enumerate(lengths)}
+        reasons = {i: refusal(self.spec, n) for i, n in enumerate(self.input_lengths(inputs))}
         return {i: reason for i, reason in reasons.items() if reason is not None}
+
+    def input_lengths(self, inputs: BatchFeature) -> list[int]:
+        """Each row's input length as the language model receives it (padding not counted)."""
+        return [int(n) for n in inputs["attention_mask"].sum(dim=1).tolist()]
 
     def generate(self, samples: Sequence[PreparedSample]) -> list[str | SampleFailure]:
         return self.answer(samples, self.encode(samples))
@@ -264,7 +267,7 @@ class HfImageTextToTextAdapter:
             usage.append(counts._replace(seconds=time.perf_counter() - start))
         return answers, usage
 
-    def stopper(self, inputs: BatchFeature) -> KeywordStop | None:
+    def stopper(self, inputs: BatchFeature) -> RowStop | None:
         """The execution's stop strings as a stopping criterion for this batch; None without any. The
         official output the criterion judges starts with the BOS id (``stopping``)."""
         if not self.execution.stop_strings:
@@ -278,15 +281,20 @@ class HfImageTextToTextAdapter:
             [] if bos is None else [bos],
         )
 
-    def new_tokens(self, inputs: BatchFeature, stop: KeywordStop | None) -> torch.Tensor:
+    def generate_inputs(self, inputs: BatchFeature) -> dict[str, Any]:
+        """What ``generate`` takes for a batch; its ``input_ids`` are the prompt the output starts with."""
+        return dict(inputs)
+
+    def new_tokens(self, inputs: BatchFeature, stop: RowStop | None) -> torch.Tensor:
         """The generated ids of each row (after its prompt). Sampling is seeded again per call, so a
         resumed job draws as an uninterrupted one; greedy decoding draws nothing (seeded once, at load)."""
         if self.spec.generation.do_sample:
             torch.manual_seed(self.spec.generation.seed)
-        rows, prompt_len = (int(n) for n in inputs["input_ids"].shape)
+        given = self.generate_inputs(inputs)
+        rows, prompt_len = (int(n) for n in given["input_ids"].shape)
         with self.autocast():
             output = self.model.generate(
-                **inputs, **self.generation_kwargs(rows), **({"stopping_criteria": [stop]} if stop else {})
+                **given, **self.generation_kwargs(rows), **({"stopping_criteria": [stop]} if stop else {})
             )
         return output[:, prompt_len:]
 
@@ -299,11 +307,11 @@ class HfImageTextToTextAdapter:
         stop = self.stopper(inputs)
         new_tokens = self.new_tokens(inputs, stop)
         usage = [
-            TokenUsage(int(mask.sum()), int((row != tokenizer.pad_token_id).sum()))
-            for mask, row in zip(inputs["attention_mask"], new_tokens, strict=True)
+            TokenUsage(length, int((row != tokenizer.pad_token_id).sum()))
+            for length, row in zip(self.input_lengths(inputs), new_tokens, strict=True)
         ]
         answers: list[str | SampleFailure] = [
-            text.strip() for text in tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+            self.clean(text) for text in tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
         ]
         if limit:
             max_new, eos = self.spec.generation.max_new_tokens, self.model.generation_config.eos_token_id
@@ -314,6 +322,10 @@ class HfImageTextToTextAdapter:
                 for answer, ids, row in zip(answers, new_tokens.tolist(), new_tokens, strict=True)
             ]
         return answers, usage
+
+    def clean(self, text: str) -> str:
+        """The answer from the decoded new tokens: stripped, as the official worker does."""
+        return text.strip()
 
     def last_usage(self) -> list[TokenUsage]:
         return list(self._usage)

@@ -69,7 +69,10 @@ class HfLlavaAdapter(HfImageTextToTextAdapter):
                 "but the checkpoint's processor has no chat template"
             )
         self.image_token = getattr(self.processor, "image_token", LLAVA_IMAGE_TOKEN)
-        self.image_token_id = self.processor.tokenizer.convert_tokens_to_ids(self.image_token)
+        known_id = getattr(self.processor, "image_token_id", None)
+        self.image_token_id: int = (
+            self.processor.tokenizer.convert_tokens_to_ids(self.image_token) if known_id is None else known_id
+        )
 
     @cached_property
     def image_seq(self) -> int:
@@ -98,9 +101,13 @@ class HfLlavaAdapter(HfImageTextToTextAdapter):
     def encode(self, samples: Sequence[PreparedSample]) -> BatchFeature:
         if self.execution.tokenization is Tokenization.WHOLE:
             return super().encode(samples)
-        rows = [self.token_ids(self.render(s)) for s in samples]
-        images = [img for s in samples for img in self.input_images(s)[0]]
-        features: dict[str, Any] = left_pad(rows, self.processor.tokenizer.pad_token_id)
+        return self.assemble([(self.token_ids(self.render(s)), self.input_images(s)[0]) for s in samples])
+
+    def assemble(self, rows: Sequence[tuple[list[int], list[Image.Image]]]) -> BatchFeature:
+        """A batch from each sample's ids and pictures: ids padded on the left, the pictures of all rows
+        through the image processor in row order."""
+        features: dict[str, Any] = left_pad([ids for ids, _ in rows], self.processor.tokenizer.pad_token_id)
+        images = [img for _, pictures in rows for img in pictures]
         if images:
             pixels = self.processor.image_processor(images, return_tensors="pt")["pixel_values"]
             features["pixel_values"] = pixels

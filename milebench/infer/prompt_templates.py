@@ -2,7 +2,9 @@
 
 ``llava_llama_2`` renders what LLaVA's ``conv_templates["llava_llama_2"].get_prompt()`` returns for one
 user message and an open assistant turn: the conversation's ``<s>`` separator is stripped from the
-front, so the text starts at ``[INST]`` (the tokenizer adds BOS). Checkpoint-defined formats (chat
+front, so the text starts at ``[INST]`` (the tokenizer adds BOS). ``yi_mm_default`` is Yi-VL's
+``conv_templates["mm_default"].get_prompt()`` and ``mllava_v1`` what Mantis's ``chat_mllava`` hands the
+tokenizer after its ``MLlavaProcessor`` has denoted the images. Checkpoint-defined formats (chat
 templates, Qwen's ``chat``) are rendered by their adapters.
 """
 
@@ -20,8 +22,41 @@ LLAVA_LLAMA_2_STOP = "<s>"
 """The conversation's ``sep``, which the official worker passes as its stop keyword."""
 
 
+YI_MM_DEFAULT_SYSTEM = (
+    "This is a chat between an inquisitive human and an AI assistant. Assume the role of the AI assistant. "
+    "Read all the images carefully, and respond to the human's questions with informative, helpful, "
+    "detailed and polite answers. "
+    "这是一个好奇的人类和一个人工智能助手之间的对话。"
+    "假设你扮演这个AI助手的角色。"
+    "仔细阅读所有的图像，并对人类的问题做出信息丰富、有帮助、详细的和礼貌的回答。"  # noqa: RUF001 (the original's full-width comma)
+)
+YI_MM_DEFAULT_STOP = "###"
+"""The conversation's ``sep``, which Yi-VL's ``single_inference.py`` passes as its stop keyword."""
+
+MLLAVA_V1_SYSTEM = (
+    "A chat between a curious human and an artificial intelligence assistant. "
+    "The assistant gives helpful, detailed, and polite answers to the human's questions."
+)
+MLLAVA_IMAGE_TOKEN = "<image>"
+"""The image token ``MLlavaProcessor`` looks for (a literal in its code)."""
+
+
 def llava_llama_2(prompt: str) -> str:
     return f"[INST] <<SYS>>\n{LLAVA_LLAMA_2_SYSTEM}\n<</SYS>>\n\n{prompt} [/INST]"
+
+
+def yi_mm_default(prompt: str) -> str:
+    return f"{YI_MM_DEFAULT_SYSTEM}\n\n### Human: {prompt}\n### Assistant:"
+
+
+def mllava_v1(prompt: str) -> str:
+    """The turn with every image token denoted as ``MLlavaProcessor`` does:
+    ``(image j: <Image><image></Image>)`` for the j-th image, counted from 1."""
+    first, *rest = prompt.split(MLLAVA_IMAGE_TOKEN)
+    denoted = first + "".join(
+        f"(image {j}: <Image>{MLLAVA_IMAGE_TOKEN}</Image>){piece}" for j, piece in enumerate(rest, start=1)
+    )
+    return f"{MLLAVA_V1_SYSTEM}</s>USER: {denoted}</s>ASSISTANT:"
 
 
 def user_assistant(prompt: str) -> str:
@@ -34,6 +69,8 @@ def plain(prompt: str) -> str:
 
 FIXED_TEMPLATES: dict[PromptTemplate, Callable[[str], str]] = {
     PromptTemplate.LLAVA_LLAMA_2: llava_llama_2,
+    PromptTemplate.YI_MM_DEFAULT: yi_mm_default,
+    PromptTemplate.MLLAVA_V1: mllava_v1,
     PromptTemplate.USER_ASSISTANT: user_assistant,
     PromptTemplate.PLAIN: plain,
 }

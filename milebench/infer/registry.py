@@ -19,6 +19,8 @@ ADAPTERS: dict[AdapterKind, str] = {
     AdapterKind.HF_QWEN_VL_CHAT: "milebench.infer.hf_qwen_vl_chat:HfQwenVLChatAdapter",
     AdapterKind.HF_LLAVA_NEXT: "milebench.infer.hf_llava_next:HfLlavaNextAdapter",
     AdapterKind.HF_IDEFICS2: "milebench.infer.hf_idefics2:HfIdefics2Adapter",
+    AdapterKind.HF_YI_VL: "milebench.infer.hf_yi_vl:HfYiVLAdapter",
+    AdapterKind.HF_MANTIS: "milebench.infer.hf_mantis:HfMantisAdapter",
     AdapterKind.OPENAI_CHAT: "milebench.infer.api.openai:OpenAIChatAdapter",
     AdapterKind.ANTHROPIC: "milebench.infer.api.anthropic:AnthropicAdapter",
     AdapterKind.GEMINI: "milebench.infer.api.gemini:GeminiAdapter",

@@ -42,7 +42,7 @@ def view(adapter: HfImageTextToTextAdapter, sample: PreparedSample) -> Iterator[
     """The lines that show ``sample`` as ``adapter`` feeds it to the model."""
     text = adapter.render(sample)
     inputs = adapter.encode([sample])
-    tokens = int(inputs["attention_mask"].sum())
+    (tokens,) = adapter.input_lengths(inputs)
     per_image = getattr(adapter, "image_seq", None)
     each = f"; each image token stands for {per_image} ids" if per_image is not None else ""
     yield f"input: {tokens} tokens{each}"

@@ -7,6 +7,11 @@ end with a keyword's ids (the keyword tokenized with special tokens, a leading B
 decoded tail holds the keyword; the tail is ``ids[-min(len(ids) - prompt_len, k):]`` with ``k`` the
 longest keyword's id count, which while ``len(ids)`` is below ``prompt_len`` starts late or is empty.
 All of this is reproduced, not corrected. The keyword is not cut from the answer.
+
+Yi-VL's own ``KeywordsStoppingCriteria`` (github.com/01-ai/Yi, ``VL/llava/mm_utils.py``) is another rule,
+:class:`NewTextStop`: its model generates from the prompt ids themselves, so the criterion measures from
+the prompt's end; it never stops at the first new token, and afterwards stops once the new tokens,
+decoded without special tokens, hold every keyword.
 """
 
 from __future__ import annotations
@@ -25,14 +30,31 @@ def keyword_ids(keyword: str, tokenizer: Any) -> list[int]:
     return ids
 
 
-class KeywordStop(StoppingCriteria):
-    """Stops when every row holds a keyword, as the official criterion judges a batch (the official
-    worker's batches have one row). A scalar answer works with every transformers version.
+class RowStop(StoppingCriteria):
+    """A stop rule judged on each row's new tokens (everything after ``prompt_len``, the input length passed
+    to ``generate``); generation stops when every row is done, as the originals judge a batch (their
+    batches have one row). A scalar answer works with every transformers version."""
 
-    ``prompt_len`` is the input length passed to ``generate`` (everything before it is prompt);
-    ``official_prompt_len`` is the prompt's length in the official worker's ids and ``official_prefix``
-    what its output holds before the new tokens.
-    """
+    def __init__(self, keywords: Sequence[str], tokenizer: Any, prompt_len: int) -> None:
+        self.keywords = list(keywords)
+        self.tokenizer = tokenizer
+        self.prompt_len = prompt_len
+
+    def row_done(self, new: torch.Tensor) -> bool:
+        """``new``: one row's new tokens, shape (1, n)."""
+        raise NotImplementedError
+
+    def __call__(
+        self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs: Any
+    ) -> torch.BoolTensor:
+        new = input_ids[:, self.prompt_len :]
+        done = all(self.row_done(new[i : i + 1]) for i in range(new.shape[0]))
+        return cast(torch.BoolTensor, torch.tensor(done, dtype=torch.bool, device=input_ids.device))
+
+
+class KeywordStop(RowStop):
+    """LLaVA's criterion as the official worker meets it: ``official_prompt_len`` is the prompt's length in
+    the official worker's ids and ``official_prefix`` what its output holds before the new tokens."""
 
     def __init__(
         self,
@@ -42,16 +64,13 @@ class KeywordStop(StoppingCriteria):
         official_prompt_len: int,
         official_prefix: Sequence[int],
     ):
-        self.keywords = list(keywords)
-        self.tokenizer = tokenizer
+        super().__init__(keywords, tokenizer, prompt_len)
         self.ids = [torch.tensor(keyword_ids(k, tokenizer)) for k in self.keywords]
         self.longest = max((len(ids) for ids in self.ids), default=0)
-        self.prompt_len = prompt_len
         self.official_prompt_len = official_prompt_len
         self.prefix = torch.tensor([list(official_prefix)], dtype=torch.long)
 
     def row_done(self, new: torch.Tensor) -> bool:
-        """``new``: one row's new tokens, shape (1, n)."""
         seen = torch.cat([self.prefix.to(new.device), new], dim=1)
         for ids in self.ids:
             if torch.equal(seen[0, -ids.shape[0] :], ids.to(new.device)):
@@ -60,9 +79,13 @@ class KeywordStop(StoppingCriteria):
         tail = self.tokenizer.batch_decode(seen[:, -offset:], skip_special_tokens=True)[0]
         return any(keyword in tail for keyword in self.keywords)
 
-    def __call__(
-        self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs: Any
-    ) -> torch.BoolTensor:
-        new = input_ids[:, self.prompt_len :]
-        done = all(self.row_done(new[i : i + 1]) for i in range(new.shape[0]))
-        return cast(torch.BoolTensor, torch.tensor(done, dtype=torch.bool, device=input_ids.device))
+
+class NewTextStop(RowStop):
+    """Yi-VL's criterion: the first call only notes where the prompt ends; from the second new token on,
+    done when the new tokens' text (special tokens skipped) holds every keyword."""
+
+    def row_done(self, new: torch.Tensor) -> bool:
+        if new.shape[1] < 2:
+            return False
+        text = self.tokenizer.batch_decode(new, skip_special_tokens=True)[0]
+        return all(keyword in text for keyword in self.keywords)

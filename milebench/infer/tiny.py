@@ -3,8 +3,8 @@
 Everything is derived from the model spec and code: a byte-level BPE tokenizer trained on a fixed
 corpus and a two-layer model of the spec's family. The LLaVA lives here (a 32x32 CLIP vision tower with
 8x8 patches: 16 patches, the CLS feature dropped, and a Llama); the Qwen2-VL in ``tiny_qwen2_vl``, the
-LLaVA-NeXT in ``tiny_llava_next``, the Idefics2 in ``tiny_idefics2``. The same spec seed gives
-bit-identical weights.
+LLaVA-NeXT in ``tiny_llava_next``, the Idefics2 in ``tiny_idefics2``, the Yi-VL in ``tiny_yi_vl``, the
+Mantis in ``tiny_mantis``. The same spec seed gives bit-identical weights.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from transformers import (
     LlavaConfig,
     LlavaForConditionalGeneration,
     LlavaProcessor,
+    PretrainedConfig,
     PreTrainedTokenizerFast,
 )
 
@@ -107,6 +108,8 @@ BUILDERS: dict[str, str] = {
     "qwen2-vl": "milebench.infer.tiny_qwen2_vl:build_tiny_qwen2_vl",
     "llava-next": "milebench.infer.tiny_llava_next:build_tiny_llava_next",
     "idefics2": "milebench.infer.tiny_idefics2:build_tiny_idefics2",
+    "yi-vl": "milebench.infer.tiny_yi_vl:build_tiny_yi_vl",
+    "mantis": "milebench.infer.tiny_mantis:build_tiny_mantis",
 }
 """The builder of each tiny family, imported only when used."""
 
@@ -174,10 +177,16 @@ def vision_config(n_tokens_per_image: int) -> CLIPVisionConfig:
 
 def build_tiny_llava(spec: ModelSpec, out_dir: Path) -> None:
     """Write model and processor of ``spec`` into ``out_dir`` (``from_pretrained`` loads it)."""
-    shape = tiny_shape(spec, "llava")
+    save_tiny_llava(tiny_shape(spec, "llava"), LlamaConfig, LLAVA_HF_CHAT_TEMPLATE, out_dir)
+
+
+def save_tiny_llava(
+    shape: TinyShape, text_class: type[PretrainedConfig], chat_template: str | None, out_dir: Path
+) -> None:
+    """A llava-hf layout checkpoint of ``shape`` whose language model is of ``text_class``'s family."""
     tokenizer = build_tokenizer()
     vision = vision_config(shape.n_tokens_per_image)
-    text = LlamaConfig(**text_fields(tokenizer, shape.max_context_len))
+    text = text_class(**text_fields(tokenizer, shape.max_context_len))
     config = LlavaConfig(
         vision_config=vision,
         text_config=text,
@@ -197,7 +206,7 @@ def build_tiny_llava(spec: ModelSpec, out_dir: Path) -> None:
         vision_feature_select_strategy=FEATURE_STRATEGY,
         num_additional_image_tokens=1,
         image_token=IMAGE_TOKEN,
-        chat_template=LLAVA_HF_CHAT_TEMPLATE,
+        chat_template=chat_template,
     )
     model.save_pretrained(out_dir)
     processor.save_pretrained(out_dir)

@@ -33,6 +33,15 @@ class PromptTemplate(StrEnum):
     """The checkpoint processor's own chat template, one user turn."""
     USER_ASSISTANT = "user_assistant"
     """``USER: {prompt} ASSISTANT:``, the format of the llava-hf LLaVA-1.5 model cards."""
+    YI_MM_DEFAULT = "yi_mm_default"
+    """Yi-VL's ``conv_templates["mm_default"]`` (github.com/01-ai/Yi, ``VL/llava/conversation.py``) for one
+    user message and an open assistant turn: ``{system}\\n\\n### Human: {prompt}\\n### Assistant:``,
+    with its bilingual system text; its separator ``###`` is the stop keyword."""
+    MLLAVA_V1 = "mllava_v1"
+    """Mantis's ``conv_mllava_v1`` as ``chat_mllava`` renders one turn (github.com/TIGER-AI-Lab/Mantis,
+    ``mantis/models/conversation.py``), with the ``MLlavaProcessor``'s image denotation:
+    ``{system}</s>USER: {prompt}</s>ASSISTANT:``, the j-th ``<image>`` written
+    ``(image j: <Image><image></Image>)``."""
     QWEN_CHAT = "qwen_chat"
     """Qwen-VL-Chat's ``chat``: a chatml turn built by the checkpoint's remote code."""
     PLAIN = "plain"

@@ -40,6 +40,8 @@ class AdapterKind(StrEnum):
     HF_QWEN_VL_CHAT = "hf-qwen-vl-chat"
     HF_QWEN2_VL = "hf-qwen2-vl"
     HF_IDEFICS2 = "hf-idefics2"
+    HF_YI_VL = "hf-yi-vl"
+    HF_MANTIS = "hf-mantis"
     OPENAI_CHAT = "openai-chat"
     ANTHROPIC = "anthropic"
     GEMINI = "gemini"
@@ -117,7 +119,7 @@ class TinyWeights(Spec):
     """A tiny random-weight checkpoint the kit builds offline from a config (smoke runs, tests)."""
 
     kind: Literal["tiny"]
-    family: Literal["llava", "qwen2-vl", "llava-next", "idefics2"]
+    family: Literal["llava", "qwen2-vl", "llava-next", "idefics2", "yi-vl", "mantis"]
     seed: StrictInt = 0
 
 

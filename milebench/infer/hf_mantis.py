@@ -1,0 +1,83 @@
+"""Mantis (TIGER-Lab/Mantis-bakllava-7b) run as its own code runs a multi-image prompt:
+github.com/TIGER-AI-Lab/Mantis, ``chat_mllava`` (``mantis/models/mllava/utils.py``) over its
+``MLlavaProcessor`` (``mantis/models/mllava/processing_llava.py``), as of the checkpoint's release
+(May 2024; unchanged since in what follows).
+
+In MileBench's worker pattern (the official LLaVA worker: its adjacent-image fix, each ``<ImageHere>``
+becomes the image token in place, here ``chat_mllava``'s ``<image>``; one sample per ``generate``, greedy
+with the benchmark's token limits):
+
+- the turn is ``conv_mllava_v1`` for one user message, and the processor writes the j-th ``<image>`` as
+  ``(image j: <Image><image></Image>)`` (the ``mllava_v1`` template renders both);
+- the processor tokenizes the whole text at once with the checkpoint's tokenizer, truncation on without
+  a length (``chat_mllava`` passes ``truncation=True, max_length=None``: the tokenizer's
+  ``model_max_length``, the end cut), and drops the pictures whose image tokens were cut;
+- pictures go through the image processor alone (for CLIP: resize the shorter side, centre-crop);
+- the checkpoint is a transformers LLaVA (Mantis's 2024 model class is a copy of transformers'; its
+  README's pure-transformers example loads it with ``LlavaForConditionalGeneration``), in bfloat16;
+  generation ends at the EOS; the answer is the new tokens decoded without special tokens (the kit
+  strips it, as the scorer's normalisation would).
+
+Where the installed transformers wants each image token expanded to the picture's features in the ids,
+the kit repeats it after tokenizing, which is the model's own expansion of the unexpanded ids.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from PIL import Image
+from transformers import BatchFeature
+
+from milebench.infer.adapter import AdapterError
+from milebench.infer.hf_llava import HfLlavaAdapter
+from milebench.infer.prompt_templates import MLLAVA_IMAGE_TOKEN
+from milebench.paths import RunPaths
+from milebench.records import PreparedSample
+from milebench.spec.execution import Decoding, PromptTemplate, Tokenization
+from milebench.spec.model import ModelSpec
+
+log = logging.getLogger(__name__)
+
+
+class HfMantisAdapter(HfLlavaAdapter):
+    """LLaVA's model and batching with Mantis's turn, image denotation and whole-text tokenization."""
+
+    supported: ClassVar[dict[str, frozenset[Any]]] = {
+        "prompt_template": frozenset({PromptTemplate.MLLAVA_V1}),
+        "tokenization": frozenset({Tokenization.WHOLE}),
+        "decoding": frozenset(Decoding),
+    }
+
+    def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path, *, with_model: bool = True) -> None:
+        super().__init__(spec, paths, data_root, with_model=with_model)
+        if self.image_token != MLLAVA_IMAGE_TOKEN:
+            raise AdapterError(
+                f"model spec {spec.name!r}: the checkpoint's image token is {self.image_token!r}; "
+                f"MLlavaProcessor denotes {MLLAVA_IMAGE_TOKEN!r}"
+            )
+
+    def encode(self, samples: Sequence[PreparedSample]) -> BatchFeature:
+        return self.assemble([self.row(s) for s in samples])
+
+    def row(self, sample: PreparedSample) -> tuple[list[int], list[Image.Image]]:
+        """The sample's ids as ``MLlavaProcessor`` tokenizes them (image ids expanded where this
+        transformers wants it) and the pictures whose image ids survived its truncation."""
+        ids = list(self.processor.tokenizer(self.render(sample), truncation=True).input_ids)
+        pictures = self.input_images(sample)[0]
+        kept = ids.count(self.image_token_id)
+        if kept < len(pictures):
+            log.warning(
+                "task %s, sample %s: the tokenizer's model_max_length (%s) cut %d of %d image tokens; their "
+                "pictures are dropped, as MLlavaProcessor drops them",
+                sample.task,
+                sample.sample_id,
+                self.processor.tokenizer.model_max_length,
+                len(pictures) - kept,
+                len(pictures),
+            )
+        expanded = [n for i in ids for n in ([i] * self.image_seq if i == self.image_token_id else [i])]
+        return expanded, pictures[:kept]
