@@ -23,10 +23,10 @@ from milebench.infer.chunk_tokens import per_chunk_ids
 from milebench.infer.engine import cache_key
 from milebench.infer.hf_llava import HfLlavaAdapter
 from milebench.infer.image_preprocessing import expand_to_square, mean_colour, preprocess
-from milebench.infer.prompt_templates import llava_llama_2
+from milebench.infer.prompt_templates import llava_llama_2, mllava_v1, yi_mm_default
 from milebench.infer.registry import load_adapter
-from milebench.infer.stopping import KeywordStop
-from milebench.infer.tiny import build_tiny
+from milebench.infer.stopping import KeywordStop, NewTextStop
+from milebench.infer.tiny import build_tiny, build_tokenizer
 from milebench.paths import RunPaths
 from milebench.provenance import job_provenance
 from milebench.spec.base import SpecError
@@ -283,3 +283,64 @@ def test_the_paper_run_uses_the_official_choices_for_llava_15() -> None:
             "decoding": "per_sample",
         }
         assert execution.stop_strings == ("<s>",)
+
+
+def test_yi_and_mantis_turns_are_their_originals_conversation_texts() -> None:
+    yi_system = (
+        "This is a chat between an inquisitive human and an AI assistant. Assume the role of the AI "
+        "assistant. Read all the images carefully, and respond to the human's questions with informative, "
+        "helpful, detailed and polite answers. 这是一个好奇的人类和一个人工智能助手之间的对话。"
+        "假设你扮演这个AI助手的角色。仔细阅读所有的图像，并对人类的问题做出信息丰富、有帮助、详细的和礼貌的回答。"  # noqa: RUF001
+    )
+    assert yi_mm_default("Look.\n<image_placeholder>\nWhich?") == (
+        f"{yi_system}\n\n### Human: Look.\n<image_placeholder>\nWhich?\n### Assistant:"
+    )
+    assert mllava_v1("<image><image> Which one?") == (
+        "A chat between a curious human and an artificial intelligence assistant. The assistant gives "
+        "helpful, detailed, and polite answers to the human's questions.</s>USER: "
+        "(image 1: <Image><image></Image>)(image 2: <Image><image></Image>) Which one?</s>ASSISTANT:"
+    )
+
+
+def test_yi_stop_rule_waits_for_a_second_token_and_needs_every_keyword() -> None:
+    """Yi-VL's KeywordsStoppingCriteria: measured from the prompt's end, never done at the first new
+    token, then done when the new text holds every keyword."""
+    tokenizer = build_tokenizer()
+    a, b = (tokenizer.convert_tokens_to_ids(t) for t in ("a", "b"))
+
+    def done(keywords: list[str], prompt: list[int], new: list[int]) -> bool:
+        stop = NewTextStop(keywords, tokenizer, len(prompt))
+        return bool(stop(torch.tensor([prompt + new]), torch.zeros(1)))
+
+    assert not done(["a"], [b], [a]), "the keyword is there, but only one token is new"
+    assert done(["a"], [b], [a, b])
+    assert not done(["a"], [a, a], [b, b]), "the prompt's text does not count"
+    assert not done(["a", "c"], [], [a, b]) and done(["a", "b"], [], [a, b])
+
+
+def test_the_paper_run_uses_the_originals_choices_for_yi_vl_and_mantis() -> None:
+    specs = load_specs()
+    chosen = {
+        name: for_run(specs.models[name], specs.run("paper")).execution.model_dump(  # type: ignore[union-attr]
+            include={"prompt_template", "image_preprocessing", "tokenization", "decoding", "stop_strings"},
+            mode="json",
+        )
+        for name in ("yi-vl", "mantis")
+    }
+    assert chosen == {
+        "yi-vl": {
+            "prompt_template": "yi_mm_default",
+            "image_preprocessing": "pad_to_square",
+            "tokenization": "per_chunk",
+            "decoding": "per_sample",
+            "stop_strings": ["###"],
+        },
+        "mantis": {
+            "prompt_template": "mllava_v1",
+            "image_preprocessing": "processor",
+            "tokenization": "whole",
+            "decoding": "per_sample",
+            "stop_strings": [],
+        },
+    }
+    assert {specs.models[n].adapter for n in chosen} == {AdapterKind.HF_YI_VL, AdapterKind.HF_MANTIS}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
-from tiny_checks import smoke_with
+from tiny_checks import smoke_with, tiny_port
 
 from milebench.cli import main
 from milebench.infer.registry import load_adapter
@@ -80,3 +80,34 @@ def test_unknown_sample_and_other_adapters_are_one_line_errors(
         "model spec 'random': render-input shows the transformers adapters' input; "
         "adapter random builds its own"
     )
+
+
+@pytest.mark.parametrize(
+    ("paper_model", "adapter_kind", "template", "pads", "features_beyond_ids"),
+    [("yi-vl", "hf-yi-vl", "yi_mm_default", True, 15), ("mantis", "hf-mantis", "mllava_v1", False, 0)],
+)
+def test_ports_show_their_original_input(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    paper_model: str,
+    adapter_kind: str,
+    template: str,
+    pads: bool,
+    features_beyond_ids: int,
+) -> None:
+    """Yi-VL and Mantis print their own turn format, the tokens their language model attends to (a
+    Yi-VL picture is one id but 16 features of the tiny tower) and their own image preprocessing."""
+    model = tiny_port(paper_model, adapter_kind, paper_model)
+    specs_dir, paths, sample = smoke_with(tmp_path, model, TASK)
+    assert render(specs_dir, model.name, TASK, sample.sample_id) == 0
+    out = capsys.readouterr().out
+    adapter = load_adapter(load_specs(specs_dir).models[model.name], paths, paths.data_root)
+    assert f"----- text -----\n{adapter.render(sample)}\n----- end of text -----\n" in out
+    assert f"execution: paper\n  prompt_template: {template}\n" in out
+    ids = adapter.encode([sample])["input_ids"][0]
+    assert f"input: {len(ids) + features_beyond_ids * len(sample.images)} tokens" in out
+    with Image.open(paths.data_root / sample.images[0]) as picture:
+        width, height = picture.size
+    side = max(width, height)
+    padding = f"padded with (122, 116, 104) to {side}x{side}" if pads and width != height else "no padding"
+    assert f"  1. {sample.images[0]}: {width}x{height}, {padding} -> pixels (3, 32, 32)\n" in out
