@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import torch
 from picture_samples import picture_sample
+from safetensors import safe_open
 from tiny_checks import answers_every_fixture_task, same_seed_same_weights, tiny_port, tiny_run
 from transformers import CLIPVisionModel
 
@@ -90,6 +91,9 @@ def test_checkpoint_has_the_original_layout_and_seeded_weights(paths: RunPaths, 
     assert {"config.json", "model.safetensors", "preprocessor_config.json"} <= {
         p.name for p in tower.iterdir()
     }
+    with safe_open(tower / "model.safetensors", "pt") as weights:
+        names = weights.keys()
+    assert all(name.startswith("vision_model.") for name in names), "as older transformers saved"
     model = YiVLForCausalLM.from_pretrained(folder)
     projector = {k for k in model.state_dict() if "mm_projector" in k}
     assert projector == {f"model.mm_projector.{i}.{w}" for i in (0, 1, 3, 4) for w in ("weight", "bias")}
