@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import torch
+from safetensors.torch import load_file, save_file
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import (
     CLIPImageProcessor,
@@ -112,6 +113,23 @@ BUILDERS: dict[str, str] = {
     "mantis": "milebench.infer.tiny_mantis:build_tiny_mantis",
 }
 """The builder of each tiny family, imported only when used."""
+
+
+def as_released(weights_file: Path, tower: str | None) -> None:
+    """Rewrite a saved weights file as the checkpoints of the ported models were released: every float
+    weight a bfloat16 value (their original code loads them in bfloat16, which then changes nothing) and
+    the CLIP tower's weights (those named ``tower...``) under ``vision_model.``, the names transformers
+    before 5 gave a ``CLIPVisionModel`` (transformers 5 drops the prefix and reads both)."""
+    out = {}
+    for name, tensor in load_file(weights_file).items():
+        rest = name.removeprefix(tower) if tower is not None and name.startswith(tower) else None
+        key = (
+            f"{tower}vision_model.{rest}"
+            if rest is not None and not rest.startswith("vision_model.")
+            else name
+        )
+        out[key] = tensor.to(torch.bfloat16).to(tensor.dtype) if tensor.is_floating_point() else tensor
+    save_file(out, weights_file, metadata={"format": "pt"})
 
 
 def build_tiny(spec: ModelSpec, out_dir: Path) -> None:

@@ -5,10 +5,8 @@ The main folder holds a Llama with the ``model.mm_projector`` weights of an ``ml
 a config of model type ``llava`` carrying the original's ``mm_*`` and ``image_aspect_ratio: pad`` keys,
 and the tokenizer; the vision tower (a CLIP tower of ``n_tokens_per_image`` patches, the CLS feature
 dropped by ``mm_vision_select_feature: patch``) and its image processor lie in the subfolder that
-``mm_vision_tower`` names, as Yi-VL's ``vit/`` folder does, its weights named as the transformers of
-Yi-VL's time saved a ``CLIPVisionModel`` (``vision_model.*``; transformers 5 drops that prefix). Every
-weight is a bfloat16 value (stored as float32), since the original code loads the model in bfloat16:
-that load then changes nothing, and a float32 run of it computes with the kit's very weights.
+``mm_vision_tower`` names, as Yi-VL's ``vit/`` folder does. Both weight files are written as released
+(``milebench.infer.tiny.as_released``).
 """
 
 from __future__ import annotations
@@ -17,16 +15,21 @@ import json
 from pathlib import Path
 
 import torch
-from safetensors.torch import save_file
 from transformers import CLIPImageProcessor, CLIPVisionModel, LlamaConfig
 
-from milebench.infer.tiny import IMAGE_SIZE, build_tokenizer, text_fields, tiny_shape, vision_config
+from milebench.infer.tiny import (
+    IMAGE_SIZE,
+    as_released,
+    build_tokenizer,
+    text_fields,
+    tiny_shape,
+    vision_config,
+)
 from milebench.infer.yi_vl_model import YiVLForCausalLM
 from milebench.spec.model import ModelSpec
 
 VISION_TOWER = "./vit/clip-vit-tiny"
 """``mm_vision_tower`` as the original config writes it: relative to the checkpoint."""
-TOWER_PREFIX = "vision_model."
 SELECT_LAYER = -2
 """The tower's second-to-last hidden state, so the selection matters with two layers."""
 
@@ -51,18 +54,12 @@ def build_tiny_yi_vl(spec: ModelSpec, out_dir: Path) -> None:
     torch.manual_seed(shape.seed)
     model = YiVLForCausalLM(config)
     tower = CLIPVisionModel(vision)
-    with torch.no_grad():
-        for weight in [*model.parameters(), *tower.parameters()]:
-            weight.copy_(weight.to(torch.bfloat16))
     model.save_pretrained(out_dir)
+    as_released(out_dir / "model.safetensors", None)
     tokenizer.save_pretrained(out_dir)
     tower_dir = out_dir / VISION_TOWER
-    tower.config.save_pretrained(tower_dir)
-    weights = {
-        name if name.startswith(TOWER_PREFIX) else TOWER_PREFIX + name: tensor.contiguous()
-        for name, tensor in tower.state_dict().items()
-    }
-    save_file(weights, tower_dir / "model.safetensors", metadata={"format": "pt"})
+    tower.save_pretrained(tower_dir)
+    as_released(tower_dir / "model.safetensors", "")
     CLIPImageProcessor(
         size={"shortest_edge": IMAGE_SIZE}, crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}
     ).save_pretrained(tower_dir)
