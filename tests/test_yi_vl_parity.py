@@ -3,8 +3,9 @@ the official LLaVA environment of its era) and the kit's hf-yi-vl adapter under 
 give identical prompts, input ids, pixel tensors, generated ids and answers on every prepared sample of
 the mini-MileBench, both reading one tiny checkpoint in Yi-VL's original layout.
 
-Needs a checkout of Yi's code, whose ``VL`` folder ``MILEBENCH_YI_VL_CODE`` names (the kit carries none of
-it), and the official environment (``bash .ci/llava-official.sh`` makes ``.venv-llava``;
+Needs Yi's code (the kit carries none of it): ``bash .ci/original-code.sh`` unpacks its ``VL`` folder at
+the commit the kit follows into ``.original-code/``, or ``MILEBENCH_YI_VL_CODE`` names one; and the
+official environment (``bash .ci/llava-official.sh`` makes ``.venv-llava``;
 ``MILEBENCH_LLAVA_PYTHON`` names another). Both sides run float32 on the CPU. Twice: with the paper's stop
 keyword ``###``, which a random model does not write, and with a space, which stops most samples early,
 so Yi's stop rule is compared where it acts.
@@ -15,32 +16,28 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 import torch
-from llava_official.parity import official_python
+from llava_official.parity import REPO, for_tokenizers_0_15, listed_fixture, official_python, run_original
 from tiny_checks import tiny_port
 
-from milebench.fixture.prepared import prepared_fixture
 from milebench.infer.hf_yi_vl import HfYiVLAdapter
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import build_tiny
 from milebench.paths import RunPaths
-from milebench.preprocess.regime import regime_for
 from milebench.records import PreparedSample
 from milebench.spec.model import ModelSpec
-from milebench.spec.registry import load_specs
-from milebench.spec.run import FixtureSource, Mode, RunSpec
 
 PYTHON = official_python()
-CODE = Path(os.environ.get("MILEBENCH_YI_VL_CODE", "/nonexistent"))
+CODE = Path(os.environ.get("MILEBENCH_YI_VL_CODE") or REPO / ".original-code/Yi/VL")
 DRIVER = Path(__file__).parent / "yi_vl_official" / "official_yi.py"
 pytestmark = pytest.mark.skipif(
     PYTHON is None or not (CODE / "llava" / "mm_utils.py").is_file(),
     reason="needs the official LLaVA environment (`bash .ci/llava-official.sh`, or MILEBENCH_LLAVA_PYTHON) "
-    "and Yi-VL's code: MILEBENCH_YI_VL_CODE naming the VL folder of a github.com/01-ai/Yi checkout",
+    "and Yi-VL's code (`bash .ci/original-code.sh`, or MILEBENCH_YI_VL_CODE naming the VL folder of a "
+    "github.com/01-ai/Yi checkout)",
 )
 SAMPLES_PER_TASK = 1
 MAX_NEW_TOKENS = 24
@@ -57,18 +54,6 @@ def parity_spec(keywords: tuple[str, ...]) -> ModelSpec:
     )
 
 
-def for_tokenizers_0_15(folder: Path) -> None:
-    """The tokenizer files as tokenizers 0.15 and transformers 4.37 read them: BPE merges as
-    space-joined strings, the tokenizer class by its 4.37 name. The vocabulary and merges are the same."""
-    tokenizer = json.loads((folder / "tokenizer.json").read_text())
-    tokenizer["model"]["merges"] = [" ".join(pair) for pair in tokenizer["model"]["merges"]]
-    (folder / "tokenizer.json").write_text(json.dumps(tokenizer))
-    config = json.loads((folder / "tokenizer_config.json").read_text())
-    (folder / "tokenizer_config.json").write_text(
-        json.dumps({**config, "tokenizer_class": "PreTrainedTokenizerFast"})
-    )
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunPaths, list[PreparedSample], Path, Path]:
     """The tiny checkpoint, the original side's copy of it, the prepared samples and their list."""
@@ -79,20 +64,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunPaths, list[Prep
     original = root / "original"
     shutil.copytree(paths.model_dir(spec.name), original)
     for_tokenizers_0_15(original)
-    run = RunSpec(name="t", description="t", models=(spec.name,), data=FixtureSource(kind="fixture"))
-    regime = regime_for(spec, run, Mode.MULTI_IMAGE, load_specs().root)
-    tasks = prepared_fixture(paths, list(load_specs().tasks.values()), SAMPLES_PER_TASK, regime=regime)
-    samples = [s for task in tasks.values() for s in task]
-    listed = [
-        {
-            "task": s.task,
-            "sample_id": s.sample_id,
-            "prompt": s.prompt,
-            "images": [str(paths.data_root / rel) for rel in s.images],
-        }
-        for s in samples
-    ]
-    (root / "samples.json").write_text(json.dumps(listed))
+    samples = listed_fixture(spec, paths, SAMPLES_PER_TASK, root / "samples.json")
     return paths, samples, original, root / "samples.json"
 
 
@@ -102,11 +74,20 @@ def test_identical_prompts_ids_pixels_generated_ids_and_answers(
 ) -> None:
     paths, samples, original, listed = built
     gen_kwargs = {"max_new_tokens": MAX_NEW_TOKENS, "min_new_tokens": 1, "do_sample": False}
-    command = [str(PYTHON), str(DRIVER), "--code", str(CODE), "--model", str(original)]
-    command += ["--samples", str(listed), "--gen-kwargs", json.dumps(gen_kwargs)]
-    command += ["--keywords", json.dumps(list(keywords)), "--out", str(tmp_path)]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    assert PYTHON is not None
+    run_original(
+        PYTHON,
+        DRIVER,
+        *("--code", str(CODE), "--model", str(original), "--samples", str(listed)),
+        *(
+            "--gen-kwargs",
+            json.dumps(gen_kwargs),
+            "--keywords",
+            json.dumps(list(keywords)),
+            "--out",
+            str(tmp_path),
+        ),
+    )
     results = {(r["task"], r["sample_id"]): r for r in json.loads((tmp_path / "results.json").read_text())}
     pixels = torch.load(tmp_path / "pixels.pt")
     adapter = load_adapter(parity_spec(keywords), paths, paths.data_root)

@@ -30,6 +30,14 @@ from transformers import (
     LlavaProcessor,
 )
 
+from milebench.fixture.prepared import prepared_fixture
+from milebench.paths import RunPaths
+from milebench.preprocess.regime import regime_for
+from milebench.records import PreparedSample
+from milebench.spec.model import ModelSpec
+from milebench.spec.registry import load_specs
+from milebench.spec.run import FixtureSource, Mode, RunSpec
+
 REPO = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("official_worker.py")
 PYTHON_VAR = "MILEBENCH_LLAVA_PYTHON"
@@ -163,3 +171,42 @@ def broken_byte_runs(tokens: Sequence[str]) -> bool:
             return True
         run = []
     return False
+
+
+def for_tokenizers_0_15(folder: Path) -> None:
+    """A kit-built tokenizer's files as tokenizers 0.15 and transformers 4.37 read them: BPE merges as
+    space-joined strings, the tokenizer class by its 4.37 name. Vocabulary and merges stay the same."""
+    tokenizer = json.loads((folder / "tokenizer.json").read_text())
+    tokenizer["model"]["merges"] = [" ".join(pair) for pair in tokenizer["model"]["merges"]]
+    (folder / "tokenizer.json").write_text(json.dumps(tokenizer))
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    config["tokenizer_class"] = "PreTrainedTokenizerFast"
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+
+
+def run_original(python: Path, driver: Path, *args: str) -> None:
+    """Run an original-code driver in the official environment; its output is shown when it fails."""
+    done = subprocess.run([str(python), str(driver), *args], capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise RuntimeError(f"{driver.name} failed:\n{done.stdout}\n{done.stderr}")
+
+
+def listed_fixture(spec: ModelSpec, paths: RunPaths, per_task: int, out: Path) -> list[PreparedSample]:
+    """Samples of every mini-MileBench task prepared for ``spec``'s regime, listed in ``out`` for a driver
+    (task, sample_id, prompt, absolute image paths)."""
+    specs = load_specs()
+    run = RunSpec(name="t", description="t", models=(spec.name,), data=FixtureSource(kind="fixture"))
+    regime = regime_for(spec, run, Mode.MULTI_IMAGE, specs.root)
+    tasks = prepared_fixture(paths, list(specs.tasks.values()), per_task, regime=regime)
+    samples = [s for task in tasks.values() for s in task]
+    listed = [
+        {
+            "task": s.task,
+            "sample_id": s.sample_id,
+            "prompt": s.prompt,
+            "images": [str(paths.data_root / rel) for rel in s.images],
+        }
+        for s in samples
+    ]
+    out.write_text(json.dumps(listed))
+    return samples

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The original code of the ported models, for the original-code parity tests (tests/test_yi_vl_parity.py,
+# tests/test_mantis_parity.py), which run it in .venv-llava (.ci/llava-official.sh): the VL folder of
+# github.com/01-ai/Yi and the mantis package of github.com/TIGER-AI-Lab/Mantis, each at the commit the kit
+# follows, unpacked into .original-code/ (git-ignored). Nothing of it enters the kit. Takes seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+YI=24ce52c7d1dd3e282fbb40ed2fedcc02add13931      # 2024-04-16, the last change to VL/
+MANTIS=5f67d7a0e061330de41736ad16083fceb971aba1  # 2024-05-18, Mantis-bakllava-7b's code
+
+fetch() {  # owner/name commit folder-in-repo target
+  rm -rf "$4" && mkdir -p "$4"
+  python3 - "$1" "$2" "$3" "$4" <<'PY'
+import io, sys, tarfile, urllib.request
+repo, commit, folder, target = sys.argv[1:]
+with urllib.request.urlopen(f"https://codeload.github.com/{repo}/tar.gz/{commit}", timeout=120) as answer:
+    archive = tarfile.open(fileobj=io.BytesIO(answer.read()), mode="r:gz")
+top = f"{repo.split('/')[1]}-{commit}/{folder}/"
+members = [m for m in archive.getmembers() if m.name.startswith(top) and (m.isfile() or m.isdir())]
+if not members:
+    sys.exit(f"{repo}@{commit}: no {folder}/ in the archive")
+for member in members:
+    member.name = member.name[len(top):] or "."
+archive.extractall(target, members=members, filter="data")
+PY
+}
+
+fetch 01-ai/Yi "$YI" VL .original-code/Yi/VL
+fetch TIGER-AI-Lab/Mantis "$MANTIS" mantis .original-code/Mantis/mantis
