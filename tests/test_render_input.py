@@ -83,8 +83,11 @@ def test_unknown_sample_and_other_adapters_are_one_line_errors(
 
 
 @pytest.mark.parametrize(
-    ("paper_model", "adapter_kind", "template", "pads", "features_beyond_ids"),
-    [("yi-vl", "hf-yi-vl", "yi_mm_default", True, 15), ("mantis", "hf-mantis", "mllava_v1", False, 0)],
+    ("paper_model", "adapter_kind", "template", "pads", "features_beyond_ids", "note"),
+    [
+        ("yi-vl", "hf-yi-vl", "yi_mm_default", True, 15, "each image id (-200) stands for 16 features"),
+        ("mantis", "hf-mantis", "mllava_v1", False, 0, "each image token stands for 16 ids"),
+    ],
 )
 def test_ports_show_their_original_input(
     tmp_path: Path,
@@ -94,6 +97,7 @@ def test_ports_show_their_original_input(
     template: str,
     pads: bool,
     features_beyond_ids: int,
+    note: str,
 ) -> None:
     """Yi-VL and Mantis print their own turn format, the tokens their language model attends to (a
     Yi-VL picture is one id but 16 features of the tiny tower) and their own image preprocessing."""
@@ -105,7 +109,7 @@ def test_ports_show_their_original_input(
     assert f"----- text -----\n{adapter.render(sample)}\n----- end of text -----\n" in out
     assert f"execution: paper\n  prompt_template: {template}\n" in out
     ids = adapter.encode([sample])["input_ids"][0]
-    assert f"input: {len(ids) + features_beyond_ids * len(sample.images)} tokens" in out
+    assert f"input: {len(ids) + features_beyond_ids * len(sample.images)} tokens; {note}\n" in out
     with Image.open(paths.data_root / sample.images[0]) as picture:
         width, height = picture.size
     side = max(width, height)

@@ -112,6 +112,10 @@ class HfYiVLAdapter(HfLlavaAdapter):
         """One ``-200`` per picture in the ids, as ``tokenizer_image_token`` writes them."""
         return 1
 
+    @property
+    def image_note(self) -> str:
+        return f"each image id ({IMAGE_TOKEN_INDEX}) stands for {self.processor.features_per_image} features"
+
     def load_processor(self, source: str, kwargs: dict[str, Any]) -> YiVLProcessor:
         # Read as a Llama's without the type check: the original config's type is LLaVA's own.
         config = LlamaConfig.from_dict(LlamaConfig.get_config_dict(source, **kwargs)[0])

@@ -43,9 +43,8 @@ def view(adapter: HfImageTextToTextAdapter, sample: PreparedSample) -> Iterator[
     text = adapter.render(sample)
     inputs = adapter.encode([sample])
     (tokens,) = adapter.input_lengths(inputs)
-    per_image = getattr(adapter, "image_seq", None)
-    each = f"; each image token stands for {per_image} ids" if per_image is not None else ""
-    yield f"input: {tokens} tokens{each}"
+    note = getattr(adapter, "image_note", None)
+    yield f"input: {tokens} tokens" + (f"; {note}" if note else "")
     yield "----- text -----"
     yield text
     yield "----- end of text -----"
