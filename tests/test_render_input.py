@@ -96,6 +96,6 @@ def test_unknown_sample_and_other_adapters_are_one_line_errors(
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert errors[0].endswith(f"{TASK}.jsonl: no sample 99 (ids {sample.sample_id}..{sample.sample_id})")
     assert errors[1] == (
-        "model spec 'random': render-input shows the transformers adapters' input; "
+        "model spec 'random': render-input shows the input of adapters that run local weights; "
         "adapter random builds its own"
     )

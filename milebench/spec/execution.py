@@ -35,6 +35,11 @@ class PromptTemplate(StrEnum):
     """``USER: {prompt} ASSISTANT:``, the format of the llava-hf LLaVA-1.5 model cards."""
     QWEN_CHAT = "qwen_chat"
     """Qwen-VL-Chat's ``chat``: a chatml turn built by the checkpoint's remote code."""
+    ALLAVA = "allava"
+    """ALLaVA's ``chat`` (its code base's ``Chatbot.chat``): ``<image>``, ``<s>`` and ``</s>`` leave the
+    text, one ``<image>\\n`` per picture goes in front of it, and the turn is ``[INST] {text} [/INST] ``."""
+    ALLAVA_INTERLEAVED = "allava_interleaved"
+    """ALLaVA's turn with each picture at its placeholder, where the official LLaVA worker puts it."""
     PLAIN = "plain"
     """The prepared prompt as it is (API messages, baselines)."""
 
@@ -59,8 +64,9 @@ class ImageBackend(StrEnum):
 class Tokenization(StrEnum):
     PER_CHUNK = "per_chunk"
     """LLaVA's ``tokenizer_image_token``: the text between image tokens is tokenized chunk by chunk
-    (each with the tokenizer's special tokens, the BOS of every later chunk dropped) and one image id
-    joins the chunks. SentencePiece tokenizers may give other ids than for the whole string."""
+    (LLaVA: each with the tokenizer's special tokens, the BOS of every later chunk dropped; ALLaVA's
+    copy: without special tokens) and one image id joins the chunks. SentencePiece tokenizers may give
+    other ids than for the whole string."""
     WHOLE = "whole"
     """The processor tokenizes the whole text."""
 
@@ -183,8 +189,9 @@ ADAPTER_DEFAULTS: dict[str, Execution] = {
     "hf-qwen2-vl": GENERIC,
     "hf-idefics2": GENERIC,
 }
-"""The execution of a spec that states none, by adapter kind. API models, baselines and Qwen-VL-Chat's
-remote-code ``chat`` have none: the provider, the kit's own code or the checkpoint's code decides."""
+"""The execution of a spec that states none, by adapter kind. API models and baselines have none: the
+provider or the kit's own code decides. The remote-code adapters (Qwen-VL-Chat, ALLaVA) have none
+either: their spec states how the checkpoint's code runs, or they refuse to load."""
 
 
 def execution_of(spec: ModelSpec) -> Execution | None:
