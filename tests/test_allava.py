@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 import torch
-from allava_checkpoint import FEATURES_PER_IMAGE, allava_spec, build_allava
 from picture_samples import picture_sample, write_pictures
 from PIL import Image
+from remote_checkpoints import FEATURES_PER_IMAGE, build_allava, hub_spec
 
 from milebench.infer.adapter import AdapterError, SampleFailure
 from milebench.infer.engine import run_model
@@ -26,11 +26,16 @@ from milebench.io import read_jsonl
 from milebench.paths import RunPaths
 from milebench.records import FailureKind, Prediction
 from milebench.spec.execution import PAPER, Decoding, ImagePreprocessing, PromptTemplate, for_run
+from milebench.spec.model import ModelSpec
 from milebench.spec.registry import load_specs
 from milebench.spec.run import ContextOverflow
 
 SIZES = [(40, 30), (32, 32), (20, 50), (64, 16)]
 CLIP_MEAN_COLOUR = (122, 116, 104)
+
+
+def allava_spec(folder: Path, **fields: Any) -> ModelSpec:
+    return hub_spec("allava-longer", folder, **fields)
 
 
 @pytest.fixture(scope="module")

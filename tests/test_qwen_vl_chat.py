@@ -6,7 +6,6 @@ execution its spec states, the choices it refuses and the dtype reaching the che
 from __future__ import annotations
 
 import re
-import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,8 +14,7 @@ import pytest
 import torch
 from picture_samples import picture_sample, write_pictures
 from PIL import Image
-from safetensors.torch import save_file
-from transformers import AutoConfig, AutoModelForCausalLM
+from remote_checkpoints import build_qwen_vl_chat, hub_spec
 
 from milebench.infer.adapter import AdapterError, SampleFailure
 from milebench.infer.engine import run_model
@@ -32,37 +30,18 @@ from milebench.spec.model import ModelSpec
 from milebench.spec.registry import load_specs
 from milebench.spec.run import ContextOverflow
 
-STANDIN = Path(__file__).parent / "qwen_vl_chat_standin"
 SIZES = [(40, 30), (32, 32), (20, 50), (64, 16)]
 IMAGE_SPAN = 258
 """Tokens per image in the stand-in, as in Qwen-VL-Chat: <img>, 256 path or pad tokens, </img>."""
 
 
-def build_standin(folder: Path, seed: int) -> Path:
-    """The stand-in's code and configs plus weights initialised from ``seed``."""
-    shutil.copytree(STANDIN, folder)
-    config = AutoConfig.from_pretrained(folder, trust_remote_code=True)
-    torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(config, trust_remote_code=True)
-    weights = {name: tensor.contiguous() for name, tensor in model.state_dict().items()}
-    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
-    return folder
-
-
 def spec(folder: Path, **fields: Any) -> ModelSpec:
-    """The kit's qwen-vl-chat spec with the stand-in as its hub repository."""
-    data = load_specs().models["qwen-vl-chat"].model_dump()
-    data.update(
-        weights={"kind": "hf", "repo_id": str(folder), "trust_remote_code": True},
-        generation={"max_new_tokens": 6},
-    )
-    data.update(fields)
-    return ModelSpec.model_validate(data)
+    return hub_spec("qwen-vl-chat", folder, **fields)
 
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_standin(tmp_path_factory.mktemp("standin") / "qwen-vl-chat-standin", seed=0)
+    return build_qwen_vl_chat(tmp_path_factory.mktemp("standin") / "qwen-vl-chat-standin")
 
 
 @pytest.fixture(scope="module")
