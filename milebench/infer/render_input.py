@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 def execution_lines(execution: Execution) -> Iterator[str]:
     yield f"execution: {execution.label}"
     choices = execution.model_dump(
-        mode="json", exclude={"variants", "applied_variant", "source", "tokenizer_note"}
+        mode="json", exclude={"variants", "applied_variant", "source", "deviations"}
     )
     for field, value in choices.items():
         yield f"  {field}: {value}"

@@ -92,6 +92,31 @@ class Autocast(StrEnum):
     BFLOAT16 = "bfloat16"
 
 
+class Aspect(StrEnum):
+    """The parts of running a model that can change its answers, as the report's fidelity table
+    lists them; the execution fields each one covers are in :data:`ASPECT_FIELDS`."""
+
+    PROMPT = "prompt"
+    IMAGES = "images"
+    TOKENIZATION = "tokenization"
+    DECODING = "decoding"
+    PRECISION = "precision"
+    STOP = "stop"
+    TOKENIZER = "tokenizer"
+    """Which tokenizer counts tokens for truncation and tokenizes the input (no field: the checkpoint's)."""
+
+
+ASPECT_FIELDS: dict[Aspect, tuple[str, ...]] = {
+    Aspect.PROMPT: ("prompt_template",),
+    Aspect.IMAGES: ("image_preprocessing", "image_backend"),
+    Aspect.TOKENIZATION: ("tokenization", "original_vocab_only"),
+    Aspect.DECODING: ("decoding",),
+    Aspect.PRECISION: ("dtype", "autocast"),
+    Aspect.STOP: ("stop_strings",),
+    Aspect.TOKENIZER: (),
+}
+
+
 class ExecutionVariant(Spec):
     """A named way of running the model other than the paper's: the choices it states replace the
     model's; the others stay."""
@@ -132,10 +157,10 @@ class Execution(Spec):
         description="Never generate ids at or above the tokenizer's base vocabulary: the tokens a hub "
         "conversion added (llava-hf's <image>, <pad> and embedding padding) that the original model lacks.",
     )
-    tokenizer_note: str | None = Field(
-        default=None,
-        description="Which tokenizer counts tokens for truncation and tokenizes the input, against the "
-        "official run's.",
+    deviations: dict[Aspect, str] = Field(
+        default_factory=dict,
+        description="Where these choices still differ from the run the paper reports, and why, by aspect; "
+        "an aspect not named is as that run had it (the report's fidelity table shows both).",
     )
     source: str | None = Field(default=None, description="Where these choices come from.")
     variants: dict[str, ExecutionVariant] = Field(
