@@ -66,8 +66,24 @@ def test_models_without_a_stated_execution_are_never_called_official(specs: Spec
             assert aspects == {Fidelity.NOT_APPLICABLE} and cells[BUDGET][0] is Fidelity.NOT_APPLICABLE
         elif spec.execution is None:
             assert aspects == {Fidelity.UNKNOWN}, name
+        elif spec.execution.no_official_worker:
+            assert Fidelity.AS_OFFICIAL not in aspects, name
         else:
             assert Fidelity.UNKNOWN not in aspects, name
+
+
+@pytest.mark.parametrize("name", ["qwen-vl-chat", "allava-longer"])
+def test_models_without_an_official_worker_are_unknown_in_every_aspect_with_what_the_kit_runs(
+    specs: Specs, name: str
+) -> None:
+    """Their specs state how the checkpoint's own code runs them, but the paper's run of them is not
+    published: no aspect can be called as official."""
+    cells = by_model(fidelity_rows(specs, paper_run(specs)))[name]
+    execution = specs.models[name].execution
+    assert execution is not None and execution.no_official_worker
+    assert {cells[a.value][0] for a in Aspect} == {Fidelity.UNKNOWN}
+    assert cells[Aspect.PROMPT][1] == f"{execution.prompt_template}; {execution.no_official_worker}"
+    assert cells[BUDGET][0] is Fidelity.AS_OFFICIAL
 
 
 def test_a_budget_without_a_source_is_unknown(specs: Specs) -> None:

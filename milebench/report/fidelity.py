@@ -2,8 +2,10 @@
 
 The spec's ``execution`` states the choices of that run with their source; ``execution.deviations`` names
 the aspects where the kit still differs, and why; a run's execution variant differs in every aspect it
-changes. A model with no stated execution runs the kit's generic path, which nobody has matched to the
-paper's run: its aspects are unknown. API models, baselines and kit models have nothing to match, and an
+changes. Where the official code ships no worker for a model (``execution.no_official_worker``), its
+other aspects are unknown against the paper's run: the cell shows what the kit runs and what it follows.
+A model with no stated execution runs the kit's generic path, which nobody has matched to the paper's
+run: its aspects are unknown. API models, baselines and kit models have nothing to match, and an
 unported model does not run at all. The context budget is as the paper had it when each of its numbers has
 a source (the paper cut every model to its own context) and was applied in every mode.
 """
@@ -102,6 +104,8 @@ def aspect_cell(paper: Execution, applied: Execution, aspect: Aspect) -> Fidelit
         )
     if aspect in applied.deviations:
         return FidelityCell(Fidelity.DIFFERS, applied.deviations[aspect])
+    if applied.no_official_worker:
+        return FidelityCell(Fidelity.UNKNOWN, f"{shown(applied, aspect)}; {applied.no_official_worker}")
     return FidelityCell(Fidelity.AS_OFFICIAL, shown(applied, aspect))
 
 

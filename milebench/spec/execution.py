@@ -162,6 +162,12 @@ class Execution(Spec):
         description="Where these choices still differ from the run the paper reports, and why, by aspect; "
         "an aspect not named is as that run had it (the report's fidelity table shows both).",
     )
+    no_official_worker: str | None = Field(
+        default=None,
+        description="Set where the official code ships no worker for the model, so the paper's run of it "
+        "is not published: what these choices follow instead. An aspect not in deviations is then "
+        "unknown against that run, never as official.",
+    )
     source: str | None = Field(default=None, description="Where these choices come from.")
     variants: dict[str, ExecutionVariant] = Field(
         default_factory=dict, description="Other named ways to run the model; a run spec selects one."
