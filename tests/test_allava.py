@@ -147,7 +147,8 @@ def test_answers_are_greedy_and_depend_on_the_pictures(
         )
     recoloured = RunPaths(out=tmp_path, reports=tmp_path / "reports")
     write_pictures(recoloured, SIZES)
-    Image.new("RGB", SIZES[0], (0, 0, 255)).save(recoloured.data_root / "WebQA/images/0.png")
+    for i, size in enumerate(SIZES[:3]):
+        Image.new("RGB", size, (255, 255 - 80 * i, 0)).save(recoloured.data_root / f"WebQA/images/{i}.png")
     other = load_adapter(allava_spec(checkpoint), recoloured, recoloured.data_root).generate([sample])
     assert other != first
 
