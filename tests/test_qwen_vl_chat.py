@@ -1,10 +1,12 @@
 """Qwen-VL-Chat through the hf-qwen-vl-chat adapter, on a stand-in remote-code checkpoint loaded by
 ``from_pretrained(..., trust_remote_code=True)`` exactly as the hub repository is: the interleaved query,
-greedy deterministic answers, exact token counts, per-sample failures and the engine end to end."""
+greedy deterministic answers, exact token counts, per-sample failures and the engine end to end; the
+execution its spec states, the choices it refuses and the dtype reaching the checkpoint's switch."""
 
 from __future__ import annotations
 
-import shutil
+import re
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -12,51 +14,34 @@ import pytest
 import torch
 from picture_samples import picture_sample, write_pictures
 from PIL import Image
-from safetensors.torch import save_file
-from transformers import AutoConfig, AutoModelForCausalLM
+from remote_checkpoints import build_qwen_vl_chat, hub_spec
 
 from milebench.infer.adapter import AdapterError, SampleFailure
 from milebench.infer.engine import run_model
-from milebench.infer.hf_qwen_vl_chat import HfQwenVLChatAdapter
+from milebench.infer.execution_check import UnsupportedExecution
+from milebench.infer.hf_qwen_vl_chat import HfQwenVLChatAdapter, precision_flags
 from milebench.infer.registry import load_adapter
 from milebench.io import read_jsonl
 from milebench.paths import RunPaths
+from milebench.provenance import job_provenance
 from milebench.records import FailureKind, Prediction
+from milebench.spec.execution import PAPER, Decoding, Dtype, PromptTemplate, Tokenization, for_run
 from milebench.spec.model import ModelSpec
 from milebench.spec.registry import load_specs
 from milebench.spec.run import ContextOverflow
 
-STANDIN = Path(__file__).parent / "qwen_vl_chat_standin"
 SIZES = [(40, 30), (32, 32), (20, 50), (64, 16)]
 IMAGE_SPAN = 258
 """Tokens per image in the stand-in, as in Qwen-VL-Chat: <img>, 256 path or pad tokens, </img>."""
 
 
-def build_standin(folder: Path, seed: int) -> Path:
-    """The stand-in's code and configs plus weights initialised from ``seed``."""
-    shutil.copytree(STANDIN, folder)
-    config = AutoConfig.from_pretrained(folder, trust_remote_code=True)
-    torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(config, trust_remote_code=True)
-    weights = {name: tensor.contiguous() for name, tensor in model.state_dict().items()}
-    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
-    return folder
-
-
 def spec(folder: Path, **fields: Any) -> ModelSpec:
-    """The kit's qwen-vl-chat spec with the stand-in as its hub repository."""
-    data = load_specs().models["qwen-vl-chat"].model_dump()
-    data.update(
-        weights={"kind": "hf", "repo_id": str(folder), "trust_remote_code": True},
-        generation={"max_new_tokens": 6},
-    )
-    data.update(fields)
-    return ModelSpec.model_validate(data)
+    return hub_spec("qwen-vl-chat", folder, **fields)
 
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_standin(tmp_path_factory.mktemp("standin") / "qwen-vl-chat-standin", seed=0)
+    return build_qwen_vl_chat(tmp_path_factory.mktemp("standin") / "qwen-vl-chat-standin")
 
 
 @pytest.fixture(scope="module")
@@ -206,3 +191,73 @@ def test_engine_answers_and_resumes(checkpoint: Path, paths: RunPaths, tmp_path:
     strict = run_model(adapter, model, samples, strict_out, overflow=ContextOverflow.REFUSE)
     assert (strict.failed, strict.failures, len(calls)) == (1, {"context_overflow": 1}, 7)
     assert not any("Picture 3" in q for q in calls[4:]), "the refused sample never reaches the model"
+
+
+def test_the_spec_states_how_the_checkpoint_runs_and_the_record_shows_it() -> None:
+    specs = load_specs()
+    run = specs.run("paper")
+    model = for_run(specs.models["qwen-vl-chat"], run)
+    execution = model.execution
+    assert execution is not None and execution.label == PAPER
+    assert (execution.prompt_template, execution.tokenization, execution.decoding, execution.dtype) == (
+        PromptTemplate.QWEN_CHAT,
+        Tokenization.WHOLE,
+        Decoding.PER_SAMPLE,
+        Dtype.BFLOAT16,
+    )
+    assert execution.stop_strings == () and "greedy" in (execution.source or "")
+    record = job_provenance(
+        stage="infer",
+        specs=specs,
+        run=run,
+        model=model,
+        task="ALFRED",
+        mode="multi-image",
+        outputs=(),
+        fetch_manifest=Path("absent"),
+        started_at=datetime.now(UTC),
+    )
+    assert record.execution == execution
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"decoding": "batched"}, "decoding: batched (supported: per_sample)"),
+        ({"autocast": "bfloat16"}, "autocast: bfloat16 (supported: off)"),
+        ({"stop_strings": ["<|endoftext|>"]}, "stop_strings: ['<|endoftext|>'] (supported: [])"),
+        ({"prompt_template": "chat_template"}, "prompt_template: chat_template (supported: qwen_chat)"),
+        (
+            {"image_preprocessing": "pad_to_square"},
+            "image_preprocessing: pad_to_square (supported: processor)",
+        ),
+        ({"image_backend": "pil"}, "image_backend: pil (supported: default)"),
+    ],
+)
+def test_choices_the_checkpoint_code_does_not_make_are_refused_before_loading(
+    change: dict[str, Any], named: str, paths: RunPaths, tmp_path: Path
+) -> None:
+    execution = load_specs().models["qwen-vl-chat"].execution
+    assert execution is not None
+    absent = tmp_path / "no-checkpoint-here"
+    model = spec(absent, execution={**execution.model_dump(mode="json"), **change})
+    with pytest.raises(UnsupportedExecution, match="adapter hf-qwen-vl-chat cannot run " + re.escape(named)):
+        load_adapter(model, paths, paths.data_root)
+
+
+def test_a_spec_without_execution_is_refused(checkpoint: Path, paths: RunPaths) -> None:
+    with pytest.raises(AdapterError, match="the spec must state its execution"):
+        load_adapter(spec(checkpoint, execution=None), paths, paths.data_root)
+
+
+def test_the_dtype_reaches_the_checkpoint_precision_switch(adapter: HfQwenVLChatAdapter) -> None:
+    """On a GPU the execution's dtype is the flag the checkpoint converts itself with (without one it
+    would pick bfloat16 whatever the spec says); on the CPU the kit runs float32."""
+    gpu, cpu = torch.device("cuda"), torch.device("cpu")
+    assert precision_flags(Dtype.FLOAT16, gpu) == {"fp16": True}
+    assert precision_flags(Dtype.BFLOAT16, gpu) == {"bf16": True}
+    assert precision_flags(Dtype.FLOAT32, gpu) == {"fp32": True}
+    assert precision_flags(Dtype.BFLOAT16, cpu) == {"fp32": True}
+    config = adapter.model.config
+    assert (config.bf16, config.fp16, config.fp32) == (False, False, True)
+    assert {p.dtype for p in adapter.model.parameters()} == {torch.float32}

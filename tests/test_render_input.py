@@ -3,28 +3,82 @@
 from __future__ import annotations
 
 import logging
+import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 from PIL import Image
-from tiny_checks import smoke_with, tiny_port
+from remote_checkpoints import FEATURES_PER_IMAGE, build_allava, build_qwen_vl_chat
+from tiny_checks import tiny_port
 
 from milebench.cli import main
+from milebench.fixture.prepared import prepared_fixture
+from milebench.infer.hf_allava import HfAllavaAdapter, chat_text
 from milebench.infer.registry import load_adapter
+from milebench.infer.tiny import build_tiny
+from milebench.io import atomic_write_jsonl
 from milebench.paths import RunPaths
 from milebench.preprocess.regime import model_regime
 from milebench.records import PreparedSample
-from milebench.spec.registry import load_specs
+from milebench.spec.registry import DEFAULT_SPECS, load_specs
 from milebench.spec.run import Mode
 
 TASK = "CLEVR-Change"
 
 
+def smoke_specs(root: Path) -> Path:
+    """A copy of the specs whose smoke run writes under ``root``."""
+    specs_dir = root / "specs"
+    shutil.copytree(DEFAULT_SPECS, specs_dir)
+    run_file = specs_dir / "runs" / "smoke.yaml"
+    run_data = yaml.safe_load(run_file.read_text())
+    run_data["output_dir"] = str(root / "out")
+    run_file.write_text(yaml.safe_dump(run_data))
+    return specs_dir
+
+
+def prepare_one(specs_dir: Path, model: str) -> PreparedSample:
+    """One sample of TASK prepared for ``model``'s regime in the smoke run, as render-input reads it."""
+    specs = load_specs(specs_dir)
+    run = specs.run("smoke")
+    paths = RunPaths.for_run(run)
+    regime = model_regime(specs, run, model, Mode.MULTI_IMAGE)
+    (sample, *_) = prepared_fixture(paths, [specs.tasks[TASK]], 1, regime=regime)[TASK]
+    out = paths.prepared(TASK, Mode.MULTI_IMAGE, regime.id)
+    atomic_write_jsonl(out, [sample.model_dump(mode="json")])
+    return sample
+
+
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RunPaths, PreparedSample]:
-    """A copy of the specs whose smoke run writes under a temporary folder, with the tiny LLaVA built
-    and one task prepared for its regime."""
-    return smoke_with(tmp_path_factory.mktemp("render"), load_specs().models["tiny-llava"], TASK)
+    """The smoke specs copy with the tiny LLaVA built and one task prepared for its regime."""
+    specs_dir = smoke_specs(tmp_path_factory.mktemp("render"))
+    specs = load_specs(specs_dir)
+    paths = RunPaths.for_run(specs.run("smoke"))
+    build_tiny(specs.models["tiny-llava"], paths.model_dir("tiny-llava"))
+    return specs_dir, paths, prepare_one(specs_dir, "tiny-llava")
+
+
+@pytest.fixture(scope="module")
+def remote(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, PreparedSample]]:
+    """The smoke specs copy with ALLaVA and Qwen-VL-Chat on their stand-in checkpoints, one task
+    prepared for each one's regime (counted with the stand-in's own tokenizer)."""
+    root = tmp_path_factory.mktemp("render-remote")
+    specs_dir = smoke_specs(root)
+    samples = {}
+    for name, build in (("allava-longer", build_allava), ("qwen-vl-chat", build_qwen_vl_chat)):
+        model_file = specs_dir / "models" / f"{name}.yaml"
+        data = yaml.safe_load(model_file.read_text())
+        data["weights"]["repo_id"] = str(build(root / name))
+        model_file.write_text(yaml.safe_dump(data))
+        samples[name] = prepare_one(specs_dir, name)
+    return specs_dir, samples
+
+
+def picture_size(paths: RunPaths, image: str) -> tuple[int, int]:
+    with Image.open(paths.data_root / image) as picture:
+        return picture.size
 
 
 def render(specs_dir: Path, model: str, task: str, sample: int) -> int:
@@ -77,16 +131,69 @@ def test_unknown_sample_and_other_adapters_are_one_line_errors(
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert errors[0].endswith(f"{TASK}.jsonl: no sample 99 (ids {sample.sample_id}..{sample.sample_id})")
     assert errors[1] == (
-        "model spec 'random': render-input shows the transformers adapters' input; "
+        "model spec 'random': render-input shows the input of adapters that run local weights; "
         "adapter random builds its own"
     )
 
 
+def test_allava_shows_chat_s_turn_and_its_padded_pictures(
+    remote: tuple[Path, dict[str, PreparedSample]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    specs_dir, samples = remote
+    sample = samples["allava-longer"]
+    assert render(specs_dir, "allava-longer", TASK, sample.sample_id) == 0
+    out = capsys.readouterr().out
+    assert "model: allava-longer (hf-allava)\nexecution: paper\n  prompt_template: allava\n" in out
+    text = chat_text(sample.prompt, len(sample.images))
+    assert text.startswith("[INST] <image>\n<image>\n") and f"----- text -----\n{text}\n-----" in out
+    paths = RunPaths.for_run(load_specs(specs_dir).run("smoke"))
+    spec = load_specs(specs_dir).models["allava-longer"]
+    ids = HfAllavaAdapter(spec, paths, paths.data_root, with_model=False).encode([sample])["input_ids"][0]
+    n_images = len(sample.images)
+    assert f"input: {len(ids) + n_images * (FEATURES_PER_IMAGE - 1)} tokens; " in out
+    assert f"note: each image id (-200) becomes {FEATURES_PER_IMAGE} positions\n" in out
+    for i, image in enumerate(sample.images):
+        width, height = picture_size(paths, image)
+        side = max(width, height)
+        padding = f"padded with (122, 116, 104) to {side}x{side}" if width != height else "no padding"
+        assert f"  {i + 1}. {image}: {width}x{height}, {padding} -> pixels (3, 16, 16)\n" in out
+
+
+def test_qwen_vl_chat_shows_the_chatml_turn_chat_tokenizes(
+    remote: tuple[Path, dict[str, PreparedSample]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    specs_dir, samples = remote
+    sample = samples["qwen-vl-chat"]
+    assert render(specs_dir, "qwen-vl-chat", TASK, sample.sample_id) == 0
+    out = capsys.readouterr().out
+    assert "execution: paper\n  prompt_template: qwen_chat\n" in out and "  decoding: per_sample\n" in out
+    paths = RunPaths.for_run(load_specs(specs_dir).run("smoke"))
+    first = (paths.data_root / sample.images[0]).resolve()
+    turn = out.split("----- text -----\n")[1].split("\n----- end of text -----")[0]
+    assert turn.startswith("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n")
+    assert turn.endswith("<|im_end|>\n<|im_start|>assistant\n") and f"Picture 1: <img>{first}</img>\n" in turn
+    assert (
+        "note: each picture is opened from the path in its <img> span by the checkpoint's visual module"
+        in out
+    )
+    for i, image in enumerate(sample.images):
+        width, height = picture_size(paths, image)
+        assert f"  {i + 1}. {image}: {width}x{height}, no padding\n" in out
+
+
 @pytest.mark.parametrize(
-    ("paper_model", "adapter_kind", "template", "pads", "features_beyond_ids", "note"),
+    ("paper_model", "adapter_kind", "template", "pads", "ids_per_image", "features_beyond_ids", "note"),
     [
-        ("yi-vl", "hf-yi-vl", "yi_mm_default", True, 15, "each image id (-200) stands for 16 features"),
-        ("mantis", "hf-mantis", "mllava_v1", False, 0, "each image token stands for 16 ids"),
+        (
+            "yi-vl",
+            "hf-yi-vl",
+            "yi_mm_default",
+            True,
+            1,
+            15,
+            "note: each image id (-200) becomes 16 positions\n",
+        ),
+        ("mantis", "hf-mantis", "mllava_v1", False, 16, 0, ""),
     ],
 )
 def test_ports_show_their_original_input(
@@ -96,22 +203,29 @@ def test_ports_show_their_original_input(
     adapter_kind: str,
     template: str,
     pads: bool,
+    ids_per_image: int,
     features_beyond_ids: int,
     note: str,
 ) -> None:
     """Yi-VL and Mantis print their own turn format, the tokens their language model attends to (a
-    Yi-VL picture is one id but 16 features of the tiny tower) and their own image preprocessing."""
+    Yi-VL picture is one id but the 16 features of the tiny tower) and their own image preprocessing."""
     model = tiny_port(paper_model, adapter_kind, paper_model)
-    specs_dir, paths, sample = smoke_with(tmp_path, model, TASK)
+    specs_dir = smoke_specs(tmp_path)
+    (specs_dir / "models" / f"{model.name}.yaml").write_text(
+        yaml.safe_dump(model.model_dump(mode="json", exclude_none=True))
+    )
+    paths = RunPaths.for_run(load_specs(specs_dir).run("smoke"))
+    build_tiny(load_specs(specs_dir).models[model.name], paths.model_dir(model.name))
+    sample = prepare_one(specs_dir, model.name)
     assert render(specs_dir, model.name, TASK, sample.sample_id) == 0
     out = capsys.readouterr().out
     adapter = load_adapter(load_specs(specs_dir).models[model.name], paths, paths.data_root)
     assert f"----- text -----\n{adapter.render(sample)}\n----- end of text -----\n" in out
     assert f"execution: paper\n  prompt_template: {template}\n" in out
     ids = adapter.encode([sample])["input_ids"][0]
-    assert f"input: {len(ids) + features_beyond_ids * len(sample.images)} tokens; {note}\n" in out
-    with Image.open(paths.data_root / sample.images[0]) as picture:
-        width, height = picture.size
+    tokens = len(ids) + features_beyond_ids * len(sample.images)
+    assert f"input: {tokens} tokens; each image token stands for {ids_per_image} ids\n{note}-----" in out
+    width, height = picture_size(paths, sample.images[0])
     side = max(width, height)
     padding = f"padded with (122, 116, 104) to {side}x{side}" if pads and width != height else "no padding"
     assert f"  1. {sample.images[0]}: {width}x{height}, {padding} -> pixels (3, 32, 32)\n" in out

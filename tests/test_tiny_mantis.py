@@ -122,6 +122,9 @@ def test_tokens_past_model_max_length_are_cut_with_their_pictures(
         n for i in whole[: second + 1] for n in ([i] * 16 if i == image_id else [i])
     ]
     assert "cut 1 of 3 image tokens" in caplog.text and "sample 0" in caplog.text
+    assert adapter.input_view(sample).notes == (
+        f"MLlavaProcessor cuts the ids after {second + 1} (model_max_length), and the pictures cut with them",
+    )
 
 
 def test_each_sample_is_generated_alone_and_batched_is_a_variant(

@@ -4,24 +4,22 @@ whole mini-MileBench answered through the engine."""
 from __future__ import annotations
 
 import hashlib
-import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
 from picture_samples import write_pictures
 
 from milebench.fixture.prepared import prepared_fixture
 from milebench.infer.engine import run_model
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import build_tiny
-from milebench.io import atomic_write_jsonl, read_jsonl
+from milebench.io import read_jsonl
 from milebench.paths import RunPaths
-from milebench.preprocess.regime import model_regime, regime_for
-from milebench.records import Prediction, PreparedSample
+from milebench.preprocess.regime import regime_for
+from milebench.records import Prediction
 from milebench.spec.model import ModelSpec
-from milebench.spec.registry import DEFAULT_SPECS, load_specs
+from milebench.spec.registry import load_specs
 from milebench.spec.run import FixtureSource, Mode, RunSpec
 
 
@@ -86,30 +84,6 @@ def answers_every_fixture_task(model: ModelSpec, root: Path) -> None:
         predictions = [Prediction.model_validate(r) for r in read_jsonl(out)]
         assert [p.sample_id for p in predictions] == [s.sample_id for s in samples]
         assert all(p.response is not None and p.input_tokens for p in predictions), task
-
-
-def smoke_with(root: Path, model: ModelSpec, task: str) -> tuple[Path, RunPaths, PreparedSample]:
-    """A copy of the specs whose smoke run writes under ``root`` and runs ``model`` (its spec written into
-    the copy unless it is there), with its tiny checkpoint built and one sample of ``task`` prepared for
-    its regime: what ``render-input`` reads."""
-    specs_dir = root / "specs"
-    shutil.copytree(DEFAULT_SPECS, specs_dir)
-    model_file = specs_dir / "models" / f"{model.name}.yaml"
-    if not model_file.exists():
-        model_file.write_text(yaml.safe_dump(model.model_dump(mode="json", exclude_none=True)))
-    run_file = specs_dir / "runs" / "smoke.yaml"
-    run_data = yaml.safe_load(run_file.read_text())
-    run_data["output_dir"] = str(root / "out")
-    run_data["models"] = list(dict.fromkeys([*run_data["models"], model.name]))
-    run_file.write_text(yaml.safe_dump(run_data))
-    specs = load_specs(specs_dir)
-    run = specs.run("smoke")
-    paths = RunPaths.for_run(run)
-    build_tiny(specs.models[model.name], paths.model_dir(model.name))
-    regime = model_regime(specs, run, model.name, Mode.MULTI_IMAGE)
-    (sample, *_) = prepared_fixture(paths, [specs.tasks[task]], 1, regime=regime)[task]
-    atomic_write_jsonl(paths.prepared(task, Mode.MULTI_IMAGE, regime.id), [sample.model_dump(mode="json")])
-    return specs_dir, paths, sample
 
 
 def tiny_port(paper_model: str, adapter: str, family: str, n_tokens: int = 16, seed: int = 0) -> ModelSpec:

@@ -12,9 +12,15 @@ from collections.abc import Sequence
 from typing import Any
 
 
-def per_chunk_ids(text: str, tokenizer: Any, image_token: str, image_ids: Sequence[int]) -> list[int]:
-    """Ids of ``text`` with ``image_ids`` in place of each ``image_token``."""
-    chunks = [list(tokenizer(chunk).input_ids) for chunk in text.split(image_token)]
+def per_chunk_ids(
+    text: str, tokenizer: Any, image_token: str, image_ids: Sequence[int], *, special_tokens: bool = True
+) -> list[int]:
+    """Ids of ``text`` with ``image_ids`` in place of each ``image_token``; ``special_tokens``: whether
+    each chunk gets the tokenizer's special tokens (LLaVA's function: yes; ALLaVA's copy of it: no)."""
+    chunks = [
+        list(tokenizer(chunk, add_special_tokens=special_tokens).input_ids)
+        for chunk in text.split(image_token)
+    ]
     first = chunks[0]
     skip = 1 if first and first[0] == tokenizer.bos_token_id else 0
     ids = list(first)

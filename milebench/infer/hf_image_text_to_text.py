@@ -25,9 +25,11 @@ from PIL import Image
 from transformers import AutoImageProcessor, AutoProcessor, BatchFeature, PreTrainedModel
 
 from milebench.infer.adapter import AdapterError, SampleFailure, TokenUsage
+from milebench.infer.execution_check import require_supported
 from milebench.infer.hf_checkpoint import checkpoint
 from milebench.infer.image_preprocessing import ImageStep, preprocess
 from milebench.infer.images import reading_image
+from milebench.infer.input_view import InputView
 from milebench.infer.stopping import KeywordStop, RowStop
 from milebench.infer.time_limit import cut_by_time_limit, timeout_failure
 from milebench.infer.window import refusal
@@ -100,6 +102,8 @@ class HfImageTextToTextAdapter:
         "decoding": frozenset({Decoding.BATCHED}),
     }
     """The execution choices this class carries out, per field; fields not named take any value."""
+    pixel_key: ClassVar[str] = "pixel_values"
+    """The name under which the encoded inputs hold the pixels (the model's ``generate`` argument)."""
 
     def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path, *, with_model: bool = True) -> None:
         self.spec = spec
@@ -128,16 +132,7 @@ class HfImageTextToTextAdapter:
 
     def check_execution(self) -> None:
         """Stop before loading when the spec asks for a choice this class cannot carry out."""
-        wrong = [
-            f"{field}: {getattr(self.execution, field)} (supported: {', '.join(sorted(allowed))})"
-            for field, allowed in self.supported.items()
-            if getattr(self.execution, field) not in allowed
-        ]
-        if wrong:
-            raise AdapterError(
-                f"model spec {self.spec.name!r}, execution {self.execution.label}: adapter "
-                f"{self.spec.adapter.value} cannot run {'; '.join(wrong)}"
-            )
+        require_supported(self.spec, self.execution, self.supported)
 
     def load_model(self, source: str, kwargs: dict[str, Any]) -> GenerativeModel:
         """The model in the execution's dtype on a GPU, float32 on the CPU."""
@@ -190,6 +185,22 @@ class HfImageTextToTextAdapter:
         images = [img for s in samples for img in self.input_images(s)[0]]
         return self.processor(text=texts, images=images or None, return_tensors="pt", padding=True)
 
+    def input_lengths(self, inputs: BatchFeature) -> list[int]:
+        """Each row's input length as measured against the window: its tokens without padding."""
+        return [int(n) for n in inputs["attention_mask"].sum(dim=1).tolist()]
+
+    def input_view(self, sample: PreparedSample) -> InputView:
+        """``sample`` as the model gets it: text, length, pictures and pixel shape (``render-input``)."""
+        inputs = self.encode([sample])
+        pixels = inputs.get(self.pixel_key)
+        return InputView(
+            text=self.render(sample),
+            tokens=self.input_lengths(inputs)[0],
+            ids_per_image=getattr(self, "image_seq", None),
+            steps=tuple(self.input_images(sample)[1]),
+            pixels=None if pixels is None else tuple(pixels.shape),
+        )
+
     def overflowing(self, samples: Sequence[PreparedSample], inputs: BatchFeature) -> dict[int, str]:
         """Index -> reason for the samples the strict variant refuses (longer than the model's context);
         none under ``generate``."""
@@ -197,10 +208,6 @@ class HfImageTextToTextAdapter:
             return {}
         reasons = {i: refusal(self.spec, n) for i, n in enumerate(self.input_lengths(inputs))}
         return {i: reason for i, reason in reasons.items() if reason is not None}
-
-    def input_lengths(self, inputs: BatchFeature) -> list[int]:
-        """Each row's input length as the language model receives it (padding not counted)."""
-        return [int(n) for n in inputs["attention_mask"].sum(dim=1).tolist()]
 
     def generate(self, samples: Sequence[PreparedSample]) -> list[str | SampleFailure]:
         return self.answer(samples, self.encode(samples))
@@ -307,8 +314,8 @@ class HfImageTextToTextAdapter:
         stop = self.stopper(inputs)
         new_tokens = self.new_tokens(inputs, stop)
         usage = [
-            TokenUsage(length, int((row != tokenizer.pad_token_id).sum()))
-            for length, row in zip(self.input_lengths(inputs), new_tokens, strict=True)
+            TokenUsage(n, int((row != tokenizer.pad_token_id).sum()))
+            for n, row in zip(self.input_lengths(inputs), new_tokens, strict=True)
         ]
         answers: list[str | SampleFailure] = [
             self.clean(text) for text in tokenizer.batch_decode(new_tokens, skip_special_tokens=True)

@@ -83,11 +83,6 @@ class HfLlavaAdapter(HfImageTextToTextAdapter):
         ids = self.processor(text=[self.image_token], images=[picture], return_tensors="pt")["input_ids"]
         return int((ids == self.image_token_id).sum())
 
-    @property
-    def image_note(self) -> str:
-        """How images appear in the input ids, for ``render-input``."""
-        return f"each image token stands for {self.image_seq} ids"
-
     def render(self, sample: PreparedSample) -> str:
         """The model's text input: image tokens in place, wrapped in the execution's turn format."""
         prompt = sample.prompt.replace(ADJACENT_IMAGES, ADJACENT_IMAGES_SPLIT)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -34,6 +35,7 @@ from transformers import BatchFeature
 
 from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_llava import HfLlavaAdapter
+from milebench.infer.input_view import InputView
 from milebench.infer.prompt_templates import MLLAVA_IMAGE_TOKEN
 from milebench.paths import RunPaths
 from milebench.records import PreparedSample
@@ -41,6 +43,9 @@ from milebench.spec.execution import Decoding, PromptTemplate, Tokenization
 from milebench.spec.model import ModelSpec
 
 log = logging.getLogger(__name__)
+
+NO_LENGTH = int(1e29)
+"""Tokenizers without a length of their own report about 1e30 (transformers' stand-in for none)."""
 
 
 class HfMantisAdapter(HfLlavaAdapter):
@@ -59,6 +64,17 @@ class HfMantisAdapter(HfLlavaAdapter):
                 f"model spec {spec.name!r}: the checkpoint's image token is {self.image_token!r}; "
                 f"MLlavaProcessor denotes {MLLAVA_IMAGE_TOKEN!r}"
             )
+
+    def input_view(self, sample: PreparedSample) -> InputView:
+        """The view, with the processor's own cut named where the tokenizer has a length."""
+        view = super().input_view(sample)
+        limit = self.processor.tokenizer.model_max_length
+        if limit >= NO_LENGTH:
+            return view
+        note = (
+            f"MLlavaProcessor cuts the ids after {limit} (model_max_length), and the pictures cut with them"
+        )
+        return replace(view, notes=(*view.notes, note))
 
     def encode(self, samples: Sequence[PreparedSample]) -> BatchFeature:
         return self.assemble([self.row(s) for s in samples])

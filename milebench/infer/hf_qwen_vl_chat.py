@@ -6,6 +6,11 @@ picture's absolute path (the model's visual module opens it) and the text pieces
 the query reads ``Picture 1: <img>/abs/path</img>\\n...`` in prompt order. ``chat`` takes one sample at
 a time. Decoding is greedy with the spec's token limits, whatever the checkpoint's generation_config
 samples with; its chat format and window stay the checkpoint's own.
+
+How it runs is the spec's execution, which states the checkpoint's own way (``qwen_chat`` turn, the
+visual module's preprocessing, the whole turn tokenized, one sample per call, no autocast, the
+checkpoint's own stop words); the weights' dtype reaches the checkpoint's precision switch. Any other
+choice is refused at load (:class:`~milebench.infer.execution_check.UnsupportedExecution`).
 """
 
 from __future__ import annotations
@@ -18,23 +23,67 @@ from typing import Any, Protocol, cast
 
 import torch
 import transformers
+from PIL import Image
 from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 from transformers.generation.streamers import BaseStreamer
 
 from milebench.infer.adapter import AdapterError, SampleFailure, TokenUsage, failure_kind
+from milebench.infer.execution_check import require_supported
 from milebench.infer.hf_checkpoint import checkpoint
+from milebench.infer.image_preprocessing import ImageStep
+from milebench.infer.images import reading_image
+from milebench.infer.input_view import InputView
 from milebench.infer.time_limit import cut_by_time_limit, timeout_failure
 from milebench.infer.window import refusal
 from milebench.paths import RunPaths
 from milebench.records import IMAGE_PLACEHOLDER, FailureKind, PreparedSample
+from milebench.spec.execution import (
+    Autocast,
+    Decoding,
+    Dtype,
+    ImageBackend,
+    ImagePreprocessing,
+    PromptTemplate,
+    Tokenization,
+    execution_of,
+)
 from milebench.spec.model import ModelSpec
 from milebench.spec.run import ContextOverflow
 
 SYSTEM = "You are a helpful assistant."
 """The system turn of ``chat`` (its default), passed explicitly so the token count below matches it."""
 
-CHATML_FRAME = "<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n"
-"""A chatml turn without the query: what ``chat`` adds around it."""
+CHATML_TURN = (
+    "<|im_start|>system\n{system}<|im_end|>\n<|im_start|>user\n{query}<|im_end|>\n<|im_start|>assistant\n"
+)
+"""The text ``chat`` tokenizes (its ``make_context`` for chatml without history)."""
+
+SUPPORTED: dict[str, frozenset[Any]] = {
+    "prompt_template": frozenset({PromptTemplate.QWEN_CHAT}),
+    "image_preprocessing": frozenset({ImagePreprocessing.PROCESSOR}),
+    "image_backend": frozenset({ImageBackend.DEFAULT}),
+    "tokenization": frozenset({Tokenization.WHOLE}),
+    "decoding": frozenset({Decoding.PER_SAMPLE}),
+    "autocast": frozenset({Autocast.OFF}),
+    "stop_strings": frozenset({()}),
+    "original_vocab_only": frozenset({False}),
+}
+"""The checkpoint's code makes every choice but the dtype: these are the ones it makes."""
+
+PRECISION_FLAGS = {Dtype.BFLOAT16: "bf16", Dtype.FLOAT16: "fp16", Dtype.FLOAT32: "fp32"}
+"""The config flags with which the checkpoint's QWenLMHeadModel converts itself to a dtype."""
+
+VISUAL_NOTE = (
+    "each picture is opened from the path in its <img> span by the checkpoint's visual module, which "
+    "resizes it to its own square input (no padding)"
+)
+
+
+def precision_flags(dtype: Dtype, device: torch.device) -> dict[str, bool]:
+    """The precision switch to load with: the execution's dtype on a GPU, float32 on the CPU (the kit's
+    CPU rule; the checkpoint itself picks float32 there too). Without a flag the checkpoint picks
+    bfloat16 wherever the GPU has it."""
+    return {PRECISION_FLAGS[dtype if device.type == "cuda" else Dtype.FLOAT32]: True}
 
 
 class RemoteChat(Protocol):
@@ -86,9 +135,17 @@ class HfQwenVLChatAdapter:
     context_overflow: ContextOverflow = ContextOverflow.GENERATE
     """The run's ``context_overflow``, set by the loader."""
 
-    def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path) -> None:
+    def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path, *, with_model: bool = True) -> None:
         self.spec = spec
         self.data_root = data_root
+        execution = execution_of(spec)
+        if execution is None:
+            raise AdapterError(
+                f"model spec {spec.name!r}: hf-qwen-vl-chat runs the checkpoint's own chat; "
+                "the spec must state its execution"
+            )
+        require_supported(spec, execution, SUPPORTED)
+        self.execution = execution
         source, kwargs = checkpoint(spec, paths)
         if not kwargs.get("trust_remote_code"):
             raise AdapterError(
@@ -96,15 +153,18 @@ class HfQwenVLChatAdapter:
                 "set weights.trust_remote_code: true"
             )
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        precision = precision_flags(execution.dtype, self.device)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
-            self.model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
+            if with_model:
+                self.model = AutoModelForCausalLM.from_pretrained(source, **kwargs, **precision)
         except (OSError, ValueError, ImportError) as err:
             raise AdapterError(f"model spec {spec.name!r}: cannot load {source} {kwargs}: {err}") from err
-        # transformers wraps PreTrainedModel.to with functools.wraps, which types it as unbound
-        self.model.to(self.device).eval()  # type: ignore[arg-type]
-        self.generation_config = self.greedy_config()
-        self.frame_tokens = len(self.tokenizer.tokenize(CHATML_FRAME.format(system=SYSTEM)))
+        if with_model:
+            # transformers wraps PreTrainedModel.to with functools.wraps, which types it as unbound
+            self.model.to(self.device).eval()  # type: ignore[arg-type]
+            self.generation_config = self.greedy_config()
+        self.frame_tokens = len(self.tokenizer.tokenize(CHATML_TURN.format(system=SYSTEM, query="")))
         self._usage: list[TokenUsage] = []
 
     def greedy_config(self) -> GenerationConfig:
@@ -143,6 +203,22 @@ class HfQwenVLChatAdapter:
     def input_tokens(self, query: str) -> int:
         """Tokens of the whole chat turn: the frame plus the query, each image as its full span."""
         return self.frame_tokens + len(self.tokenizer.tokenize(query))
+
+    def input_view(self, sample: PreparedSample) -> InputView:
+        """The chat turn ``chat`` tokenizes for ``sample``, and each picture as its path names it."""
+        query = self.query(sample)
+        steps = []
+        for rel in sample.images:
+            with reading_image(sample, rel), Image.open(self.data_root / rel) as picture:
+                steps.append(ImageStep(picture.size, None, picture.size))
+        return InputView(
+            text=CHATML_TURN.format(system=SYSTEM, query=query),
+            tokens=self.input_tokens(query),
+            ids_per_image=None,
+            steps=tuple(steps),
+            pixels=None,
+            notes=(VISUAL_NOTE,),
+        )
 
     @torch.inference_mode()
     def generate(self, samples: Sequence[PreparedSample]) -> list[str | SampleFailure]:

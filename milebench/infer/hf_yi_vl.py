@@ -24,7 +24,7 @@ with the prompt as the original's does and the window is measured in the tokens 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
@@ -42,9 +42,11 @@ from transformers import (
 from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_image_text_to_text import DTYPE_ARGUMENT, PIL_IMAGE_PROCESSOR
 from milebench.infer.hf_llava import HfLlavaAdapter
+from milebench.infer.input_view import InputView
 from milebench.infer.stopping import NewTextStop, RowStop
 from milebench.infer.yi_vl_model import IMAGE_TOKEN_INDEX, YiVLForCausalLM, dropped_features
 from milebench.paths import RunPaths
+from milebench.records import PreparedSample
 from milebench.spec.execution import Decoding, ImageBackend, ImagePreprocessing, PromptTemplate, Tokenization
 from milebench.spec.model import ModelSpec
 
@@ -112,10 +114,6 @@ class HfYiVLAdapter(HfLlavaAdapter):
         """One ``-200`` per picture in the ids, as ``tokenizer_image_token`` writes them."""
         return 1
 
-    @property
-    def image_note(self) -> str:
-        return f"each image id ({IMAGE_TOKEN_INDEX}) stands for {self.processor.features_per_image} features"
-
     def load_processor(self, source: str, kwargs: dict[str, Any]) -> YiVLProcessor:
         # Read as a Llama's without the type check: the original config's type is LLaVA's own.
         config = LlamaConfig.from_dict(LlamaConfig.get_config_dict(source, **kwargs)[0])
@@ -159,6 +157,11 @@ class HfYiVLAdapter(HfLlavaAdapter):
         extra = self.processor.features_per_image - 1
         counts = zip(super().input_lengths(inputs), self.images_per_row(inputs), strict=True)
         return [length + images * extra for length, images in counts]
+
+    def input_view(self, sample: PreparedSample) -> InputView:
+        note = f"each image id ({IMAGE_TOKEN_INDEX}) becomes {self.processor.features_per_image} positions"
+        view = super().input_view(sample)
+        return replace(view, notes=(*view.notes, note))
 
     def generate_inputs(self, inputs: BatchFeature) -> dict[str, Any]:
         """The sample's embeddings (per-sample decoding: one unpadded row) and its expanded ids."""

@@ -17,6 +17,7 @@ ADAPTERS: dict[AdapterKind, str] = {
     AdapterKind.HF_IMAGE_TEXT_TO_TEXT: "milebench.infer.hf_image_text_to_text:HfImageTextToTextAdapter",
     AdapterKind.HF_QWEN2_VL: "milebench.infer.hf_qwen2_vl:HfQwen2VLAdapter",
     AdapterKind.HF_QWEN_VL_CHAT: "milebench.infer.hf_qwen_vl_chat:HfQwenVLChatAdapter",
+    AdapterKind.HF_ALLAVA: "milebench.infer.hf_allava:HfAllavaAdapter",
     AdapterKind.HF_LLAVA_NEXT: "milebench.infer.hf_llava_next:HfLlavaNextAdapter",
     AdapterKind.HF_IDEFICS2: "milebench.infer.hf_idefics2:HfIdefics2Adapter",
     AdapterKind.HF_YI_VL: "milebench.infer.hf_yi_vl:HfYiVLAdapter",

@@ -11,17 +11,17 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import cast
 
 from milebench.infer.adapter import AdapterError
 from milebench.infer.commands import model_spec, pin_weights
-from milebench.infer.hf_image_text_to_text import HfImageTextToTextAdapter
+from milebench.infer.input_view import InputAdapter, InputView, ShowsInput
 from milebench.infer.registry import adapter_class
 from milebench.paths import RunPaths
 from milebench.preprocess.commands import task_spec
 from milebench.preprocess.regime import model_regime
 from milebench.record_files import RecordError, read_prepared
-from milebench.records import PreparedSample
 from milebench.spec.execution import Execution, for_run
 from milebench.spec.run import Mode
 from milebench.stage_inputs import preprocess_command
@@ -32,35 +32,32 @@ log = logging.getLogger(__name__)
 def execution_lines(execution: Execution) -> Iterator[str]:
     yield f"execution: {execution.label}"
     choices = execution.model_dump(
-        mode="json", exclude={"variants", "applied_variant", "source", "tokenizer_note"}
+        mode="json", exclude={"variants", "applied_variant", "source", "deviations"}
     )
     for field, value in choices.items():
         yield f"  {field}: {value}"
 
 
-def view(adapter: HfImageTextToTextAdapter, sample: PreparedSample) -> Iterator[str]:
-    """The lines that show ``sample`` as ``adapter`` feeds it to the model."""
-    text = adapter.render(sample)
-    inputs = adapter.encode([sample])
-    (tokens,) = adapter.input_lengths(inputs)
-    note = getattr(adapter, "image_note", None)
-    yield f"input: {tokens} tokens" + (f"; {note}" if note else "")
-    yield "----- text -----"
-    yield text
-    yield "----- end of text -----"
-    _, steps = adapter.input_images(sample)
-    pixels = inputs.get("pixel_values")
-    per_picture = pixels is not None and pixels.shape[0] == len(steps)
-    yield f"images: {len(steps)}" + (
-        "" if per_picture or pixels is None else f", pixels {tuple(pixels.shape)}"
+def view(shown: InputView, images: Sequence[str]) -> Iterator[str]:
+    """The lines that show an input view of a sample whose pictures are ``images``."""
+    each = (
+        f"; each image token stands for {shown.ids_per_image} ids" if shown.ids_per_image is not None else ""
     )
-    for i, (path, step) in enumerate(zip(sample.images, steps, strict=True)):
+    yield f"input: {shown.tokens} tokens{each}"
+    yield from (f"note: {note}" for note in shown.notes)
+    yield "----- text -----"
+    yield shown.text
+    yield "----- end of text -----"
+    pixels = shown.pixels
+    per_picture = pixels is not None and pixels[0] == len(shown.steps)
+    yield f"images: {len(shown.steps)}" + ("" if per_picture or pixels is None else f", pixels {pixels}")
+    for i, (path, step) in enumerate(zip(images, shown.steps, strict=True)):
         padding = (
             f"padded with {step.padding} to {step.padded[0]}x{step.padded[1]}"
             if step.padding
             else "no padding"
         )
-        final = f" -> pixels {tuple(pixels[i].shape)}" if per_picture and pixels is not None else ""
+        final = f" -> pixels {pixels[1:]}" if per_picture and pixels is not None else ""
         yield f"  {i + 1}. {path}: {step.original[0]}x{step.original[1]}, {padding}{final}"
 
 
@@ -74,9 +71,10 @@ def render_input(args: argparse.Namespace) -> int:
     task = task_spec(specs, args.task)
     mode = Mode(args.mode)
     cls = adapter_class(spec)
-    if not issubclass(cls, HfImageTextToTextAdapter):
+    if not issubclass(cls, ShowsInput):
         log.error(
-            "model spec %r: render-input shows the transformers adapters' input; adapter %s builds its own",
+            "model spec %r: render-input shows the input of adapters that run local weights; adapter %s "
+            "builds its own",
             spec.name,
             spec.adapter.value,
         )
@@ -89,7 +87,8 @@ def render_input(args: argparse.Namespace) -> int:
         if args.sample not in samples:
             known = f"ids {min(samples)}..{max(samples)}" if samples else "no samples"
             raise RecordError(f"{prepared}: no sample {args.sample} ({known})")
-        adapter = cls(spec, paths, paths.data_root, with_model=False)
+        build = cast(Callable[..., InputAdapter], cls)  # the adapters that show input take with_model
+        adapter = build(spec, paths, paths.data_root, with_model=False)
         sample = samples[args.sample]
         lines = [
             f"model: {spec.name} ({spec.adapter.value})",
@@ -97,7 +96,7 @@ def render_input(args: argparse.Namespace) -> int:
             f"here: {adapter.device.type}"
             + ("" if adapter.device.type == "cuda" else " (float32, no autocast)"),
             f"sample: {task.name} {mode} {sample.sample_id}, from {prepared} (regime {regime.id})",
-            *view(adapter, sample),
+            *view(adapter.input_view(sample), sample.images),
         ]
     except (RecordError, AdapterError) as err:
         log.error("%s", err)

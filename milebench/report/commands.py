@@ -22,6 +22,7 @@ from milebench.paths import RunPaths
 from milebench.plan import cells
 from milebench.record_files import read_record
 from milebench.report.evidence import Evidence
+from milebench.report.fidelity import fidelity_rows
 from milebench.report.figures import report_figures
 from milebench.report.provenance import run_provenance
 from milebench.report.render import FIGURES, render_html, render_tex
@@ -110,6 +111,7 @@ def gather(specs: Specs, run: RunSpec, paths: RunPaths, files: ReportFiles | Non
         sensitivity=sensitivity_rows(models, tasks, aggregate) if PAPER_MODE in run.modes else None,
         truncation=truncation_tables(specs, run, tasks, evidence),
         budgets=budget_rows(specs, run),
+        fidelity=fidelity_rows(specs, run),
         skipped=skipped_tables(specs, run, tasks, paths),
     )
 

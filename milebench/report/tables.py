@@ -18,6 +18,7 @@ from milebench.spec.run import Mode, RunSpec
 from milebench.spec.task import Group, TaskSpec
 
 if TYPE_CHECKING:
+    from milebench.report.fidelity import FidelityRow
     from milebench.report.figures import Figure
     from milebench.report.provenance import Provenance
     from milebench.report.sensitivity import SensitivityRow
@@ -371,6 +372,8 @@ class Report:
     truncation: list[TruncationTable] = field(default_factory=list)
     budgets: list[ModelBudget] = field(default_factory=list)
     """Every run model's context budget with the source of each number (shown with truncation)."""
+    fidelity: list[FidelityRow] = field(default_factory=list)
+    """Every run model's execution, aspect by aspect, against the run the paper reports."""
     skipped: list[SkippedTable] = field(default_factory=list)
     """Per mode: skipped samples and preprocess totals per input regime, from the preprocess manifests."""
     promptless: list[PromptlessRow] = field(default_factory=list)

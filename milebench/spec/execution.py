@@ -44,6 +44,11 @@ class PromptTemplate(StrEnum):
     ``(image j: <Image><image></Image>)``."""
     QWEN_CHAT = "qwen_chat"
     """Qwen-VL-Chat's ``chat``: a chatml turn built by the checkpoint's remote code."""
+    ALLAVA = "allava"
+    """ALLaVA's ``chat`` (its code base's ``Chatbot.chat``): ``<image>``, ``<s>`` and ``</s>`` leave the
+    text, one ``<image>\\n`` per picture goes in front of it, and the turn is ``[INST] {text} [/INST] ``."""
+    ALLAVA_INTERLEAVED = "allava_interleaved"
+    """ALLaVA's turn with each picture at its placeholder, where the official LLaVA worker puts it."""
     PLAIN = "plain"
     """The prepared prompt as it is (API messages, baselines)."""
 
@@ -68,8 +73,9 @@ class ImageBackend(StrEnum):
 class Tokenization(StrEnum):
     PER_CHUNK = "per_chunk"
     """LLaVA's ``tokenizer_image_token``: the text between image tokens is tokenized chunk by chunk
-    (each with the tokenizer's special tokens, the BOS of every later chunk dropped) and one image id
-    joins the chunks. SentencePiece tokenizers may give other ids than for the whole string."""
+    (LLaVA: each with the tokenizer's special tokens, the BOS of every later chunk dropped; ALLaVA's
+    copy: without special tokens) and one image id joins the chunks. SentencePiece tokenizers may give
+    other ids than for the whole string."""
     WHOLE = "whole"
     """The processor tokenizes the whole text."""
 
@@ -93,6 +99,31 @@ class Autocast(StrEnum):
     OFF = "off"
     FLOAT16 = "float16"
     BFLOAT16 = "bfloat16"
+
+
+class Aspect(StrEnum):
+    """The parts of running a model that can change its answers, as the report's fidelity table
+    lists them; the execution fields each one covers are in :data:`ASPECT_FIELDS`."""
+
+    PROMPT = "prompt"
+    IMAGES = "images"
+    TOKENIZATION = "tokenization"
+    DECODING = "decoding"
+    PRECISION = "precision"
+    STOP = "stop"
+    TOKENIZER = "tokenizer"
+    """Which tokenizer counts tokens for truncation and tokenizes the input (no field: the checkpoint's)."""
+
+
+ASPECT_FIELDS: dict[Aspect, tuple[str, ...]] = {
+    Aspect.PROMPT: ("prompt_template",),
+    Aspect.IMAGES: ("image_preprocessing", "image_backend"),
+    Aspect.TOKENIZATION: ("tokenization", "original_vocab_only"),
+    Aspect.DECODING: ("decoding",),
+    Aspect.PRECISION: ("dtype", "autocast"),
+    Aspect.STOP: ("stop_strings",),
+    Aspect.TOKENIZER: (),
+}
 
 
 class ExecutionVariant(Spec):
@@ -135,10 +166,16 @@ class Execution(Spec):
         description="Never generate ids at or above the tokenizer's base vocabulary: the tokens a hub "
         "conversion added (llava-hf's <image>, <pad> and embedding padding) that the original model lacks.",
     )
-    tokenizer_note: str | None = Field(
+    deviations: dict[Aspect, str] = Field(
+        default_factory=dict,
+        description="Where these choices still differ from the run the paper reports, and why, by aspect; "
+        "an aspect not named is as that run had it (the report's fidelity table shows both).",
+    )
+    no_official_worker: str | None = Field(
         default=None,
-        description="Which tokenizer counts tokens for truncation and tokenizes the input, against the "
-        "official run's.",
+        description="Set where the official code ships no worker for the model, so the paper's run of it "
+        "is not published: what these choices follow instead. An aspect not in deviations is then "
+        "unknown against that run, never as official.",
     )
     source: str | None = Field(default=None, description="Where these choices come from.")
     variants: dict[str, ExecutionVariant] = Field(
@@ -192,8 +229,9 @@ ADAPTER_DEFAULTS: dict[str, Execution] = {
     "hf-qwen2-vl": GENERIC,
     "hf-idefics2": GENERIC,
 }
-"""The execution of a spec that states none, by adapter kind. API models, baselines and Qwen-VL-Chat's
-remote-code ``chat`` have none: the provider, the kit's own code or the checkpoint's code decides."""
+"""The execution of a spec that states none, by adapter kind. API models and baselines have none: the
+provider or the kit's own code decides. The remote-code adapters (Qwen-VL-Chat, ALLaVA) have none
+either: their spec states how the checkpoint's code runs, or they refuse to load."""
 
 
 def execution_of(spec: ModelSpec) -> Execution | None:

@@ -38,6 +38,7 @@ class AdapterKind(StrEnum):
     HF_LLAVA = "hf-llava"
     HF_LLAVA_NEXT = "hf-llava-next"
     HF_QWEN_VL_CHAT = "hf-qwen-vl-chat"
+    HF_ALLAVA = "hf-allava"
     HF_QWEN2_VL = "hf-qwen2-vl"
     HF_IDEFICS2 = "hf-idefics2"
     HF_YI_VL = "hf-yi-vl"

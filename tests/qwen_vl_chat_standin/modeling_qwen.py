@@ -55,6 +55,22 @@ class QWenLMHeadModel(PreTrainedModel, GenerationMixin):
         self.rnn = nn.GRU(config.hidden_size, config.hidden_size, batch_first=True)
         self.lm_head = nn.Linear(config.hidden_size, config.vocab_size)
         self.post_init()
+        self.set_precision(config)
+
+    def set_precision(self, config: QWenConfig) -> None:
+        """QWenLMHeadModel's precision switch: the flag given, else bf16 where the GPU has it, fp16 on
+        other GPUs, fp32 without one; the model converts itself to it."""
+        if config.bf16 + config.fp16 + config.fp32 > 1:
+            raise ValueError('Only one of "bf16", "fp16", "fp32" can be true')
+        if config.bf16 + config.fp16 + config.fp32 == 0:
+            if torch.cuda.is_available():
+                config.bf16, config.fp16 = torch.cuda.is_bf16_supported(), not torch.cuda.is_bf16_supported()
+            else:
+                config.fp32 = True
+        if config.bf16:
+            self.bfloat16()
+        if config.fp16:
+            self.half()
 
     def _init_weights(self, module: nn.Module) -> None:
         """Wide weights, so greedy answers vary with the input."""
