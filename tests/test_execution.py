@@ -344,3 +344,18 @@ def test_the_paper_run_uses_the_originals_choices_for_yi_vl_and_mantis() -> None
         },
     }
     assert {specs.models[n].adapter for n in chosen} == {AdapterKind.HF_YI_VL, AdapterKind.HF_MANTIS}
+
+
+def test_each_image_counts_its_features_against_the_window(paths: RunPaths) -> None:
+    """Where the processor leaves one id per image (transformers 4.37: the model expands it), the
+    window still counts the image's n_tokens_per_image positions, as where the processor expands it."""
+    adapter = load_adapter(tiny_llava(), paths, paths.data_root)
+    assert isinstance(adapter, HfLlavaAdapter)
+    sample = picture_sample(0, 2)
+    expanded = adapter.input_lengths(adapter.encode([sample]))
+    per_image = adapter.spec.n_tokens_per_image
+    assert per_image is not None and adapter.image_seq == per_image
+    adapter.__dict__["image_seq"] = 1  # a processor that does not expand image tokens
+    collapsed = adapter.encode([sample])
+    assert int(collapsed["attention_mask"].sum()) == expanded[0] - 2 * (per_image - 1)
+    assert adapter.input_lengths(collapsed) == expanded

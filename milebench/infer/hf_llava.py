@@ -113,6 +113,19 @@ class HfLlavaAdapter(HfImageTextToTextAdapter):
             features["pixel_values"] = pixels
         return BatchFeature(features)
 
+    @property
+    def image_positions(self) -> int:
+        """Positions one image takes in the language model: its features (the spec's tokens per image),
+        which the processor or, under transformers 4.37, the model itself expands one image token to."""
+        return self.spec.n_tokens_per_image or self.image_seq
+
+    def input_lengths(self, inputs: BatchFeature) -> list[int]:
+        """Each row's length against the window: every image counts its features, also where the
+        processor leaves one id per image (transformers 4.37) and the model expands it."""
+        extra = self.image_positions - self.image_seq
+        lengths = super().input_lengths(inputs)
+        return [n + k * extra for n, k in zip(lengths, self.images_per_row(inputs), strict=True)]
+
     def images_per_row(self, inputs: BatchFeature) -> list[int]:
         return [int((row == self.image_token_id).sum()) // self.image_seq for row in inputs["input_ids"]]
 

@@ -153,10 +153,10 @@ class HfYiVLAdapter(HfLlavaAdapter):
         counts = torch.where(ids == IMAGE_TOKEN_INDEX, self.processor.features_per_image, 1)
         return torch.repeat_interleave(ids, counts, dim=-1)
 
-    def input_lengths(self, inputs: BatchFeature) -> list[int]:
-        extra = self.processor.features_per_image - 1
-        counts = zip(super().input_lengths(inputs), self.images_per_row(inputs), strict=True)
-        return [length + images * extra for length, images in counts]
+    @property
+    def image_positions(self) -> int:
+        """The vision tower's features per picture, which each ``-200`` becomes."""
+        return self.processor.features_per_image
 
     def input_view(self, sample: PreparedSample) -> InputView:
         note = f"each image id ({IMAGE_TOKEN_INDEX}) becomes {self.processor.features_per_image} positions"
