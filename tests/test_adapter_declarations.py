@@ -7,15 +7,11 @@ that module needs editing (no list elsewhere names the kinds).
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
-import milebench
-
-PACKAGE = Path(milebench.__file__).parent
+from package_copy import package_with, run_with
 
 TOY_MODULE = '''
 """A family the kit never shipped: answers every prompt with its own name."""
@@ -52,27 +48,12 @@ TOY_SPEC = {
 }
 
 
-def package_with(tmp_path: Path, module: str, text: str) -> Path:
-    """A copy of the installed package with ``module`` (a path under it) added; returns its parent."""
-    root = tmp_path / "site"
-    shutil.copytree(PACKAGE, root / "milebench", ignore=shutil.ignore_patterns("__pycache__"))
-    (root / "milebench" / module).write_text(textwrap.dedent(text), encoding="utf-8")
-    return root
-
-
 def run_python(root: Path, code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_with(root, ["-c", textwrap.dedent(code)])
 
 
 def test_a_new_adapter_module_is_a_new_family_without_editing_anything_else(tmp_path: Path) -> None:
-    root = package_with(tmp_path, "infer/toy_echo.py", TOY_MODULE)
+    root = package_with(tmp_path, {"infer/toy_echo.py": TOY_MODULE})
     done = run_python(
         root,
         f"""
@@ -105,7 +86,7 @@ def test_a_new_adapter_module_is_a_new_family_without_editing_anything_else(tmp_
 
 
 def test_an_unknown_kind_is_refused_naming_the_known_ones(tmp_path: Path) -> None:
-    root = package_with(tmp_path, "infer/toy_echo.py", TOY_MODULE)
+    root = package_with(tmp_path, {"infer/toy_echo.py": TOY_MODULE})
     done = run_python(
         root,
         f"""
@@ -121,7 +102,7 @@ def test_an_unknown_kind_is_refused_naming_the_known_ones(tmp_path: Path) -> Non
 
 def test_a_bad_declaration_names_its_file_and_field(tmp_path: Path) -> None:
     bad = TOY_MODULE.replace('"does": "generate",', '"does": "generate", "colour": "red",')
-    root = package_with(tmp_path, "infer/toy_echo.py", bad)
+    root = package_with(tmp_path, {"infer/toy_echo.py": bad})
     done = run_python(root, "import milebench.spec.model")
     assert done.returncode != 0
     assert "infer/toy_echo.py: ADAPTER.colour: Extra inputs are not permitted" in done.stderr
@@ -129,7 +110,7 @@ def test_a_bad_declaration_names_its_file_and_field(tmp_path: Path) -> None:
 
 def test_a_kind_declared_twice_names_both_modules(tmp_path: Path) -> None:
     twice = TOY_MODULE.replace('"kind": "toy-echo"', '"kind": "hf-llava"')
-    root = package_with(tmp_path, "infer/toy_echo.py", twice)
+    root = package_with(tmp_path, {"infer/toy_echo.py": twice})
     done = run_python(root, "import milebench.spec.model")
     assert done.returncode != 0
     assert "ADAPTER.kind: 'hf-llava' is also declared in" in done.stderr
