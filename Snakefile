@@ -25,7 +25,7 @@ Targets besides the default (the report):
 import sys
 from pathlib import Path
 
-from milebench.benchmarks.mmlongembed.spec import is_embed_run
+from milebench.benchmarks import benchmark_of_run
 from milebench.containers.image import RECORDS_DIR, content_key, family, registry_uri
 from milebench.job_resources import infer_resources
 from milebench.paths import RunPaths
@@ -38,11 +38,12 @@ from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
 
 SPECS_DIR = Path(config.get("specs", DEFAULT_SPECS)).resolve()
+# The run spec's `benchmark` picks the rules. Another benchmark's rules file (included at the end) makes
+# its report the default target; the MileBench rules below are then parsed for the smoke run and stay unused.
+BENCHMARK = benchmark_of_run(SPECS_DIR, config.get("run", "smoke"))
+BENCHMARK_RUN = config["run"] if BENCHMARK.rules else None
 SPECS = load_specs(SPECS_DIR)
-# A run named in <specs>/mmlongembed/runs/ is an MMLongEmbed run: its rules (included at the end) make its
-# report the default target; the MileBench rules below are then parsed for the smoke run and stay unused.
-EMBED_RUN = config["run"] if is_embed_run(SPECS_DIR, config.get("run", "smoke")) else None
-RUN = SPECS.run("smoke" if EMBED_RUN else config.get("run", "smoke"))
+RUN = SPECS.run("smoke" if BENCHMARK_RUN else config.get("run", "smoke"))
 P = RunPaths.for_run(RUN)
 CELLS = cells(SPECS, RUN)
 PREPARE_JOBS = prepare_jobs(SPECS, RUN)
@@ -412,11 +413,11 @@ rule report:
         "mkdir -p {output.figures} && {params.mb} report --run {params.run} --root {params.root} > {log} 2>&1"
 
 
-if EMBED_RUN:
+if BENCHMARK_RUN:
 
-    include: "rules/mmlongembed.smk"
+    include: BENCHMARK.rules
 
-    rule embed_all:
+    rule benchmark_all:
         default_target: True
         input:
-            EMBED_TARGETS,
+            BENCHMARK_TARGETS,

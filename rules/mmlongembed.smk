@@ -1,7 +1,9 @@
 """MMLongEmbed rules: generate the Visual Grounding set, score it with each embedder, evaluate, report.
 
-Included by the top Snakefile when ``--config run=<name>`` names a spec in ``<specs>/mmlongembed/runs/``.
-Every rule is one ``milebench embed-*`` command; ``EMBED_RUN``, ``SPECS_DIR`` and ``MB`` come from the Snakefile.
+Included by the top Snakefile when ``--config run=<name>`` names a run spec with ``benchmark: mmlongembed``
+(milebench.benchmarks.mmlongembed declares this file). Every rule is one ``milebench embed-*`` command;
+``BENCHMARK_RUN``, ``SPECS_DIR`` and ``MB`` come from the Snakefile, which makes ``BENCHMARK_TARGETS`` its
+default target.
 """
 
 from milebench.benchmarks.mmlongembed.paths import EmbedPaths
@@ -9,9 +11,9 @@ from milebench.benchmarks.mmlongembed.spec import load_embed_specs
 from milebench.spec.registry import spec_hash as embed_spec_hash
 
 EMBED_SPECS = load_embed_specs(SPECS_DIR)
-ER = EMBED_SPECS.run(EMBED_RUN)
+ER = EMBED_SPECS.run(BENCHMARK_RUN)
 EP = EmbedPaths.for_run(ER)
-EMBED_TARGETS = [EP.report_html, EP.report_tex]
+BENCHMARK_TARGETS = [EP.report_html, EP.report_tex]
 """The run's default target (Snakemake keeps an included file's default_target from counting)."""
 
 

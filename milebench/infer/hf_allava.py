@@ -45,6 +45,9 @@ from milebench.infer.input_view import InputView
 from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
 from milebench.spec.execution import Decoding, ImageBackend, PromptTemplate, Tokenization
 
+ADAPTER = {"kind": "hf-allava", "does": "generate", "entry": "HfAllavaAdapter"}
+"""What this module runs (milebench.spec.adapters)."""
+
 IMAGE_TOKEN = "<image>"
 IMAGE_TOKEN_INDEX = -200
 """The id ``tokenizer_image_token`` puts in place of each image token (allava/constants.py)."""

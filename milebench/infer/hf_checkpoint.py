@@ -9,17 +9,15 @@ from typing import Any
 
 from milebench.infer.adapter import AdapterError
 from milebench.paths import RunPaths
+from milebench.spec.adapters import declared_adapters
 from milebench.spec.model import AdapterKind, HubWeights, ModelSpec, TinyWeights
 
 TINY_FAMILY: dict[AdapterKind, str] = {
-    AdapterKind.HF_LLAVA: "llava",
-    AdapterKind.HF_QWEN2_VL: "qwen2-vl",
-    AdapterKind.HF_LLAVA_NEXT: "llava-next",
-    AdapterKind.HF_IDEFICS2: "idefics2",
-    AdapterKind.HF_YI_VL: "yi-vl",
-    AdapterKind.HF_MANTIS: "mantis",
+    AdapterKind(kind): declared.declaration.tiny.family
+    for kind, declared in declared_adapters().items()
+    if declared.declaration.tiny is not None
 }
-"""Which tiny family an adapter kind may load; the generic kind loads any."""
+"""Which tiny family an adapter kind may load, as its module declares it; a kind without one loads any."""
 
 
 def checkpoint(spec: ModelSpec, paths: RunPaths) -> tuple[str, dict[str, Any]]:

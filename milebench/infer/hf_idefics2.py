@@ -17,6 +17,15 @@ from typing import Any
 from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_image_text_to_text import HfImageTextToTextAdapter
 
+ADAPTER = {
+    "kind": "hf-idefics2",
+    "does": "generate",
+    "entry": "HfIdefics2Adapter",
+    "execution": "generic",
+    "tiny": {"family": "idefics2", "builder": "milebench.infer.tiny_idefics2:build_tiny_idefics2"},
+}
+"""What this module runs (milebench.spec.adapters)."""
+
 SPLIT_CROPS = 5
 """Image splitting sends four crops and the whole image."""
 

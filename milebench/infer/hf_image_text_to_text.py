@@ -46,6 +46,14 @@ from milebench.spec.execution import (
 from milebench.spec.model import ModelSpec
 from milebench.spec.run import ContextOverflow
 
+ADAPTER = {
+    "kind": "hf-image-text-to-text",
+    "does": "generate",
+    "entry": "HfImageTextToTextAdapter",
+    "execution": "generic",
+}
+"""What this module runs (milebench.spec.adapters)."""
+
 if TYPE_CHECKING:
     from transformers import GenerationMixin
 

@@ -34,6 +34,15 @@ from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
 from milebench.spec.execution import Decoding, PromptTemplate, Tokenization
 from milebench.spec.model import ModelSpec
 
+ADAPTER = {
+    "kind": "hf-llava",
+    "does": "generate",
+    "entry": "HfLlavaAdapter",
+    "execution": "generic",
+    "tiny": {"family": "llava", "builder": "milebench.infer.tiny:build_tiny_llava"},
+}
+"""What this module runs (milebench.spec.adapters)."""
+
 ADJACENT_IMAGES = IMAGE_PLACEHOLDER * 2
 ADJACENT_IMAGES_SPLIT = f"{IMAGE_PLACEHOLDER}\n{IMAGE_PLACEHOLDER}\n"
 LLAVA_IMAGE_TOKEN = "<image>"

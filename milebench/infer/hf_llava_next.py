@@ -13,6 +13,15 @@ from typing import Any, ClassVar
 from milebench.infer.hf_llava import HfLlavaAdapter
 from milebench.spec.execution import Decoding, ImagePreprocessing, Tokenization
 
+ADAPTER = {
+    "kind": "hf-llava-next",
+    "does": "generate",
+    "entry": "HfLlavaNextAdapter",
+    "execution": "generic",
+    "tiny": {"family": "llava-next", "builder": "milebench.infer.tiny_llava_next:build_tiny_llava_next"},
+}
+"""What this module runs (milebench.spec.adapters)."""
+
 
 class HfLlavaNextAdapter(HfLlavaAdapter):
     """LLaVA's prompting with LLaVA-NeXT's model class; its any-res pixels are tiled per image, so inputs

@@ -42,6 +42,14 @@ from milebench.records import PreparedSample
 from milebench.spec.execution import Decoding, PromptTemplate, Tokenization
 from milebench.spec.model import ModelSpec
 
+ADAPTER = {
+    "kind": "hf-mantis",
+    "does": "generate",
+    "entry": "HfMantisAdapter",
+    "tiny": {"family": "mantis", "builder": "milebench.infer.tiny_mantis:build_tiny_mantis"},
+}
+"""What this module runs (milebench.spec.adapters)."""
+
 log = logging.getLogger(__name__)
 
 NO_LENGTH = int(1e29)

@@ -21,6 +21,15 @@ from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_image_text_to_text import HfImageTextToTextAdapter
 from milebench.spec.execution import ImageBackend
 
+ADAPTER = {
+    "kind": "hf-qwen2-vl",
+    "does": "generate",
+    "entry": "HfQwen2VLAdapter",
+    "execution": "generic",
+    "tiny": {"family": "qwen2-vl", "builder": "milebench.infer.tiny_qwen2_vl:build_tiny_qwen2_vl"},
+}
+"""What this module runs (milebench.spec.adapters)."""
+
 DEFAULT_IMAGE_TOKEN = "<|image_pad|>"
 
 

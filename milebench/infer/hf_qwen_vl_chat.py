@@ -50,6 +50,9 @@ from milebench.spec.execution import (
 from milebench.spec.model import ModelSpec
 from milebench.spec.run import ContextOverflow
 
+ADAPTER = {"kind": "hf-qwen-vl-chat", "does": "generate", "entry": "HfQwenVLChatAdapter"}
+"""What this module runs (milebench.spec.adapters)."""
+
 SYSTEM = "You are a helpful assistant."
 """The system turn of ``chat`` (its default), passed explicitly so the token count below matches it."""
 

@@ -53,6 +53,15 @@ from milebench.spec.model import ModelSpec
 if TYPE_CHECKING:
     from milebench.infer.hf_image_text_to_text import GenerativeModel
 
+
+ADAPTER = {
+    "kind": "hf-yi-vl",
+    "does": "generate",
+    "entry": "HfYiVLAdapter",
+    "tiny": {"family": "yi-vl", "builder": "milebench.infer.tiny_yi_vl:build_tiny_yi_vl"},
+}
+"""What this module runs (milebench.spec.adapters)."""
+
 IMAGE_TOKEN = "<image_placeholder>"
 """``DEFAULT_IMAGE_TOKEN`` of Yi-VL's code."""
 

@@ -9,6 +9,9 @@ from milebench.paths import RunPaths
 from milebench.records import PreparedSample
 from milebench.spec.model import ModelSpec
 
+ADAPTER = {"kind": "oracle", "does": "generate", "entry": "OracleAdapter"}
+"""What this module runs (milebench.spec.adapters)."""
+
 
 class OracleAdapter:
     version = "1"

@@ -11,6 +11,9 @@ from milebench.preprocess.prompt import option_label
 from milebench.records import PreparedSample
 from milebench.spec.model import ModelSpec
 
+ADAPTER = {"kind": "random", "does": "generate", "entry": "RandomAdapter"}
+"""What this module runs (milebench.spec.adapters)."""
+
 
 class RandomAdapter:
     """Draw one option per sample from ``random.Random("<seed>:<task>:<sample_id>")``.

@@ -30,6 +30,7 @@ from transformers import (
 )
 
 from milebench.infer.adapter import AdapterError
+from milebench.spec.adapters import tiny_families
 from milebench.spec.model import ModelSpec, TinyWeights
 
 IMAGE_TOKEN = "<image>"
@@ -104,15 +105,8 @@ def tiny_shape(spec: ModelSpec, family: str) -> TinyShape:
     return TinyShape(weights.seed, spec.max_context_len, spec.n_tokens_per_image)
 
 
-BUILDERS: dict[str, str] = {
-    "llava": "milebench.infer.tiny:build_tiny_llava",
-    "qwen2-vl": "milebench.infer.tiny_qwen2_vl:build_tiny_qwen2_vl",
-    "llava-next": "milebench.infer.tiny_llava_next:build_tiny_llava_next",
-    "idefics2": "milebench.infer.tiny_idefics2:build_tiny_idefics2",
-    "yi-vl": "milebench.infer.tiny_yi_vl:build_tiny_yi_vl",
-    "mantis": "milebench.infer.tiny_mantis:build_tiny_mantis",
-}
-"""The builder of each tiny family, imported only when used."""
+BUILDERS: dict[str, str] = {family: tiny.builder for family, tiny in tiny_families().items()}
+"""The builder of each tiny family, as the adapter modules declare them; imported only when used."""
 
 
 def as_released(weights_file: Path, tower: str | None) -> None:

@@ -19,7 +19,7 @@ from milebench.preprocess.regime import model_regime
 from milebench.report.truncation import why_no_budget
 from milebench.spec.context import REQUIRED_FIELDS, SourceKind
 from milebench.spec.execution import ASPECT_FIELDS, PAPER, Aspect, Execution, execution_of, for_run
-from milebench.spec.model import AdapterKind, ModelSpec, Section
+from milebench.spec.model import AdapterKind, ApiModel, ModelSpec, Section
 from milebench.spec.registry import Specs
 from milebench.spec.run import RunSpec
 
@@ -33,7 +33,6 @@ ASPECT_LABELS: dict[Aspect, str] = {
     Aspect.TOKENIZER: "Tokenizer",
 }
 BUDGET, BUDGET_LABEL = "budget", "Context budget"
-API_ADAPTERS = frozenset({AdapterKind.OPENAI_CHAT, AdapterKind.ANTHROPIC, AdapterKind.GEMINI})
 
 
 class Fidelity(StrEnum):
@@ -117,7 +116,7 @@ def execution_cells(spec: ModelSpec, run: RunSpec) -> dict[str, FidelityCell]:
 
     if spec.adapter is AdapterKind.UNPORTED:
         return every(Fidelity.NOT_PORTED, "not run: the model needs its original code base")
-    if spec.adapter in API_ADAPTERS:
+    if isinstance(spec.weights, ApiModel):
         return every(Fidelity.NOT_APPLICABLE, "the provider runs the model")
     if spec.builtin:
         return every(Fidelity.NOT_APPLICABLE, "a baseline the kit answers itself")

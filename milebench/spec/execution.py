@@ -6,7 +6,7 @@ way of running it is a named variant of ``execution.variants``, which a run spec
 (``RunSpec.execution``). A selected variant replaces the choices and names itself in
 ``applied_variant``, so it enters every prediction's cache key and the job's provenance: a variant is
 never used silently. A spec without ``execution`` runs with its adapter's defaults
-(:data:`ADAPTER_DEFAULTS`).
+(its module's declared ``execution``, :data:`GENERIC`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field, ValidationError, model_validator
 
+from milebench.spec.adapters import declared
 from milebench.spec.base import Spec, describe_errors
 
 if TYPE_CHECKING:  # the model spec holds an Execution, so it is imported for types only
@@ -222,21 +223,18 @@ PAPER = "paper"
 
 
 GENERIC = Execution(source="the kit's transformers path: the checkpoint's processor and chat template")
-ADAPTER_DEFAULTS: dict[str, Execution] = {
-    "hf-image-text-to-text": GENERIC,
-    "hf-llava": GENERIC,
-    "hf-llava-next": GENERIC,
-    "hf-qwen2-vl": GENERIC,
-    "hf-idefics2": GENERIC,
-}
-"""The execution of a spec that states none, by adapter kind. API models and baselines have none: the
-provider or the kit's own code decides. The remote-code adapters (Qwen-VL-Chat, ALLaVA) have none
-either: their spec states how the checkpoint's code runs, or they refuse to load."""
+"""The execution of a spec that states none, where its adapter declares ``execution: generic``. API models
+and baselines have none: the provider or the kit's own code decides. The remote-code adapters
+(Qwen-VL-Chat, ALLaVA) have none either: their spec states how the checkpoint's code runs, or they refuse
+to load."""
 
 
 def execution_of(spec: ModelSpec) -> Execution | None:
     """The choices ``spec`` runs with: its own, else its adapter's defaults; None where not applicable."""
-    return spec.execution or ADAPTER_DEFAULTS.get(spec.adapter.value)
+    if spec.execution is not None:
+        return spec.execution
+    found = declared(spec.adapter.value)
+    return GENERIC if found is not None and found.declaration.execution == "generic" else None
 
 
 def variant_problem(spec: ModelSpec, variant: str) -> str | None:

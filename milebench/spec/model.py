@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, StrictBool, StrictInt, model_validator
 
+from milebench.spec.adapters import UNPORTED, adapter_kinds, tiny_families
 from milebench.spec.base import Number, Spec
 from milebench.spec.context import (
     BUDGET_FIELDS,
@@ -29,24 +30,21 @@ class Section(StrEnum):
     """Models the kit builds for smoke runs and tests; never part of the paper's table."""
 
 
-class AdapterKind(StrEnum):
-    """Model families the engine knows; ``unported`` models need their original code base."""
+if TYPE_CHECKING:  # code names no kind but ``unported``: every other one is data, found in its module
 
-    RANDOM = "random"
-    ORACLE = "oracle"
-    HF_IMAGE_TEXT_TO_TEXT = "hf-image-text-to-text"
-    HF_LLAVA = "hf-llava"
-    HF_LLAVA_NEXT = "hf-llava-next"
-    HF_QWEN_VL_CHAT = "hf-qwen-vl-chat"
-    HF_ALLAVA = "hf-allava"
-    HF_QWEN2_VL = "hf-qwen2-vl"
-    HF_IDEFICS2 = "hf-idefics2"
-    HF_YI_VL = "hf-yi-vl"
-    HF_MANTIS = "hf-mantis"
-    OPENAI_CHAT = "openai-chat"
-    ANTHROPIC = "anthropic"
-    GEMINI = "gemini"
-    UNPORTED = "unported"
+    class AdapterKind(StrEnum):
+        UNPORTED = UNPORTED
+
+else:
+    AdapterKind = StrEnum(
+        "AdapterKind",
+        {kind.upper().replace("-", "_"): kind for kind in (*adapter_kinds("generate"), UNPORTED)},
+        module=__name__,
+    )
+AdapterKind.__doc__ = (
+    "Model families the engine knows, as their modules declare them (milebench.spec.adapters); "
+    "``unported`` models need their original code base."
+)
 
 
 class ImageInput(StrEnum):
@@ -116,11 +114,18 @@ class BuiltinModel(Spec):
     kind: Literal["builtin"]
 
 
+if TYPE_CHECKING:
+    TinyFamily = str
+else:
+    TinyFamily = Literal[tuple(sorted(tiny_families()))]
+"""The tiny families the adapters declare."""
+
+
 class TinyWeights(Spec):
     """A tiny random-weight checkpoint the kit builds offline from a config (smoke runs, tests)."""
 
     kind: Literal["tiny"]
-    family: Literal["llava", "qwen2-vl", "llava-next", "idefics2", "yi-vl", "mantis"]
+    family: TinyFamily
     seed: StrictInt = 0
 
 
@@ -187,7 +192,7 @@ class ModelSpec(Spec):
     execution: Execution | None = Field(
         default=None,
         description="How the model is run (template, images, decoding loop, dtype, stop strings) and its "
-        "named variants; null: the adapter's defaults (milebench.spec.execution.ADAPTER_DEFAULTS).",
+        "named variants; null: the adapter's defaults (its declaration's ``execution``).",
     )
 
     @property
@@ -199,7 +204,7 @@ class ModelSpec(Spec):
     @property
     def builtin(self) -> bool:
         """A baseline the kit answers itself: it reads no context, so it has no budget."""
-        return self.adapter in (AdapterKind.RANDOM, AdapterKind.ORACLE)
+        return isinstance(self.weights, BuiltinModel)
 
     @model_validator(mode="after")
     def _sources_match(self) -> ModelSpec:

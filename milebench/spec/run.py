@@ -113,6 +113,12 @@ DataSource = Annotated[HubSource | MirrorSource | LocalSource | FixtureSource, F
 
 class RunSpec(Spec):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    benchmark: Literal["milebench"] = Field(
+        default="milebench",
+        exclude=True,
+        description="The benchmark the run belongs to (milebench.benchmarks); it picks the Snakemake rules. "
+        "Left out of the spec's content hash: it changes no result.",
+    )
     description: str
     models: NonEmptyUnique[str]
     tasks: TaskSelection = "all"

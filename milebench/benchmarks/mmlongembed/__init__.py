@@ -1,1 +1,10 @@
 """MMLongEmbed: long-context multimodal embedding retrieval (Visual Grounding so far)."""
+
+from milebench.benchmarks import Benchmark
+
+BENCHMARK = Benchmark(
+    name="mmlongembed",
+    specs="mmlongembed",
+    rules="rules/mmlongembed.smk",
+    run_model="milebench.benchmarks.mmlongembed.spec:EmbedRunSpec",
+)

@@ -5,11 +5,12 @@ with spaces. A sentence-transformers model then reads at most its window, cut in
 level (head and tail kept); cosine similarity of L2-normalised embeddings ranks a pool. BM25 (bm25s)
 reads the whole text; each pool is its own index, so IDF is over the pool.
 
-``ADAPTERS`` maps a model spec's ``kind`` to its adapter class.
+``ADAPTER`` declares both (milebench.spec.adapters): a model spec's ``kind`` picks its adapter.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,8 +28,16 @@ from milebench.benchmarks.mmlongembed.lengths import (
 )
 from milebench.benchmarks.mmlongembed.records import Candidate, Pool, Query, TextSegment
 from milebench.benchmarks.mmlongembed.spec import Bm25Model, PackageTokenizer, SentenceTransformersModel
+from milebench.errors import KitError
 from milebench.preprocess.tokenizer import HFTokenizer
+from milebench.spec.adapters import adapter_kinds, declared
 from milebench.spec.registry import spec_hash
+
+ADAPTER = [
+    {"kind": "sentence-transformers", "does": "embed", "entry": "SentenceTransformerAdapter"},
+    {"kind": "bm25", "does": "embed", "entry": "Bm25Adapter"},
+]
+"""What this module runs (milebench.spec.adapters)."""
 
 log = logging.getLogger(__name__)
 
@@ -148,8 +157,14 @@ class Bm25Adapter:
         return out
 
 
-ADAPTERS = {"sentence-transformers": SentenceTransformerAdapter, "bm25": Bm25Adapter}
-
-
 def load_adapter(spec: SentenceTransformersModel | Bm25Model, cache: Path, threads: int | None) -> Adapter:
-    return ADAPTERS[spec.kind](spec, cache, threads)
+    """The adapter its module declares for the spec's ``kind`` (imported only now)."""
+    found = declared(spec.kind)
+    if found is None or found.declaration.does != "embed":
+        known = ", ".join(adapter_kinds("embed"))
+        raise KitError(
+            f"embedder {spec.name!r}: no module declares embedding adapter {spec.kind!r} (known: {known})"
+        )
+    module, entry = found.target.split(":")
+    adapter: Adapter = getattr(importlib.import_module(module), entry)(spec, cache, threads)
+    return adapter

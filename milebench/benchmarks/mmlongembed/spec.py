@@ -135,11 +135,6 @@ def specs_folder(specs_root: Path) -> Path:
     return Path(specs_root) / BENCHMARK
 
 
-def is_embed_run(specs_root: Path, name: str) -> bool:
-    """Whether ``--config run=<name>`` names an MMLongEmbed run (a spec in its folder)."""
-    return (specs_folder(specs_root) / "runs" / f"{name}.yaml").is_file()
-
-
 def _named(path: Path, name: str) -> None:
     if name != path.stem:
         raise SpecError(path, [("name", f"{name!r} must equal the file name {path.stem!r}")])

@@ -9,6 +9,15 @@ from milebench.infer.adapter import InferenceError
 from milebench.infer.api.base import ApiAdapter, ImagePart, Part
 from milebench.records import FailureKind
 
+ADAPTER = {
+    "kind": "anthropic",
+    "does": "generate",
+    "entry": "AnthropicAdapter",
+    "environment": ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"],
+    "proxies": True,
+}
+"""What this module runs (milebench.spec.adapters)."""
+
 API_VERSION = "2023-06-01"
 OVERFLOW = re.compile(r"prompt is too long|too many images|exceed.*context", re.IGNORECASE)
 

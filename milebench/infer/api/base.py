@@ -26,19 +26,6 @@ from milebench.paths import RunPaths
 from milebench.records import IMAGE_PLACEHOLDER, FailureKind, PreparedSample
 from milebench.spec.model import ApiModel, ModelSpec
 
-PROXY_VARS = (
-    "HTTPS_PROXY",
-    "HTTP_PROXY",
-    "ALL_PROXY",
-    "NO_PROXY",
-    "https_proxy",
-    "http_proxy",
-    "all_proxy",
-    "no_proxy",
-)
-"""Read by the requests session an adapter posts with. Proxy URLs can hold credentials, so they are handled
-like keys: passed by name, values never logged. (The session's CA bundle variables are the image's own.)"""
-
 MIME_BY_FORMAT = {"JPEG": "image/jpeg", "PNG": "image/png", "GIF": "image/gif", "WEBP": "image/webp"}
 """Formats every provider accepts as is; anything else is re-encoded as PNG."""
 
@@ -89,14 +76,10 @@ class ApiAdapter(ABC):
     provider: ClassVar[str]
     key_env: ClassVar[str]
     url_env: ClassVar[str]
+    """Both are in the module's declared ``environment`` (with ``proxies: true``): containers get exactly
+    the declared variables."""
     default_url: ClassVar[str]
     version = "1"
-
-    @classmethod
-    def environment(cls) -> tuple[str, ...]:
-        """Every variable the adapter reads, by name (values stay in the environment): its key, its base
-        URL and its session's proxies. Containers get exactly these, so a new one is declared here."""
-        return (cls.key_env, cls.url_env, *PROXY_VARS)
 
     def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path) -> None:
         weights = spec.weights

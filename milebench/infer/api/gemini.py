@@ -12,6 +12,15 @@ from milebench.infer.adapter import InferenceError
 from milebench.infer.api.base import ApiAdapter, ImagePart, Part
 from milebench.records import FailureKind
 
+ADAPTER = {
+    "kind": "gemini",
+    "does": "generate",
+    "entry": "GeminiAdapter",
+    "environment": ["GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"],
+    "proxies": True,
+}
+"""What this module runs (milebench.spec.adapters)."""
+
 OVERFLOW = re.compile(
     r"exceeds the maximum number of tokens|input token count|too many images|request payload size exceeds",
     re.IGNORECASE,

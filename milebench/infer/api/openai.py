@@ -9,6 +9,15 @@ from milebench.infer.adapter import InferenceError
 from milebench.infer.api.base import ApiAdapter, ImagePart, Part
 from milebench.records import FailureKind
 
+ADAPTER = {
+    "kind": "openai-chat",
+    "does": "generate",
+    "entry": "OpenAIChatAdapter",
+    "environment": ["OPENAI_API_KEY", "OPENAI_BASE_URL"],
+    "proxies": True,
+}
+"""What this module runs (milebench.spec.adapters)."""
+
 OVERFLOW = re.compile(r"context_length_exceeded|maximum context length|too many images", re.IGNORECASE)
 
 
