@@ -29,7 +29,7 @@ from milebench.archive.contents import (
     weight_files,
 )
 from milebench.archive.crate import CRATE, write_crate
-from milebench.archive.images import image_file, save_image
+from milebench.archive.images import ENGINE_TIMEOUT_S, image_file, save_image
 from milebench.archive.manifest import BundleError, Entry, ImageEntry, Manifest, entry, write_manifest
 from milebench.archive.sbom import image_sbom, sbom_file, tool_tree
 from milebench.archive.source import WORKFLOW, write_source
@@ -100,7 +100,7 @@ def add_images(
     records: list[ImageRecord], bundle: Path, root: Path, run: RunSpec
 ) -> tuple[list[ImageEntry], list[Entry]]:
     """Each image saved by id, its record, and its SBOM made inside it."""
-    client = client_from_env()
+    client = client_from_env(ENGINE_TIMEOUT_S)
     images, entries = [], []
     with tempfile.TemporaryDirectory(prefix="milebench-sbom-tool-") as tmp:
         tool = tool_tree(Path(tmp))

@@ -14,6 +14,7 @@ from typing import Any
 
 import docker
 from docker.errors import APIError, ImageNotFound
+from requests.exceptions import RequestException
 
 from milebench.archive.manifest import BundleError
 from milebench.containers.image import ImageRecord
@@ -21,6 +22,8 @@ from milebench.containers.image import ImageRecord
 log = logging.getLogger(__name__)
 
 IMAGES = "images"
+ENGINE_TIMEOUT_S = 1800
+"""Per API call: saving, loading or starting a container of a multi-gigabyte image can take minutes."""
 LOADED = re.compile(r"Loaded image ID: (sha256:[0-9a-f]{64})")
 
 
@@ -37,7 +40,7 @@ def save_image(client: docker.DockerClient, record: ImageRecord, dest: Path) -> 
         with open(dest, "wb") as fh:
             for chunk in chunks:
                 fh.write(chunk)
-    except (ImageNotFound, APIError) as err:
+    except (ImageNotFound, APIError, RequestException) as err:
         raise BundleError(
             f"family {record.family}: image {record.image_id} cannot be saved from the engine: {err}; "
             f"rebuild it (`milebench image build --family {record.family}`) and re-run the run's jobs"
@@ -56,6 +59,8 @@ def load_image(client: docker.DockerClient, archive: Path) -> str:
                 loaded += messages_ids(message, archive)
     except APIError as err:
         raise BundleError(f"{archive}: the engine refused to load it: {err.explanation or err}") from None
+    except RequestException as err:
+        raise BundleError(f"{archive}: loading it failed: {err}") from None
     if len(loaded) != 1:
         raise BundleError(f"{archive}: loading it gave {len(loaded)} images, not one")
     return loaded[0]

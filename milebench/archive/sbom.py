@@ -20,7 +20,9 @@ from pathlib import Path
 import docker
 from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
+from docker.errors import DockerException
 from packaging.requirements import Requirement
+from requests.exceptions import RequestException
 
 from milebench.archive.manifest import BundleError
 from milebench.containers.docker_runtime import (
@@ -106,6 +108,8 @@ def image_sbom(client: docker.DockerClient, record: ImageRecord, dest: Path, too
         )
         try:
             run_container(client, spec, environ={})
+        except (DockerException, RequestException) as err:
+            raise BundleError(f"family {record.family}: the SBOM container failed: {err}") from None
         except ContainerFailed as err:
             raise BundleError(
                 f"family {record.family}: cyclonedx-py failed in {record.image_id} "

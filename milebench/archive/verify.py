@@ -23,7 +23,7 @@ import docker
 
 from milebench.archive.badges import Role
 from milebench.archive.compare import compare_json, compare_rows, compare_tables
-from milebench.archive.images import load_image
+from milebench.archive.images import ENGINE_TIMEOUT_S, load_image
 from milebench.archive.manifest import BundleError, Manifest, check_files
 from milebench.archive.rerun import Planned, choose, forget, judge, plan
 from milebench.archive.rerun import archived_cells as cells_of
@@ -106,10 +106,12 @@ def check_images(client: docker.DockerClient, bundle: Path, manifest: Manifest) 
 
 
 def rescore_commands(ws: Workspace, fetch: bool) -> list[list[str]]:
-    """Re-score every archived cell, re-aggregate with the archived settings, re-render the report."""
+    """Re-render the report from the archived scores, re-score every archived cell, re-aggregate with the
+    archived settings (and first fetch the bundled data when a re-run cell reads images)."""
     aggregate = compare_source(ws, Role.AGGREGATE)
     settings = json.loads(ws.archived(aggregate).read_text(encoding="utf-8"))
     commands = [ws.command("fetch")] if fetch else []
+    commands.append(ws.command("report", root=ws.render_root))
     commands += [
         ws.command("score", "--model", c.model, "--task", c.task, "--mode", str(c.mode))
         for c in cells_of(ws.manifest)
@@ -117,7 +119,6 @@ def rescore_commands(ws: Workspace, fetch: bool) -> list[list[str]]:
     commands.append(
         ws.command("aggregate", "--resamples", str(settings["resamples"]), "--seed", str(settings["seed"]))
     )
-    commands.append(ws.command("report"))
     return commands
 
 
@@ -197,7 +198,7 @@ def verify_bundle(bundle: Path, manifest: Manifest, options: VerifyOptions) -> l
     if not later:
         return outcomes
     try:
-        client = client_from_env()
+        client = client_from_env(ENGINE_TIMEOUT_S)
     except EngineUnavailable as err:
         return outcomes + [not_run(c, str(err)) for c in later]
     images = check_images(client, bundle, manifest)

@@ -1,10 +1,12 @@
 """The scratch copy of a bundle that ``verify`` re-runs the kit's commands on, inside the archived images.
 
-The bundle itself is never written to: its specs and run layout are copied to a scratch folder, the
-outputs to re-compute are removed there first (so a command that writes nothing cannot pass as one that
-agreed), and each archived image runs its list of ``milebench`` commands in one container, with no
-network, the scratch folder mounted at its own path and, for hub weights, the bundle's model cache
-read-only at ``/models``.
+The bundle itself is never written to: its specs and run layout are copied to a scratch folder twice.
+``run/`` is re-scored, re-aggregated and re-run: the outputs to re-compute are removed there first, so a
+command that writes nothing cannot pass as one that agreed. ``render/`` keeps the archived scores and job
+records and only loses the report, which is rendered again from them (a re-scored copy would show the
+re-scoring jobs' own times and hosts). Each archived image runs its list of ``milebench`` commands in
+one container, with no network, the scratch folder mounted at its own path and, for hub weights, the
+bundle's model cache read-only at ``/models``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import docker
+from docker.errors import DockerException
+from requests.exceptions import RequestException
 
 from milebench.archive.badges import Role
 from milebench.archive.contents import RUN_ROOT, SPECS, WEIGHTS
@@ -30,6 +34,8 @@ from milebench.containers.docker_runtime import (
     same_path,
 )
 from milebench.provenance import COMMIT_VAR, IMAGE_ID_VAR
+
+RENDER = "render"
 
 DRIVER = (
     "import json, sys; from milebench.cli import main; "
@@ -50,7 +56,13 @@ class Workspace:
 
     @property
     def run_root(self) -> Path:
+        """The copy that is re-scored and re-run."""
         return self.root / RUN_ROOT
+
+    @property
+    def render_root(self) -> Path:
+        """The copy the report is re-rendered in, from the archived scores and records."""
+        return self.root / RENDER
 
     @property
     def out(self) -> PurePosixPath:
@@ -59,30 +71,32 @@ class Workspace:
         return PurePosixPath(aggregate).parent.relative_to(RUN_ROOT)
 
     def here(self, bundle_path: str) -> Path:
-        """Where a bundle file lies in the scratch copy."""
-        return self.root / bundle_path
+        """Where a bundle file lies in the scratch copy (the re-rendered copy for the report)."""
+        rel = PurePosixPath(bundle_path).relative_to(RUN_ROOT)
+        return (self.render_root if rel.parts[0] == "reports" else self.run_root) / rel
 
     def archived(self, bundle_path: str) -> Path:
         return self.bundle / bundle_path
 
-    def command(self, name: str, *args: str) -> list[str]:
-        """A kit command line on the scratch copy of the run."""
-        run = ("--run", self.manifest.run, "--root", str(self.run_root))
+    def command(self, name: str, *args: str, root: Path | None = None) -> list[str]:
+        """A kit command line on a scratch copy of the run (the re-scored one by default)."""
+        run = ("--run", self.manifest.run, "--root", str(root or self.run_root))
         return ["--specs", str(self.specs), name, *run, *args]
 
 
 def open_workspace(bundle: Path, manifest: Manifest, scratch: Path) -> Workspace:
     """Copy the specs and the run's layout; remove what re-scoring and re-rendering write."""
-    for folder in (SPECS, RUN_ROOT):
-        shutil.copytree(bundle / folder, scratch / folder, symlinks=False)
     ws = Workspace(bundle=bundle, root=scratch, manifest=manifest)
+    shutil.copytree(bundle / SPECS, ws.specs)
+    shutil.copytree(bundle / RUN_ROOT, ws.run_root)
+    shutil.copytree(bundle / RUN_ROOT, ws.render_root, ignore=shutil.ignore_patterns("downloads", "models"))
     out = ws.run_root / ws.out
     shutil.rmtree(out / "scores", ignore_errors=True)
     for name in ("aggregate.json", "verdict.json"):
         (out / name).unlink(missing_ok=True)
-    reports = ws.run_root / "reports" / manifest.run
-    shutil.rmtree(reports, ignore_errors=True)
-    (reports / "figures").mkdir(parents=True)
+    for root in (ws.run_root, ws.render_root):
+        shutil.rmtree(root / "reports" / manifest.run, ignore_errors=True)
+    (ws.render_root / "reports" / manifest.run / "figures").mkdir(parents=True)
     return ws
 
 
@@ -114,8 +128,10 @@ def run_in_image(
         user=caller_user(),
         labels={"org.milebench.verify": ws.manifest.run},
     )
+    names = ", ".join(sorted({c[2] for c in commands}))
     try:
         run_container(client, spec)
     except ContainerFailed as err:
-        names = ", ".join(sorted({c[2] for c in commands}))
         raise BundleError(f"`milebench {names}` in {image} exited with code {err.exit_code}") from None
+    except (DockerException, RequestException) as err:
+        raise BundleError(f"`milebench {names}` in {image}: the engine failed: {err}") from None
