@@ -24,9 +24,12 @@ from test_declared_files import snakemake, write_run
 
 from milebench import cli
 from milebench.archive.manifest import MANIFEST, BundleError, read_manifest
+from milebench.archive.rerun import choose, plan
 from milebench.archive.weights import hub_snapshot
+from milebench.archive.workspace import open_workspace
 from milebench.io import sha256_file
 from milebench.provenance import KIT_ROOT
+from milebench.spec.registry import load_specs
 
 RUN = "archived"
 
@@ -248,3 +251,59 @@ def test_hub_weights_are_bundled_at_their_pinned_commit_and_checked_against_thei
     blob.write_bytes(b"\1" * 64)
     with pytest.raises(BundleError, match=r"model.safetensors: its bytes do not match the hub's hash"):
         hub_snapshot(cache, "org/m", {revision}, "m")
+
+
+def test_without_an_engine_the_environment_checks_do_not_run_and_verify_fails(
+    bundle: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{bundle}/no-engine.sock")
+    assert cli.main(["verify", str(bundle)]) == 1
+    out = capsys.readouterr().out
+    assert "| hashes | passed |" in out
+    assert all(f"| {check} | not run |" in out for check in ("images", "rescore", "report", "rerun"))
+    assert "no Docker engine answers" in out and "| Available | yes |" in out and "| Functional | no |" in out
+
+
+def test_rerun_plan_says_why_a_cell_cannot_be_rerun_from_the_bundle(
+    run_root: Path, bundle: Path, tmp_path: Path
+) -> None:
+    bare = tmp_path / "bare"
+    assert archive(run_root, bare) == 0  # no data, no weights
+    for folder, expected in (
+        (bundle, None),
+        (bare, "its weights are not in the bundle (archive with --with-weights)"),
+    ):
+        manifest = read_manifest(folder)
+        ws = open_workspace(folder, manifest, tmp_path / f"scratch-{folder.name}")
+        cells = choose(manifest, [], per_model=1, seed=0)
+        assert sorted({c.model for c in cells}) == ["random", "tiny-llava"]
+        skips = {p.cell.model: p.skip for p in plan(ws, load_specs(ws.specs), cells)}
+        assert skips == {"random": None, "tiny-llava": expected}
+    with pytest.raises(BundleError, match="--rerun random/multi-image/Nope: no archived predictions"):
+        choose(read_manifest(bare), ["random/multi-image/Nope"], per_model=1, seed=0)
+    with pytest.raises(BundleError, match="not MODEL/MODE/TASK"):
+        choose(read_manifest(bare), ["random:ActionSequence"], per_model=1, seed=0)
+
+
+def test_scratch_copy_loses_what_verify_recomputes_and_never_touches_the_bundle(
+    bundle: Path, tmp_path: Path
+) -> None:
+    manifest = read_manifest(bundle)
+    ws = open_workspace(bundle, manifest, tmp_path / "scratch")
+    out = ws.run_root / ws.out
+    assert not (out / "scores").exists() and not (out / "aggregate.json").exists()
+    assert (out / "predictions").is_dir() and (out / "downloads").is_dir()
+    assert not (ws.run_root / "reports" / RUN).exists()
+    assert (ws.render_root / ws.out / "scores").is_dir() and not (
+        ws.render_root / ws.out / "downloads"
+    ).exists()
+    assert list((ws.render_root / "reports" / RUN).rglob("*")) == [
+        ws.render_root / "reports" / RUN / "figures"
+    ]
+    assert verify_hashes(bundle) == 0
+
+
+def test_the_archive_target_packs_a_finished_run(run_root: Path) -> None:
+    planned = snakemake(run_root, "-n", "--quiet", "rules", "--cores", "1", "archive",
+                        "--config", f"run={RUN}", f"specs={run_root / 'specs'}")  # fmt: skip
+    assert "archive" in planned and not any(r in planned for r in ("infer", "score", "report "))
