@@ -431,6 +431,8 @@ rule archive:
         options=Untracked(config.get("archive_options", "")),
     log:
         P.logs("archive", "archive"),
+    container:
+        IMAGES[KIT_FAMILY]
     shell:
         "{params.mb} archive --run {params.run} --out {output} {params.options} > {log} 2>&1"
 
