@@ -8,7 +8,9 @@ images, re-scoring and re-running are tested against a real engine in ``test_arc
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import io
 import json
 import logging
 import os
@@ -23,6 +25,7 @@ from rocrate.rocrate import ROCrate
 from test_declared_files import snakemake, write_run
 
 from milebench import cli
+from milebench.archive.images import archive_problems
 from milebench.archive.manifest import MANIFEST, BundleError, read_manifest
 from milebench.archive.rerun import choose, plan
 from milebench.archive.weights import hub_snapshot
@@ -307,3 +310,51 @@ def test_the_archive_target_packs_a_finished_run(run_root: Path) -> None:
     planned = snakemake(run_root, "-n", "--quiet", "rules", "--cores", "1", "archive",
                         "--config", f"run={RUN}", f"specs={run_root / 'specs'}")  # fmt: skip
     assert "archive" in planned and not any(r in planned for r in ("infer", "score", "report "))
+
+
+def saved_image(folder: Path, layers: list[bytes], compressed: bool = False) -> tuple[Path, str]:
+    """An image archive in `docker save`'s format (manifest.json, config, one tar per layer), as an engine
+    writes it; returns it and its id, the sha256 of its config."""
+    tars = []
+    for i, content in enumerate(layers):
+        path = folder / f"layer{i}.tar"
+        with tarfile.open(path, "w") as tar:
+            data = folder / f"file{i}"
+            data.write_bytes(content)
+            tar.add(data, arcname=f"file{i}")
+        tars.append(path.read_bytes())
+    diff_ids = [f"sha256:{hashlib.sha256(t).hexdigest()}" for t in tars]
+    config = json.dumps(
+        {"architecture": "amd64", "os": "linux", "rootfs": {"type": "layers", "diff_ids": diff_ids}}
+    )
+    image_id = hashlib.sha256(config.encode()).hexdigest()
+    names = [f"{hashlib.sha256(t).hexdigest()}/layer.tar" for t in tars]
+    manifest = [{"Config": f"{image_id}.json", "RepoTags": None, "Layers": names}]
+    archive = folder / "image.tar"
+    members = {"manifest.json": json.dumps(manifest).encode(), f"{image_id}.json": config.encode()}
+    members |= {n: gzip.compress(t, mtime=0) if compressed else t for n, t in zip(names, tars, strict=True)}
+    with tarfile.open(archive, "w") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return archive, f"sha256:{image_id}"
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_an_image_archive_is_checked_against_its_id_config_and_every_layer(
+    tmp_path: Path, compressed: bool
+) -> None:
+    archive, image_id = saved_image(tmp_path, [b"base\n" * 100, b"kit\n" * 100], compressed)
+    assert archive_problems(archive, image_id) == []
+    other = "sha256:" + "0" * 64
+    assert archive_problems(archive, other) == [
+        f"its config {image_id.removeprefix('sha256:')}.json does not hash to the recorded id {other}"
+    ]
+    with tarfile.open(archive) as tar:
+        second = [m for m in tar.getmembers() if m.name.endswith("layer.tar")][1]
+    data = bytearray(archive.read_bytes())
+    data[second.offset_data + second.size // 2] ^= 0xFF
+    archive.write_bytes(bytes(data))
+    (problem,) = archive_problems(archive, image_id)
+    assert problem.startswith(f"layer 2 ({second.name}) does not match the config's sha256:")

@@ -23,7 +23,7 @@ import docker
 
 from milebench.archive.badges import Role
 from milebench.archive.compare import compare_json, compare_rows, compare_tables
-from milebench.archive.images import ENGINE_TIMEOUT_S, load_image
+from milebench.archive.images import ENGINE_TIMEOUT_S, archive_problems, load_image
 from milebench.archive.manifest import BundleError, Manifest, check_files
 from milebench.archive.rerun import Planned, choose, forget, judge, plan
 from milebench.archive.rerun import archived_cells as cells_of
@@ -93,6 +93,10 @@ def check_images(client: docker.DockerClient, bundle: Path, manifest: Manifest) 
     if not manifest.images:
         return not_run(Check.IMAGES, "the bundle carries no image (archived with --no-images)")
     for image in manifest.images:
+        problems = archive_problems(bundle / image.file, image.image_id)
+        if problems:
+            out.fail(*(f"{image.file} ({image.family}): {p}" for p in problems))
+            continue
         try:
             loaded = load_image(client, bundle / image.file)
         except BundleError as err:
@@ -101,15 +105,17 @@ def check_images(client: docker.DockerClient, bundle: Path, manifest: Manifest) 
         if loaded != image.image_id:
             out.fail(f"{image.file} ({image.family}): loaded as {loaded}, recorded {image.image_id}")
         else:
-            out.evidence.append(f"{image.family}: loaded from {image.file} as the recorded {image.image_id}")
+            out.evidence.append(
+                f"{image.family}: config and every layer of {image.file} hash to the recorded "
+                f"{image.image_id}; loaded as it"
+            )
     return out
 
 
 def rescore_commands(ws: Workspace, fetch: bool) -> list[list[str]]:
     """Re-render the report from the archived scores, re-score every archived cell, re-aggregate with the
     archived settings (and first fetch the bundled data when a re-run cell reads images)."""
-    aggregate = compare_source(ws, Role.AGGREGATE)
-    settings = json.loads(ws.archived(aggregate).read_text(encoding="utf-8"))
+    settings = json.loads(ws.archived(ws.path_of(Role.AGGREGATE)).read_text(encoding="utf-8"))
     commands = [ws.command("fetch")] if fetch else []
     commands.append(ws.command("report", root=ws.render_root))
     commands += [
@@ -120,11 +126,6 @@ def rescore_commands(ws: Workspace, fetch: bool) -> list[list[str]]:
         ws.command("aggregate", "--resamples", str(settings["resamples"]), "--seed", str(settings["seed"]))
     )
     return commands
-
-
-def compare_source(ws: Workspace, role: Role) -> str:
-    (path,) = [e.path for e in ws.manifest.files if e.role is role] or [""]
-    return path
 
 
 def compare_rescore(ws: Workspace) -> Outcome:
@@ -230,7 +231,10 @@ def verify_bundle(bundle: Path, manifest: Manifest, options: VerifyOptions) -> l
                     if c in rest
                 ]
         elif fetch:
-            run_in_image(client, ws, image_of(manifest, KIT_FAMILY), [ws.command("fetch")])
+            try:
+                run_in_image(client, ws, image_of(manifest, KIT_FAMILY), [ws.command("fetch")])
+            except BundleError as err:
+                return [*outcomes, Outcome(Check.RERUN, Status.FAILED, problems=[str(err)])]
         if Check.RERUN in rest:
             outcomes.append(rerun_cells(client, ws, planned, options.gpus))
     return outcomes

@@ -67,8 +67,14 @@ class Workspace:
     @property
     def out(self) -> PurePosixPath:
         """The run's results folder inside ``run/`` (``results/<run>`` unless the spec moved it)."""
-        (aggregate,) = [e.path for e in self.manifest.files if e.role is Role.AGGREGATE]
-        return PurePosixPath(aggregate).parent.relative_to(RUN_ROOT)
+        return PurePosixPath(self.path_of(Role.AGGREGATE)).parent.relative_to(RUN_ROOT)
+
+    def path_of(self, role: Role) -> str:
+        """The bundle path of the run's one file with ``role`` (its aggregate, its verdict)."""
+        found = [e.path for e in self.manifest.files if e.role is role]
+        if len(found) != 1:
+            raise BundleError(f"{self.bundle}: the manifest lists {len(found)} files of role {role}, not one")
+        return found[0]
 
     def here(self, bundle_path: str) -> Path:
         """Where a bundle file lies in the scratch copy (the re-rendered copy for the report)."""
