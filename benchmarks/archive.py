@@ -12,6 +12,8 @@ Run: ``python benchmarks/archive.py [--tasks N | --smoke] [--base IMAGE] [--ca-b
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import shutil
 import subprocess
@@ -50,8 +52,10 @@ def write_run(root: Path, n_tasks: int, smoke: bool) -> str:
 
 
 def timed(step: str, call: Callable[..., int | None], *args: object) -> float:
+    """Seconds ``call`` took; what it prints (the bundle id, the evaluator's summary) is not shown."""
     start = time.perf_counter()
-    code = call(*args)
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = call(*args)
     if code not in (0, None):
         raise SystemExit(f"{step} failed (exit {code})")
     return time.perf_counter() - start
