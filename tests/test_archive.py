@@ -194,6 +194,12 @@ def test_archive_refuses_an_existing_folder_and_an_unfinished_run(
         assert archive(unfinished, tmp_path / "b") == 1
     assert f"reports/{RUN}/report.html missing: finish the run first" in caplog.text
     assert not (tmp_path / "b").exists() and not list(tmp_path.glob(".b.*"))
+    caplog.clear()
+    argv = ["--specs", str(run_root / "specs"), "archive", "--run", RUN, "--root", str(run_root)]
+    with caplog.at_level(logging.ERROR):
+        assert cli.main([*argv, "--out", str(tmp_path / "c")]) == 1  # images asked for, none recorded
+    assert "results/images/hf-current.json: no image recorded for family hf-current" in caplog.text
+    assert "or archive with --no-images" in caplog.text and not (tmp_path / "c").exists()
 
 
 def test_verify_names_a_folder_that_is_no_bundle(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
