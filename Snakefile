@@ -20,6 +20,8 @@ Targets besides the default (the report):
   main_table           every multi-image task score (the cells of the paper's main table)
   model_<model>        every task score of one model (its column), e.g. `snakemake model_random`
   results/<run>/scores/<model>/<mode>/<Task>.json   one cell
+  archive              archives/<run>/: the run's artifact bundle (`milebench archive`); add data and
+                       weights with --config archive_options="--with-data --with-weights"
 """
 
 import sys
@@ -135,6 +137,7 @@ localrules:
     aggregate,
     report,
     main_table,
+    archive,
 
 
 rule all:
@@ -411,6 +414,28 @@ rule report:
         runtime=60,
     shell:
         "mkdir -p {output.figures} && {params.mb} report --run {params.run} --root {params.root} > {log} 2>&1"
+
+
+rule archive:
+    input:
+        **AGGREGATE,
+        html=P.report_html,
+        tex=P.report_tex,
+        predictions=[p for c in CELLS for p in (P.predictions(*c), P.infer_provenance(*c))],
+        scores=[p for c in CELLS for p in (P.judgments(*c), P.task_score(*c), P.score_provenance(*c))],
+        images=[RECORDS_DIR / f"{name}.json" for name in FAMILIES] if DOCKER else [],
+    output:
+        directory(Path("archives") / RUN.name),
+    params:
+        mb=MB,
+        run=RUN.name,
+        options=Untracked(config.get("archive_options", "")),
+    log:
+        P.logs("archive", "archive"),
+    container:
+        IMAGES[KIT_FAMILY]
+    shell:
+        "{params.mb} archive --run {params.run} --out {output} {params.options} > {log} 2>&1"
 
 
 if BENCHMARK_RUN:

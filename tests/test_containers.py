@@ -122,6 +122,8 @@ OUTSIDE_KIT = {
     "docker": "image builds and container starts run on the host, beside the engine",
     "torch": "tiny models, the HF adapters and the MiniLM embedder run in the torch families",
     "sentence_transformers": "the MiniLM embedder needs torch",
+    "rocrate": "milebench archive and verify run on the host, beside the engine",
+    "cyclonedx": "the SBOM tool is mounted into each image for one run, never installed in it",
 }
 """Libraries the package imports that the kit image leaves out, and why."""
 

@@ -67,6 +67,8 @@ class ContainerSpec:
     gpus: str | None = None
     user: str | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
+    entrypoint: tuple[str, ...] | None = None
+    """Replaces the image's ``python -m milebench`` (tools run inside an archived image)."""
 
 
 def passthrough_names(model: ModelSpec) -> tuple[str, ...]:
@@ -170,6 +172,7 @@ def create_kwargs(spec: ContainerSpec, environ: Mapping[str, str]) -> dict[str, 
         "device_requests": device_requests(spec.gpus),
         "user": spec.user,
         "labels": dict(spec.labels),
+        "entrypoint": list(spec.entrypoint) if spec.entrypoint else None,
         "detach": True,
     }
 
@@ -179,7 +182,8 @@ def describe(spec: ContainerSpec, environ: Mapping[str, str]) -> str:
     mounts = ", ".join(f"{m.source}->{m.target}:{'ro' if m.read_only else 'rw'}" for m in spec.mounts)
     passed = sorted(name for name in spec.passthrough if name in environ)
     return (
-        f"image {spec.image}; command milebench {' '.join(spec.command)}; network {spec.network_mode};"
+        f"image {spec.image}; command {' '.join(spec.entrypoint or ('milebench',))} {' '.join(spec.command)};"
+        f" network {spec.network_mode};"
         f" gpus {spec.gpus or 'none'}; mounts {mounts}; env {sorted(spec.env)}; passed through {passed}"
     )
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 import docker
+from docker.constants import DEFAULT_TIMEOUT_SECONDS
 from docker.errors import DockerException, ImageNotFound
 from pydantic import Field, ValidationError
 
@@ -224,9 +225,11 @@ def read_record(path: Path) -> ImageRecord | None:
         return None
 
 
-def client_from_env() -> docker.DockerClient:
+def client_from_env(timeout_s: int | None = None) -> docker.DockerClient:
+    """``timeout_s`` bounds each API call (the SDK's default is 60 s: too short for a large image on a
+    busy engine with the vfs storage driver, which copies the whole image for a container)."""
     try:
-        return docker.from_env()
+        return docker.from_env(timeout=timeout_s or DEFAULT_TIMEOUT_SECONDS)
     except DockerException as err:
         raise EngineUnavailable(f"no Docker engine answers: {err}") from err
 

@@ -1,0 +1,62 @@
+"""``milebench archive`` and ``milebench verify``: parse the options, call the library, set the exit code."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from milebench.archive.bundle import Options, archive_run
+from milebench.archive.manifest import BundleError, bundle_id, read_manifest
+from milebench.archive.summary import summary
+from milebench.archive.verify import Check, Status, VerifyOptions, verify_bundle
+from milebench.io import atomic_write_text
+from milebench.spec.registry import load_specs
+
+log = logging.getLogger(__name__)
+
+
+def archive(args: argparse.Namespace) -> int:
+    specs = load_specs(args.specs)
+    options = Options(
+        with_data=args.with_data,
+        with_weights=args.with_weights,
+        images=not args.no_images,
+        tarball=args.tarball,
+    )
+    identity = archive_run(specs, specs.run(args.run), args.root, args.out, options)
+    sys.stdout.write(f"{identity}\n")
+    return 0
+
+
+def checks(text: str | None) -> tuple[Check, ...]:
+    if text is None:
+        return tuple(Check)
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in {c.value for c in Check}]
+    if unknown or not names:
+        raise BundleError(f"--only {text}: checks are {', '.join(c.value for c in Check)}")
+    return tuple(Check(n) for n in names)
+
+
+def verify(args: argparse.Namespace) -> int:
+    manifest = read_manifest(args.bundle)
+    identity = bundle_id(args.bundle)
+    if args.expect_id is not None and args.expect_id != identity:
+        raise BundleError(f"{args.bundle}: bundle id {identity}, not the expected {args.expect_id}")
+    options = VerifyOptions(
+        checks=checks(args.only),
+        rerun=tuple(args.rerun),
+        rerun_per_model=args.rerun_per_model,
+        seed=args.seed,
+        gpus=args.gpus,
+    )
+    outcomes = verify_bundle(args.bundle, manifest, options)
+    for outcome in outcomes:
+        for problem in outcome.problems:
+            log.error("%s %s: %s", outcome.check, outcome.status, problem)
+    text = summary(identity, manifest, outcomes)
+    if args.summary is not None:
+        atomic_write_text(args.summary, text)
+    sys.stdout.write(text)
+    return 0 if all(o.status is Status.PASSED for o in outcomes) else 1
