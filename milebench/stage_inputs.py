@@ -37,6 +37,8 @@ MADE_BY: dict[str, tuple[str, ...]] = {
     "embed-run": ("milebench embed-generate",),
     "embed-evaluate": ("milebench embed-run",),
     "embed-report": ("milebench embed-evaluate",),
+    "archive": ("milebench report",),
+    "verify": ("milebench archive",),
 }
 """Per command: what makes the stage inputs it refuses to run without (empty: it reads none).
 

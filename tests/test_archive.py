@@ -192,7 +192,10 @@ def test_archive_refuses_an_existing_folder_and_an_unfinished_run(
     caplog.clear()
     with caplog.at_level(logging.ERROR):
         assert archive(unfinished, tmp_path / "b") == 1
-    assert f"reports/{RUN}/report.html missing: finish the run first" in caplog.text
+    assert (
+        f"reports/{RUN}/report.html: the run's report not found; run `milebench report --run {RUN}` first"
+        in (caplog.text)
+    )
     assert not (tmp_path / "b").exists() and not list(tmp_path.glob(".b.*"))
     caplog.clear()
     argv = ["--specs", str(run_root / "specs"), "archive", "--run", RUN, "--root", str(run_root)]

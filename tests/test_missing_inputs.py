@@ -31,6 +31,7 @@ VALUES = {
     "registry": "docker://example.org/milebench",
     "out": "out",
     "sample": "0",
+    "bundle": "bundle",
 }
 """A value for each required argument, by its ``dest``: every command runs against an empty folder."""
 VALUES_OF = {name: {"run": "embed-smoke", "model": "bm25"} for name in ("embed-run", "embed-evaluate")}

@@ -11,7 +11,9 @@ from milebench.archive.manifest import BundleError, bundle_id, read_manifest
 from milebench.archive.summary import summary
 from milebench.archive.verify import Check, Status, VerifyOptions, verify_bundle
 from milebench.io import atomic_write_text
+from milebench.paths import RunPaths
 from milebench.spec.registry import load_specs
+from milebench.stage_inputs import command, require
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +26,11 @@ def archive(args: argparse.Namespace) -> int:
         images=not args.no_images,
         tarball=args.tarball,
     )
-    identity = archive_run(specs, specs.run(args.run), args.root, args.out, options)
+    run = specs.run(args.run)
+    require(
+        RunPaths.for_run(run, base=args.root).report_html, "the run's report", command("report", run=run.name)
+    )
+    identity = archive_run(specs, run, args.root, args.out, options)
     sys.stdout.write(f"{identity}\n")
     return 0
 
@@ -40,6 +46,7 @@ def checks(text: str | None) -> tuple[Check, ...]:
 
 
 def verify(args: argparse.Namespace) -> int:
+    require(args.bundle, "bundle folder", "`milebench archive --run RUN --out DIR`")
     manifest = read_manifest(args.bundle)
     identity = bundle_id(args.bundle)
     if args.expect_id is not None and args.expect_id != identity:
