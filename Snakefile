@@ -3,8 +3,9 @@
 Choose a run spec with `--config run=NAME` (default: smoke, the embedded mini-MileBench) and a specs
 folder with `--config specs=PATH` (default: milebench/specs, shipped in the package). Runtime docker
 only: `--config image_base=REF` builds the family images on another base, `image_ca_bundle=PEM` trusts
-an extra CA while building (corporate proxies). All logic lives in the `milebench` package; every rule
-is one `milebench` command, so any job can be re-run by hand.
+an extra CA while building (corporate proxies); the run spec's `docker_jobs: all` runs every job in an
+image, not only inference (the stages in the kit's, a tiny model's weights in its family's). All logic
+lives in the `milebench` package; every rule is one `milebench` command, so any job can be re-run by hand.
 
 Every file a job reads is one of its declared inputs and every file it writes one of its declared outputs
 (the download cache and the inference journal excepted: they outlive a failed job on purpose). Each
@@ -35,7 +36,7 @@ from milebench.plan import cells, model_regimes, prepare_jobs, regimes
 from milebench.preprocess.regime import tokenizer_dirs
 from milebench.spec.model import TinyWeights
 from milebench.spec.registry import DEFAULT_SPECS, load_specs, spec_hash
-from milebench.spec.run import Mode, Runtime
+from milebench.spec.run import DockerJobs, Mode, Runtime
 from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
 
@@ -115,6 +116,28 @@ def job_root(layout):
     return root
 
 DOCKER = RUN.runtime is Runtime.DOCKER
+# docker_jobs: all: every job runs in an image too: the stages in the kit's, a tiny model's weights (built
+# with torch) in its family's, as its inference; images are built on the host.
+ALL_IN_IMAGES = DOCKER and RUN.docker_jobs is DockerJobs.ALL
+
+
+def model_family(model):
+    """The image family a model's jobs run in."""
+    return MODELS[model].container or KIT_FAMILY
+
+
+def stage_image(family_name):
+    """The image record a stage job depends on when it runs in the family's image (none on the host)."""
+    return [RECORDS_DIR / f"{family_name}.json"] if ALL_IN_IMAGES else []
+
+
+def stage_mb(family_name):
+    """The `milebench` of a stage job: in the family's image under docker_jobs: all."""
+    return Untracked(f"{MB} --in-image {family_name}") if ALL_IN_IMAGES else MB
+
+
+KIT_IMAGE = stage_image(KIT_FAMILY)
+KIT_MB = stage_mb(KIT_FAMILY)
 # The run's numbers (groups, overall columns, intervals) and, with multi-image scores, its verdict.
 AGGREGATE = {"aggregate": P.aggregate_json} | (
     {"verdict": P.verdict_json} if Mode.MULTI_IMAGE in RUN.modes else {}
@@ -164,10 +187,12 @@ for model_name in RUN.models:
 if RUN.data.kind == "fixture":
 
     rule fixture:
+        input:
+            image=KIT_IMAGE,
         output:
             directory(P.mirror),
         params:
-            mb=MB,
+            mb=KIT_MB,
             seed=RUN.data.seed,
             n=RUN.data.samples_per_task,
         log:
@@ -186,13 +211,14 @@ if RUN.data.kind == "fixture":
 
 rule fetch:
     input:
-        [P.mirror] if RUN.data.kind == "fixture" else [],
+        mirror=[P.mirror] if RUN.data.kind == "fixture" else [],
+        image=KIT_IMAGE,
     output:
         data=directory(P.data_root),
         markers=directory(P.extract_markers),
         manifest=P.fetch_manifest,
     params:
-        mb=MB,
+        mb=KIT_MB,
         run=RUN.name,
         root=job_root(P.data_root),
         source=spec_hash(RUN.data),
@@ -210,10 +236,12 @@ rule fetch:
 
 
 rule tiny_model:
+    input:
+        image=lambda w: stage_image(model_family(w.model)),
     output:
         directory(P.model_dir("{model}")),
     params:
-        mb=MB,
+        mb=lambda w: stage_mb(model_family(w.model)),
         run=RUN.name,
         root=job_root(P.model_dir("{model}")),
         spec=lambda w: spec_hash(MODELS[w.model].weights),
@@ -223,7 +251,7 @@ rule tiny_model:
     benchmark:
         P.benchmark("tiny_model", "{model}")
     container:
-        IMAGES[KIT_FAMILY]
+        lambda w: IMAGES[model_family(w.model)]
     resources:
         mem_mb=4000,
         runtime=30,
@@ -261,12 +289,13 @@ rule preprocess:
     input:
         data=P.data_root,
         tokenizer=lambda w: tokenizer_dirs(REGIMES[Mode(w.mode)][w.regime][0], P),
+        image=KIT_IMAGE,
     output:
         prepared=P.prepared("{task}", "{mode}", "{regime}"),
         manifest=P.prepared_manifest("{task}", "{mode}", "{regime}"),
         tiles=directory(P.tiles("{task}", "{mode}", "{regime}")),
     params:
-        mb=MB,
+        mb=KIT_MB,
         run=RUN.name,
         root=job_root(P.prepared("{task}", "{mode}", "{regime}")),
         spec=lambda w: spec_hash(SPECS.tasks[w.task]),
@@ -320,7 +349,7 @@ rule infer:
     benchmark:
         P.benchmark("infer", "{model}.{mode}.{task}")
     container:
-        lambda w: IMAGES.get(MODELS[w.model].container or KIT_FAMILY, IMAGES[KIT_FAMILY])
+        lambda w: IMAGES[model_family(w.model)]
     resources:
         gpu=lambda w: RESOURCES[w.model].gpu,
         mem_mb=lambda w: RESOURCES[w.model].mem_mb,
@@ -335,12 +364,13 @@ rule score:
         prepared=lambda w: P.prepared(w.task, w.mode, regime_of(w)),
         predictions=P.predictions("{model}", "{task}", "{mode}"),
         data=P.fetch_manifest,
+        image=KIT_IMAGE,
     output:
         judgments=P.judgments("{model}", "{task}", "{mode}"),
         score=P.task_score("{model}", "{task}", "{mode}"),
         provenance=P.score_provenance("{model}", "{task}", "{mode}"),
     params:
-        mb=MB,
+        mb=KIT_MB,
         run=RUN.name,
         root=job_root(P.judgments("{model}", "{task}", "{mode}")),
         spec=lambda w: spec_hash(SPECS.tasks[w.task]),
@@ -362,10 +392,11 @@ rule aggregate:
     input:
         scores=[P.task_score(*c) for c in CELLS],
         judgments=[P.judgments(*c) for c in CELLS],
+        image=KIT_IMAGE,
     output:
         **AGGREGATE,
     params:
-        mb=MB,
+        mb=KIT_MB,
         run=RUN.name,
         root=job_root(P.aggregate_json),
         spec=spec_hash(RUN),
@@ -393,12 +424,13 @@ rule report:
         manifests=[P.prepared_manifest(*j) for j in PREPARE_JOBS],
         provenance=[p for c in CELLS for p in (P.infer_provenance(*c), P.score_provenance(*c))],
         data=P.fetch_manifest,
+        image=KIT_IMAGE,
     output:
         html=P.report_html,
         tex=P.report_tex,
         figures=directory(P.report_figures),
     params:
-        mb=MB,
+        mb=KIT_MB,
         run=RUN.name,
         root=job_root(P.report_html),
         spec=spec_hash(RUN),

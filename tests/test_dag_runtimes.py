@@ -12,12 +12,15 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_declared_files import report_tables
 
+from milebench import cli
 from milebench.containers import image
-from milebench.containers.commands import provenance_env
-from milebench.containers.docker_runtime import job_spec
+from milebench.containers.commands import provenance_env, stage_container
+from milebench.containers.docker_runtime import MODELS_MOUNT, ContainerSpec, caller_user, job_spec
 from milebench.io import read_jsonl
 from milebench.provenance import COMMIT_VAR, DIRTY_VAR, IMAGE_ID_VAR, provenance_path, read_provenance
+from milebench.spec.base import SpecError
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -180,3 +183,148 @@ def test_docker_runtime_through_snakemake_matches_the_host(tmp_path: Path) -> No
 
     (tmp_path / "results/images/kit.json").touch()
     assert "Nothing to be done" in run("box", "-n")
+
+
+def jobs_of(output: str) -> list[tuple[str, str, str]]:
+    """(rule, input line, shell command) of every job a dry run with -p prints."""
+    blocks = re.split(r"^(?:local)?rule ", output, flags=re.M)[1:]
+    found = []
+    for block in blocks:
+        rule = block.split(":", 1)[0]
+        inputs = re.search(r"^\s+input: (.*)$", block, re.M)
+        command = re.search(r"^Shell command: (.*)$", block, re.M)
+        found.append((rule, inputs.group(1) if inputs else "", command.group(1) if command else ""))
+    return found
+
+
+STAGES = {"fixture", "fetch", "preprocess", "score", "aggregate", "report"}
+HUB_DATA = {"kind": "hub", "lock": "locks/milebench-hub.lock.yaml"}
+
+
+def test_docker_jobs_all_runs_every_job_in_an_image(tmp_path: Path) -> None:
+    """docker_jobs: all: each stage's command runs in the kit image, a tiny model's weights in its family's
+    (torch), each with that image's record as an input; inference runs in the model family's image as
+    before; images are built on the host."""
+    write_run(tmp_path, "every", runtime="docker", docker_jobs="all", models=["random", "tiny-llava"])
+    config = ["--config", "run=every", f"specs={tmp_path / 'specs'}"]
+    result = subprocess.run(
+        [*SNAKEMAKE, "-n", "-p", "--cores", "1", *config], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    jobs = jobs_of(result.stdout)
+    assert {rule for rule, _, _ in jobs} >= STAGES | {"tiny_model", "infer", "build_image"}
+    for rule, inputs, command in jobs:
+        if rule in STAGES:
+            assert " --in-image kit " in command, (rule, command)
+            assert "results/images/kit.json" in inputs, (rule, inputs)
+        elif rule == "tiny_model":
+            assert " --in-image hf-current tiny-model " in command, command
+            assert "results/images/hf-current.json" in inputs, inputs
+        elif rule == "infer":
+            assert "container-infer --runtime docker" in command and "--in-image" not in command
+        elif rule == "build_image":
+            assert "--in-image" not in command
+    write_run(tmp_path, "some", runtime="docker", models=["random", "tiny-llava"])
+    plain = subprocess.run(
+        [*SNAKEMAKE, "-n", "-p", "--cores", "1", "--config", "run=some", f"specs={tmp_path / 'specs'}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert plain.returncode == 0 and "--in-image" not in plain.stdout
+
+
+def test_docker_jobs_all_needs_runtime_docker(tmp_path: Path) -> None:
+    write_run(tmp_path, "wrong", docker_jobs="all")
+    with pytest.raises(SpecError) as err:
+        load_specs(tmp_path / "specs").run("wrong")
+    assert "wrong.yaml" in str(err.value) and "docker_jobs: all runs jobs under runtime docker" in str(
+        err.value
+    )
+
+
+def test_a_stage_in_the_kit_image_sees_only_its_run_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The container of a stage: the specs folder read-only at its host path, with the kit's own spec
+    folders it links to; the run's output folder read-write at its host path (its reports folder for the
+    report only); the model cache read-only; no network (a fetch from the hub gets one, with the hub token
+    by name only; one from a mirror folder gets that folder read-only and none)."""
+    monkeypatch.chdir(tmp_path)
+    write_run(tmp_path, "box", runtime="docker", docker_jobs="all")
+    specs = load_specs(tmp_path / "specs")
+    linked = [DEFAULT_SPECS / part for part in ("tasks", "models", "locks", "paper.yaml")]
+
+    def container(*argv: str) -> ContainerSpec:
+        full = ["--specs", str(specs.root), *argv]
+        args = cli.build_parser().parse_args(full)
+        command = cli.subcommand_argv(full, args.verbose)
+        assert command == [*(["-v"] if args.verbose else []), *argv[argv.index(args.command) :]]
+        spec = stage_container(args, specs, command, "sha256:" + "c" * 64)
+        assert spec.command == ("--specs", str(specs.root.absolute()), *command)
+        return spec
+
+    def mounts(spec: ContainerSpec) -> dict[str, tuple[Path, bool]]:
+        found = {m.target: (m.source, m.read_only) for m in spec.mounts}
+        assert found.pop(MODELS_MOUNT, (None, True))[1]
+        assert found.pop(str(specs.root.absolute())) == (specs.root.resolve(), True)
+        for target in linked:  # where the specs folder's links point resolves inside too
+            assert found.pop(str(target)) == (target.resolve(), True)
+        return found
+
+    cell = ["--model", "random", "--task", "ActionSequence", "--mode", "multi-image"]
+    score = container("-v", "--in-image", "kit", "score", "--run", "box", "--root", "st", *cell)
+    assert mounts(score) == {
+        str(tmp_path / "st/results/box"): ((tmp_path / "st/results/box").resolve(), False)
+    }
+    assert score.network_mode == "none" and score.passthrough == () and score.env["HF_HUB_OFFLINE"] == "1"
+    assert score.env[IMAGE_ID_VAR] == "sha256:" + "c" * 64 and score.user == caller_user()
+    report = container("--in-image", "kit", "report", "--run", "box", "--root", "st")
+    assert {target: rw for target, (_, rw) in mounts(report).items()} == {
+        str(tmp_path / "st/results/box"): False,
+        str(tmp_path / "st/reports/box"): False,
+    }
+
+    write_run(tmp_path, "hub", runtime="docker", docker_jobs="all", data=HUB_DATA)
+    (tmp_path / "mirror").mkdir()
+    mirror = {"kind": "mirror", "url": "mirror", "lock": "locks/milebench-hub.lock.yaml"}
+    write_run(tmp_path, "near", runtime="docker", docker_jobs="all", data=mirror)
+    specs = load_specs(tmp_path / "specs")
+    hub = container("--in-image", "kit", "fetch", "--run", "hub")
+    assert hub.network_mode == "bridge" and {"HF_TOKEN", "HF_ENDPOINT", "HTTPS_PROXY"} <= set(hub.passthrough)
+    assert "OPENAI_API_KEY" not in hub.passthrough
+    near = container("--in-image", "kit", "fetch", "--run", "near")
+    assert near.network_mode == "none" and near.passthrough == ()
+    assert mounts(near)[str(tmp_path / "mirror")] == ((tmp_path / "mirror").resolve(), True)
+
+
+def test_in_image_runs_stages_not_inference(tmp_path: Path) -> None:
+    write_run(tmp_path, "box", runtime="docker", docker_jobs="all")
+    argv = ["--specs", str(tmp_path / "specs"), "--in-image", "kit", "infer", "--run", "box"]
+    argv += ["--model", "random", "--task", "ActionSequence", "--mode", "multi-image"]
+    with pytest.raises(SystemExit, match="run infer with `milebench container-infer`"):
+        cli.main(argv)
+
+
+@pytest.mark.docker
+def test_every_job_in_containers_gives_the_host_runs_report(tmp_path: Path) -> None:
+    """docker_jobs: all through the DAG (fixture to report in the kit image, inference in the family's):
+    the report's tables equal those of the same run on the host."""
+    engine = subprocess.run(["docker", "image", "inspect", LOCAL_BASE], capture_output=True, check=False)
+    if shutil.which("docker") is None or engine.returncode != 0:
+        pytest.skip(f"docker: no engine or no base image {LOCAL_BASE} (run .ci/docker-setup.sh)")
+    build = [f"image_base={LOCAL_BASE}"] + ([f"image_ca_bundle={HOST_CA}"] if HOST_CA.is_file() else [])
+    reports = {}
+    for where, extra in (("host", {}), ("docker", {"runtime": "docker", "docker_jobs": "all"})):
+        root = tmp_path / where
+        root.mkdir()
+        shutil.copytree(REPO / "specs", root / "specs")  # a real folder: the containers mount only it
+        write_run(root, "box", models=["random", "oracle"], **extra)
+        config = ["--config", "run=box", f"specs={root / 'specs'}", *build]
+        done = subprocess.run([*SNAKEMAKE, "--cores", "2", *config], cwd=root, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        reports[where] = report_tables(root / "reports" / "box")
+    assert reports["docker"] == reports["host"]
+    image_id = json.loads((tmp_path / "docker/results/images/kit.json").read_text())["image_id"]
+    scored = tmp_path / "docker/results/box/scores/random/multi-image/ActionSequence.json"
+    assert read_provenance(provenance_path(scored)).environment.image_id == image_id
