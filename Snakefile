@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 
 from milebench.benchmarks import benchmark_of_run
-from milebench.containers.image import RECORDS_DIR, content_key, family, registry_uri
+from milebench.containers.image import RECORDS_DIR, content_key, family
 from milebench.job_resources import infer_resources
 from milebench.paths import RunPaths
 from milebench.plan import cells, model_regimes, prepare_jobs, regimes
@@ -37,8 +37,11 @@ from milebench.preprocess.regime import tokenizer_dirs
 from milebench.spec.model import TinyWeights
 from milebench.spec.registry import DEFAULT_SPECS, load_specs, spec_hash
 from milebench.spec.run import DockerJobs, Mode, Runtime
-from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
+
+
+include: "rules/common.smk"
+
 
 SPECS_DIR = Path(config.get("specs", DEFAULT_SPECS)).resolve()
 # The run spec's `benchmark` picks the rules. Another benchmark's rules file (included at the end) makes
@@ -59,24 +62,6 @@ KIT_FAMILY = "kit"
 FAMILIES = sorted({KIT_FAMILY} | {m.container for m in MODELS.values() if m.container})
 
 
-class Untracked:
-    """A shell value that is not a result's input (where the interpreter or the specs folder lives):
-    Snakemake's params trigger skips values it cannot represent, so moving a checkout re-runs nothing."""
-
-    def __init__(self, text):
-        self.text = text
-
-    def __str__(self):
-        return self.text
-
-
-def image_uri(family_name):
-    """The image a family's jobs run in under runtime apptainer (inert for the other runtimes)."""
-    if RUN.image_registry is not None:
-        return registry_uri(RUN.image_registry, family_name)
-    return str((RECORDS_DIR / f"{family_name}.sif").resolve())
-
-
 if RUN.runtime is Runtime.APPTAINER:
     if DeploymentMethod.APPTAINER not in workflow.deployment_settings.deployment_method:
         raise ValueError(
@@ -88,54 +73,10 @@ else:
     MB = Untracked(f"{sys.executable} -m milebench --specs {SPECS_DIR}")
 IMAGES = {name: image_uri(name) for name in FAMILIES}
 
-
-def job_root(layout):
-    """A params function giving a job's `--root`: the folder its files are laid out under.
-
-    `layout` is the job's first output as RunPaths names it (a pattern with wildcards); Snakemake gives the
-    job that path, or the same path inside the copy a storage provider stages the job's files in. Every
-    other input and output of the job must lie under the same root, or the job is refused by name.
-    """
-
-    def root(wildcards, input, output):
-        given, expected = Path(output[0]), Path(str(layout).format(**dict(wildcards.items())))
-        if given == expected:
-            return "."
-        n = len(expected.parts)
-        if expected.is_absolute() or given.parts[-n:] != expected.parts:
-            raise WorkflowError(
-                f"{given}: not {expected} under a storage folder: the run's output_dir must be a relative "
-                "path when a storage provider stages the job's files"
-            )
-        base = Path(*given.parts[:-n])
-        outside = [str(f) for f in [*input, *output] if not Path(f).is_relative_to(base)]
-        if outside:
-            raise WorkflowError(f"{', '.join(outside)}: not under the job's storage folder {base}")
-        return str(base)
-
-    return root
-
 DOCKER = RUN.runtime is Runtime.DOCKER
 # docker_jobs: all: every job runs in an image too: the stages in the kit's, a tiny model's weights (built
 # with torch) in its family's, as its inference; images are built on the host.
 ALL_IN_IMAGES = DOCKER and RUN.docker_jobs is DockerJobs.ALL
-
-
-def model_family(model):
-    """The image family a model's jobs run in."""
-    return MODELS[model].container or KIT_FAMILY
-
-
-def stage_image(family_name):
-    """The image record a stage job depends on when it runs in the family's image (none on the host)."""
-    return [RECORDS_DIR / f"{family_name}.json"] if ALL_IN_IMAGES else []
-
-
-def stage_mb(family_name):
-    """The `milebench` of a stage job: in the family's image under docker_jobs: all."""
-    return Untracked(f"{MB} --in-image {family_name}") if ALL_IN_IMAGES else MB
-
-
 KIT_IMAGE = stage_image(KIT_FAMILY)
 KIT_MB = stage_mb(KIT_FAMILY)
 # The run's numbers (groups, overall columns, intervals) and, with multi-image scores, its verdict.
@@ -280,11 +221,6 @@ rule build_image:
         "{params.mb} image build --family {wildcards.family} {params.base} {params.ca} > {log} 2>&1"
 
 
-def regime_of(w):
-    """The input regime whose prepared file a model reads (models of one regime share the file)."""
-    return MODEL_REGIME[(w.model, Mode(w.mode))]
-
-
 rule preprocess:
     input:
         data=P.data_root,
@@ -316,14 +252,6 @@ rule preprocess:
         "{params.mb} preprocess --run {params.run} --root {params.root} --task {wildcards.task}"
         " --mode {wildcards.mode}"
         " --regime {wildcards.regime} --workers {threads} > {log} 2>&1"
-
-
-def infer_command(w):
-    """`infer` on the host or in Snakemake's container; `container-infer` in the family's Docker image."""
-    if not DOCKER:
-        return "infer"
-    gpus = " --gpus all" if RESOURCES[w.model].gpu else ""
-    return f"container-infer --runtime docker{gpus}"
 
 
 rule infer:

@@ -192,6 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         p = add(name, f"{embed}:{handler}", help_text)
         p.add_argument("--run", required=True, help="Run spec name (specs/mmlongembed/runs/<name>.yaml).")
+        _root_arg(p)
         if name in ("embed-run", "embed-evaluate"):
             p.add_argument("--model", required=True)
         if name == "embed-run":
