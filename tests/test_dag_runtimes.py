@@ -3,13 +3,16 @@ inputs, commands and images; the Docker runtime hands the job its provenance fac
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import docker
 import pytest
 import yaml
 from test_declared_files import report_tables
@@ -306,25 +309,125 @@ def test_in_image_runs_stages_not_inference(tmp_path: Path) -> None:
         cli.main(argv)
 
 
-@pytest.mark.docker
-def test_every_job_in_containers_gives_the_host_runs_report(tmp_path: Path) -> None:
-    """docker_jobs: all through the DAG (fixture to report in the kit image, inference in the family's):
-    the report's tables equal those of the same run on the host."""
-    engine = subprocess.run(["docker", "image", "inspect", LOCAL_BASE], capture_output=True, check=False)
-    if shutil.which("docker") is None or engine.returncode != 0:
+CUDA_ONLY = re.compile(r"(torch|triton|cuda-[a-z-]+|nvidia-[a-z0-9-]+)==")
+"""Pins of the hf-current lock that the CPU build of the tests replaces by the host's CPU torch wheel."""
+
+
+def without_pins(lock: str, drop: re.Pattern[str]) -> str:
+    """A hashed lock without the entries (pin line, hash and ``# via`` lines) whose pin matches ``drop``."""
+    kept, dropping = [], False
+    for line in lock.splitlines(keepends=True):
+        if not line[:1].isspace():
+            dropping = bool(drop.match(line))
+        if not dropping:
+            kept.append(line)
+    return "".join(kept)
+
+
+def with_cpu_torch(family: Path, wheel: Path) -> None:
+    """Make a copy of the hf-current family install ``wheel`` (the host's CPU torch, copied beside its
+    Dockerfile) by its hash in place of the lock's CUDA torch: gigabytes less, and the host's very build,
+    so the tiny models compute in the image as on the host."""
+    shutil.copy2(wheel, family / wheel.name)
+    lock = without_pins((family / "requirements.lock").read_text(), CUDA_ONLY)
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    lock += f"torch @ file:///tmp/{wheel.name} \\\n    --hash=sha256:{digest}\n"
+    (family / "requirements.lock").write_text(lock)
+    dockerfile = (family / "Dockerfile").read_text()
+    copy = "COPY containers/hf-current/requirements.lock /tmp/requirements.lock"
+    assert copy in dockerfile
+    dockerfile = dockerfile.replace(
+        copy, f"COPY containers/hf-current/requirements.lock containers/hf-current/{wheel.name} /tmp/"
+    )
+    (family / "Dockerfile").write_text(
+        dockerfile.replace("rm /tmp/requirements.lock", f"rm /tmp/requirements.lock /tmp/{wheel.name}")
+    )
+
+
+@pytest.fixture(scope="session")
+def cpu_checkout(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A copy of the kit (package, Snakefile, rules, families) whose hf-current family installs the host's
+    CPU torch, with the kit and hf-current images built once on the local base: (checkout, records)."""
+    if (
+        shutil.which("docker") is None
+        or subprocess.run(
+            ["docker", "image", "inspect", LOCAL_BASE], capture_output=True, check=False
+        ).returncode
+        != 0
+    ):
         pytest.skip(f"docker: no engine or no base image {LOCAL_BASE} (run .ci/docker-setup.sh)")
+    import torch
+
+    root = tmp_path_factory.mktemp("checkout")
+    for name in ("milebench", "rules", "containers"):
+        shutil.copytree(REPO / name, root / name, ignore=image.SKIP)
+    for name in ("Snakefile", "pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, root / name)
+    wheels = tmp_path_factory.mktemp("wheels")
+    download = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        f"torch=={torch.__version__}",
+        "--no-deps",
+        "-d",
+        str(wheels),
+    ]
+    if subprocess.run(download, capture_output=True, check=False).returncode != 0:
+        pytest.skip(f"no torch=={torch.__version__} wheel from pip (its cache, find-links or index)")
+    (wheel,) = wheels.glob("torch-*.whl")
+    with_cpu_torch(root / "containers" / "hf-current", wheel)
+    records = root / image.RECORDS_DIR
+    ca = HOST_CA if HOST_CA.is_file() else None
+    for name in ("kit", "hf-current"):
+        image.build_image(name, base=LOCAL_BASE, ca_bundle=ca, root=root, records=records)
+    return root, records
+
+
+@pytest.mark.docker
+def test_every_job_in_containers_gives_the_host_runs_report(
+    cpu_checkout: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """docker_jobs: all through the DAG, fixture to report, a tiny torch model included: every job runs in
+    a container (the stages in the kit image, the tiny model's weights and inference in hf-current's), and
+    the run's aggregate, verdict and report tables equal those of the same run on the host."""
+    checkout, records = cpu_checkout
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    snakemake = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(checkout / "Snakefile"),
+        "--cores",
+        "2",
+    ]
     build = [f"image_base={LOCAL_BASE}"] + ([f"image_ca_bundle={HOST_CA}"] if HOST_CA.is_file() else [])
-    reports = {}
     for where, extra in (("host", {}), ("docker", {"runtime": "docker", "docker_jobs": "all"})):
         root = tmp_path / where
         root.mkdir()
-        shutil.copytree(REPO / "specs", root / "specs")  # a real folder: the containers mount only it
-        write_run(root, "box", models=["random", "oracle"], **extra)
+        write_run(root, "box", models=["random", "tiny-llava"], **extra)
+        shutil.copytree(records, root / image.RECORDS_DIR)
         config = ["--config", "run=box", f"specs={root / 'specs'}", *build]
-        done = subprocess.run([*SNAKEMAKE, "--cores", "2", *config], cwd=root, capture_output=True, text=True)
+        done = subprocess.run([*snakemake, *config], cwd=root, env=env, capture_output=True, text=True)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        reports[where] = report_tables(root / "reports" / "box")
-    assert reports["docker"] == reports["host"]
-    image_id = json.loads((tmp_path / "docker/results/images/kit.json").read_text())["image_id"]
-    scored = tmp_path / "docker/results/box/scores/random/multi-image/ActionSequence.json"
-    assert read_provenance(provenance_path(scored)).environment.image_id == image_id
+    host, box = tmp_path / "host", tmp_path / "docker"
+    for name in ("aggregate.json", "verdict.json"):
+        assert (box / "results/box" / name).read_text() == (host / "results/box" / name).read_text(), name
+    assert report_tables(box / "reports/box") == report_tables(host / "reports/box")
+
+    ids = {f: json.loads((records / f"{f}.json").read_text())["image_id"] for f in ("kit", "hf-current")}
+    logs = sorted((box / "results/box/logs").rglob("*.log"))
+    rules = {log.parent.name for log in logs} - {"build_image"}  # images are built on the host
+    assert rules == {"fixture", "fetch", "tiny_model", "preprocess", "infer", "score", "aggregate", "report"}
+    for log in (log for log in logs if log.parent.name in rules):  # each job ran in its family's image
+        torch = log.parent.name in ("tiny_model", "infer") and log.name.startswith("tiny-llava")
+        family = "hf-current" if torch else "kit"
+        assert f"container: image {ids[family]}; command milebench " in log.read_text(), log
+    cell = "multi-image/ActionSequence"
+    infer = read_provenance(provenance_path(box / f"results/box/predictions/tiny-llava/{cell}.jsonl"))
+    score = read_provenance(provenance_path(box / f"results/box/scores/tiny-llava/{cell}.json"))
+    assert (infer.environment.image_id, score.environment.image_id) == (ids["hf-current"], ids["kit"])
+    left = docker.from_env().containers.list(all=True, filters={"label": "org.milebench.run=box"})
+    assert left == []
