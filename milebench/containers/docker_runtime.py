@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import docker
+import requests
 from docker.errors import NotFound
 from docker.types import DeviceRequest, Mount
 
@@ -269,7 +270,9 @@ def stream_logs(container: Any, name: str) -> None:
 
 
 def remove(container: Any) -> None:
-    """Stop and remove, tolerating a container that is already gone."""
+    """Stop and remove, tolerating a container that is already gone. An engine too slow to answer the
+    removal (a storage driver that deletes a whole file system copy) leaves a warning, not a failed job:
+    the command's outputs are complete, and the container is labelled for ``docker rm``."""
     try:
         container.stop(timeout=STOP_TIMEOUT_S)
     except NotFound:
@@ -280,6 +283,12 @@ def remove(container: Any) -> None:
         container.remove(force=True, v=True)
     except NotFound:
         return
+    except requests.exceptions.Timeout as err:
+        log.warning(
+            "removing container %s: the engine did not answer (%s); check it is gone with `docker ps -a`",
+            container.short_id,
+            err,
+        )
 
 
 def run_container(
