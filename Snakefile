@@ -3,8 +3,9 @@
 Choose a run spec with `--config run=NAME` (default: smoke, the embedded mini-MileBench) and a specs
 folder with `--config specs=PATH` (default: milebench/specs, shipped in the package). Runtime docker
 only: `--config image_base=REF` builds the family images on another base, `image_ca_bundle=PEM` trusts
-an extra CA while building (corporate proxies). All logic lives in the `milebench` package; every rule
-is one `milebench` command, so any job can be re-run by hand.
+an extra CA while building (corporate proxies); the run spec's `docker_jobs: all` runs every job in an
+image, not only inference (the stages in the kit's, a tiny model's weights in its family's). All logic
+lives in the `milebench` package; every rule is one `milebench` command, so any job can be re-run by hand.
 
 Every file a job reads is one of its declared inputs and every file it writes one of its declared outputs
 (the download cache and the inference journal excepted: they outlive a failed job on purpose). Each
@@ -28,16 +29,19 @@ import sys
 from pathlib import Path
 
 from milebench.benchmarks import benchmark_of_run
-from milebench.containers.image import RECORDS_DIR, content_key, family, registry_uri
+from milebench.containers.image import RECORDS_DIR, content_key, family
 from milebench.job_resources import infer_resources
 from milebench.paths import RunPaths
 from milebench.plan import cells, model_regimes, prepare_jobs, regimes
 from milebench.preprocess.regime import tokenizer_dirs
 from milebench.spec.model import TinyWeights
 from milebench.spec.registry import DEFAULT_SPECS, load_specs, spec_hash
-from milebench.spec.run import Mode, Runtime
-from snakemake.exceptions import WorkflowError
+from milebench.spec.run import DockerJobs, Mode, Runtime
 from snakemake.settings.types import DeploymentMethod
+
+
+include: "rules/common.smk"
+
 
 SPECS_DIR = Path(config.get("specs", DEFAULT_SPECS)).resolve()
 # The run spec's `benchmark` picks the rules. Another benchmark's rules file (included at the end) makes
@@ -58,24 +62,6 @@ KIT_FAMILY = "kit"
 FAMILIES = sorted({KIT_FAMILY} | {m.container for m in MODELS.values() if m.container})
 
 
-class Untracked:
-    """A shell value that is not a result's input (where the interpreter or the specs folder lives):
-    Snakemake's params trigger skips values it cannot represent, so moving a checkout re-runs nothing."""
-
-    def __init__(self, text):
-        self.text = text
-
-    def __str__(self):
-        return self.text
-
-
-def image_uri(family_name):
-    """The image a family's jobs run in under runtime apptainer (inert for the other runtimes)."""
-    if RUN.image_registry is not None:
-        return registry_uri(RUN.image_registry, family_name)
-    return str((RECORDS_DIR / f"{family_name}.sif").resolve())
-
-
 if RUN.runtime is Runtime.APPTAINER:
     if DeploymentMethod.APPTAINER not in workflow.deployment_settings.deployment_method:
         raise ValueError(
@@ -87,34 +73,12 @@ else:
     MB = Untracked(f"{sys.executable} -m milebench --specs {SPECS_DIR}")
 IMAGES = {name: image_uri(name) for name in FAMILIES}
 
-
-def job_root(layout):
-    """A params function giving a job's `--root`: the folder its files are laid out under.
-
-    `layout` is the job's first output as RunPaths names it (a pattern with wildcards); Snakemake gives the
-    job that path, or the same path inside the copy a storage provider stages the job's files in. Every
-    other input and output of the job must lie under the same root, or the job is refused by name.
-    """
-
-    def root(wildcards, input, output):
-        given, expected = Path(output[0]), Path(str(layout).format(**dict(wildcards.items())))
-        if given == expected:
-            return "."
-        n = len(expected.parts)
-        if expected.is_absolute() or given.parts[-n:] != expected.parts:
-            raise WorkflowError(
-                f"{given}: not {expected} under a storage folder: the run's output_dir must be a relative "
-                "path when a storage provider stages the job's files"
-            )
-        base = Path(*given.parts[:-n])
-        outside = [str(f) for f in [*input, *output] if not Path(f).is_relative_to(base)]
-        if outside:
-            raise WorkflowError(f"{', '.join(outside)}: not under the job's storage folder {base}")
-        return str(base)
-
-    return root
-
 DOCKER = RUN.runtime is Runtime.DOCKER
+# docker_jobs: all: every job runs in an image too: the stages in the kit's, a tiny model's weights (built
+# with torch) in its family's, as its inference; images are built on the host.
+ALL_IN_IMAGES = DOCKER and RUN.docker_jobs is DockerJobs.ALL
+KIT_IMAGE = stage_image(KIT_FAMILY)
+KIT_MB = stage_mb(KIT_FAMILY)
 # The run's numbers (groups, overall columns, intervals) and, with multi-image scores, its verdict.
 AGGREGATE = {"aggregate": P.aggregate_json} | (
     {"verdict": P.verdict_json} if Mode.MULTI_IMAGE in RUN.modes else {}
@@ -164,10 +128,12 @@ for model_name in RUN.models:
 if RUN.data.kind == "fixture":
 
     rule fixture:
+        input:
+            image=KIT_IMAGE,
         output:
             directory(P.mirror),
         params:
-            mb=MB,
+            mb=KIT_MB,
             seed=RUN.data.seed,
             n=RUN.data.samples_per_task,
         log:
@@ -186,13 +152,14 @@ if RUN.data.kind == "fixture":
 
 rule fetch:
     input:
-        [P.mirror] if RUN.data.kind == "fixture" else [],
+        mirror=[P.mirror] if RUN.data.kind == "fixture" else [],
+        image=KIT_IMAGE,
     output:
         data=directory(P.data_root),
         markers=directory(P.extract_markers),
         manifest=P.fetch_manifest,
     params:
-        mb=MB,
+        mb=KIT_MB,
         run=RUN.name,
         root=job_root(P.data_root),
         source=spec_hash(RUN.data),
@@ -210,10 +177,12 @@ rule fetch:
 
 
 rule tiny_model:
+    input:
+        image=lambda w: stage_image(model_family(w.model)),
     output:
         directory(P.model_dir("{model}")),
     params:
-        mb=MB,
+        mb=lambda w: stage_mb(model_family(w.model)),
         run=RUN.name,
         root=job_root(P.model_dir("{model}")),
         spec=lambda w: spec_hash(MODELS[w.model].weights),
@@ -223,7 +192,7 @@ rule tiny_model:
     benchmark:
         P.benchmark("tiny_model", "{model}")
     container:
-        IMAGES[KIT_FAMILY]
+        lambda w: IMAGES[model_family(w.model)]
     resources:
         mem_mb=4000,
         runtime=30,
@@ -252,21 +221,17 @@ rule build_image:
         "{params.mb} image build --family {wildcards.family} {params.base} {params.ca} > {log} 2>&1"
 
 
-def regime_of(w):
-    """The input regime whose prepared file a model reads (models of one regime share the file)."""
-    return MODEL_REGIME[(w.model, Mode(w.mode))]
-
-
 rule preprocess:
     input:
         data=P.data_root,
         tokenizer=lambda w: tokenizer_dirs(REGIMES[Mode(w.mode)][w.regime][0], P),
+        image=KIT_IMAGE,
     output:
         prepared=P.prepared("{task}", "{mode}", "{regime}"),
         manifest=P.prepared_manifest("{task}", "{mode}", "{regime}"),
         tiles=directory(P.tiles("{task}", "{mode}", "{regime}")),
     params:
-        mb=MB,
+        mb=KIT_MB,
         run=RUN.name,
         root=job_root(P.prepared("{task}", "{mode}", "{regime}")),
         spec=lambda w: spec_hash(SPECS.tasks[w.task]),
@@ -287,14 +252,6 @@ rule preprocess:
         "{params.mb} preprocess --run {params.run} --root {params.root} --task {wildcards.task}"
         " --mode {wildcards.mode}"
         " --regime {wildcards.regime} --workers {threads} > {log} 2>&1"
-
-
-def infer_command(w):
-    """`infer` on the host or in Snakemake's container; `container-infer` in the family's Docker image."""
-    if not DOCKER:
-        return "infer"
-    gpus = " --gpus all" if RESOURCES[w.model].gpu else ""
-    return f"container-infer --runtime docker{gpus}"
 
 
 rule infer:
@@ -320,7 +277,7 @@ rule infer:
     benchmark:
         P.benchmark("infer", "{model}.{mode}.{task}")
     container:
-        lambda w: IMAGES.get(MODELS[w.model].container or KIT_FAMILY, IMAGES[KIT_FAMILY])
+        lambda w: IMAGES[model_family(w.model)]
     resources:
         gpu=lambda w: RESOURCES[w.model].gpu,
         mem_mb=lambda w: RESOURCES[w.model].mem_mb,
@@ -335,12 +292,13 @@ rule score:
         prepared=lambda w: P.prepared(w.task, w.mode, regime_of(w)),
         predictions=P.predictions("{model}", "{task}", "{mode}"),
         data=P.fetch_manifest,
+        image=KIT_IMAGE,
     output:
         judgments=P.judgments("{model}", "{task}", "{mode}"),
         score=P.task_score("{model}", "{task}", "{mode}"),
         provenance=P.score_provenance("{model}", "{task}", "{mode}"),
     params:
-        mb=MB,
+        mb=KIT_MB,
         run=RUN.name,
         root=job_root(P.judgments("{model}", "{task}", "{mode}")),
         spec=lambda w: spec_hash(SPECS.tasks[w.task]),
@@ -362,10 +320,11 @@ rule aggregate:
     input:
         scores=[P.task_score(*c) for c in CELLS],
         judgments=[P.judgments(*c) for c in CELLS],
+        image=KIT_IMAGE,
     output:
         **AGGREGATE,
     params:
-        mb=MB,
+        mb=KIT_MB,
         run=RUN.name,
         root=job_root(P.aggregate_json),
         spec=spec_hash(RUN),
@@ -393,12 +352,13 @@ rule report:
         manifests=[P.prepared_manifest(*j) for j in PREPARE_JOBS],
         provenance=[p for c in CELLS for p in (P.infer_provenance(*c), P.score_provenance(*c))],
         data=P.fetch_manifest,
+        image=KIT_IMAGE,
     output:
         html=P.report_html,
         tex=P.report_tex,
         figures=directory(P.report_figures),
     params:
-        mb=MB,
+        mb=KIT_MB,
         run=RUN.name,
         root=job_root(P.report_html),
         spec=spec_hash(RUN),

@@ -66,6 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="milebench", description=__doc__.splitlines()[0])
     parser.add_argument("--specs", type=Path, default=DEFAULT_SPECS, help="Specs folder.")
     parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument(
+        "--in-image",
+        metavar="FAMILY",
+        default=None,
+        help="Run the stage command in this family's Docker image (recorded by `milebench image build`) "
+        "instead of this process: run spec docker_jobs: all.",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     def add(name: str, target: str, help: str) -> argparse.ArgumentParser:
@@ -185,6 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         p = add(name, f"{embed}:{handler}", help_text)
         p.add_argument("--run", required=True, help="Run spec name (specs/mmlongembed/runs/<name>.yaml).")
+        _root_arg(p)
         if name in ("embed-run", "embed-evaluate"):
             p.add_argument("--model", required=True)
         if name == "embed-run":
@@ -222,7 +230,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def subcommand_argv(argv: Sequence[str], verbose: bool) -> list[str]:
+    """The subcommand and its options, without the global options before it (``-v`` kept)."""
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 1 if argv[i] in ("-v", "--verbose") or "=" in argv[i] else 2
+    return (["-v"] if verbose else []) + list(argv[i:])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
@@ -231,6 +248,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     module_name, func_name = args.target.split(":")
     handler = getattr(importlib.import_module(module_name), func_name)
     try:
+        if args.in_image is not None:
+            from milebench.containers.commands import in_image
+
+            return in_image(args, subcommand_argv(argv, args.verbose))
         return int(handler(args) or 0)
     except SpecError as err:
         log.error("invalid spec\n%s", err)

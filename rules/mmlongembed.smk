@@ -2,17 +2,22 @@
 
 Included by the top Snakefile when ``--config run=<name>`` names a run spec with ``benchmark: mmlongembed``
 (milebench.benchmarks.mmlongembed declares this file). Every rule is one ``milebench embed-*`` command;
-``BENCHMARK_RUN``, ``SPECS_DIR`` and ``MB`` come from the Snakefile, which makes ``BENCHMARK_TARGETS`` its
-default target.
+``BENCHMARK_RUN``, ``SPECS_DIR``, ``MB`` and ``job_root`` come from the Snakefile, which makes
+``BENCHMARK_TARGETS`` its default target. As there, every file a job reads is a declared input and every file
+it writes a declared output (the embedding cache excepted: it outlives a failed job on purpose), and each
+command is given the ``--root`` its paths are laid out under.
 """
 
 from milebench.benchmarks.mmlongembed.paths import EmbedPaths
 from milebench.benchmarks.mmlongembed.spec import load_embed_specs
+from milebench.provenance import provenance_path
 from milebench.spec.registry import spec_hash as embed_spec_hash
 
 EMBED_SPECS = load_embed_specs(SPECS_DIR)
 ER = EMBED_SPECS.run(BENCHMARK_RUN)
 EP = EmbedPaths.for_run(ER)
+VG_SET = {"files": EP.vg_files, "manifest": EP.vg_manifest}
+"""The Visual Grounding set as its readers take it: queries, candidates, pools, qrels and the manifest."""
 BENCHMARK_TARGETS = [EP.report_html, EP.report_tex]
 """The run's default target (Snakemake keeps an included file's default_target from counting)."""
 
@@ -23,11 +28,13 @@ wildcard_constraints:
 
 rule embed_generate:
     output:
-        files=EP.vg_files,
-        manifest=EP.vg_manifest,
+        **VG_SET,
+        images=directory(EP.vg_images),
+        provenance=provenance_path(EP.vg_manifest),
     params:
         mb=MB,
         run=ER.name,
+        root=job_root(EP.vg_files[0]),
         spec=embed_spec_hash(ER.visual_grounding),
         tokenizer=embed_spec_hash(ER.counting_tokenizer),
     log:
@@ -40,18 +47,20 @@ rule embed_generate:
         mem_mb=4000,
         runtime=60,
     shell:
-        "{params.mb} embed-generate --run {params.run} > {log} 2>&1"
+        "{params.mb} embed-generate --run {params.run} --root {params.root} > {log} 2>&1"
 
 
 rule embed_run:
     input:
-        EP.vg_manifest,
+        **VG_SET,
     output:
         scores=EP.scores("{embedder}"),
         inputs=EP.inputs("{embedder}"),
+        provenance=provenance_path(EP.scores("{embedder}")),
     params:
         mb=MB,
         run=ER.name,
+        root=job_root(EP.scores("{embedder}")),
         spec=lambda w: embed_spec_hash(EMBED_SPECS.models[w.embedder]),
     threads: 2
     log:
@@ -64,11 +73,13 @@ rule embed_run:
         mem_mb=4000,
         runtime=120,
     shell:
-        "{params.mb} embed-run --run {params.run} --model {wildcards.embedder} --threads {threads} > {log} 2>&1"
+        "{params.mb} embed-run --run {params.run} --root {params.root} --model {wildcards.embedder}"
+        " --threads {threads} > {log} 2>&1"
 
 
 rule embed_evaluate:
     input:
+        **VG_SET,
         scores=EP.scores("{embedder}"),
         inputs=EP.inputs("{embedder}"),
     output:
@@ -76,6 +87,7 @@ rule embed_evaluate:
     params:
         mb=MB,
         run=ER.name,
+        root=job_root(EP.metrics("{embedder}")),
         metrics=(ER.cutoffs, ER.heatmap_k),
     log:
         EP.logs("embed_evaluate", "{embedder}"),
@@ -87,7 +99,8 @@ rule embed_evaluate:
         mem_mb=2000,
         runtime=30,
     shell:
-        "{params.mb} embed-evaluate --run {params.run} --model {wildcards.embedder} > {log} 2>&1"
+        "{params.mb} embed-evaluate --run {params.run} --root {params.root} --model {wildcards.embedder}"
+        " > {log} 2>&1"
 
 
 rule embed_report:
@@ -100,6 +113,7 @@ rule embed_report:
     params:
         mb=MB,
         run=ER.name,
+        root=job_root(EP.report_html),
         spec=embed_spec_hash(ER),
     log:
         EP.logs("embed_report", "report"),
@@ -111,4 +125,4 @@ rule embed_report:
         mem_mb=2000,
         runtime=30,
     shell:
-        "{params.mb} embed-report --run {params.run} > {log} 2>&1"
+        "{params.mb} embed-report --run {params.run} --root {params.root} > {log} 2>&1"

@@ -25,6 +25,7 @@ from typing import Any
 
 import docker
 import pytest
+import requests
 import yaml
 from docker.errors import ImageNotFound
 from mini_specs import task_spec
@@ -442,9 +443,10 @@ def test_cli_wiring() -> None:
 class FakeContainer:
     short_id = "c0ffee"
 
-    def __init__(self, exit_code: int = 0, during_logs: Any = None):
+    def __init__(self, exit_code: int = 0, during_logs: Any = None, slow_removal: bool = False):
         self.exit_code = exit_code
         self.during_logs = during_logs
+        self.slow_removal = slow_removal
         self.events: list[str] = []
 
     def start(self) -> None:
@@ -465,6 +467,8 @@ class FakeContainer:
 
     def remove(self, force: bool, v: bool) -> None:
         self.events.append("remove")
+        if self.slow_removal:  # what the SDK raises when the engine does not answer within its timeout
+            raise requests.exceptions.ReadTimeout("UnixHTTPConnectionPool: Read timed out. (read timeout=60)")
 
 
 class FakeClient:
@@ -577,6 +581,26 @@ def test_failure_raises_the_exit_code_and_removes(tmp_path: Path) -> None:
         run_container(FakeClient(box), spec_for(model(), tmp_path), {})
     assert err.value.exit_code == 3 and "exited with code 3" in str(err.value)
     assert box.events[-2:] == ["stop", "remove"]
+
+
+def test_a_removal_the_engine_is_slow_to_answer_does_not_fail_a_finished_job(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    box = FakeContainer(slow_removal=True)
+    run_container(FakeClient(box), spec_for(model(), tmp_path), {})
+    assert box.events == ["start", "wait", "stop", "remove"]
+    assert "removing container c0ffee: the engine did not answer" in caplog.text
+    failed = FakeContainer(exit_code=3, slow_removal=True)
+    with pytest.raises(ContainerFailed):  # the command's own failure still fails the job
+        run_container(FakeClient(failed), spec_for(model(), tmp_path), {})
+
+
+def test_engine_calls_may_outlast_a_slow_storage_driver() -> None:
+    """Creating or removing a container under vfs copies or deletes a whole file system: minutes, not
+    the SDK's 60 s; the client the commands use waits for that."""
+    assert image.API_TIMEOUT_S >= 300
+    client = image.client_from_env()  # the SDK makes a client without contacting the engine
+    assert client.api.timeout == image.API_TIMEOUT_S
 
 
 def test_interrupt_removes(tmp_path: Path) -> None:

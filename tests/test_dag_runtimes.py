@@ -3,21 +3,27 @@ inputs, commands and images; the Docker runtime hands the job its provenance fac
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import docker
 import pytest
 import yaml
+from test_declared_files import report_tables
 
+from milebench import cli
 from milebench.containers import image
-from milebench.containers.commands import provenance_env
-from milebench.containers.docker_runtime import job_spec
+from milebench.containers.commands import provenance_env, stage_container
+from milebench.containers.docker_runtime import MODELS_MOUNT, ContainerSpec, caller_user, job_spec
 from milebench.io import read_jsonl
 from milebench.provenance import COMMIT_VAR, DIRTY_VAR, IMAGE_ID_VAR, provenance_path, read_provenance
+from milebench.spec.base import SpecError
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -180,3 +186,248 @@ def test_docker_runtime_through_snakemake_matches_the_host(tmp_path: Path) -> No
 
     (tmp_path / "results/images/kit.json").touch()
     assert "Nothing to be done" in run("box", "-n")
+
+
+def jobs_of(output: str) -> list[tuple[str, str, str]]:
+    """(rule, input line, shell command) of every job a dry run with -p prints."""
+    blocks = re.split(r"^(?:local)?rule ", output, flags=re.M)[1:]
+    found = []
+    for block in blocks:
+        rule = block.split(":", 1)[0]
+        inputs = re.search(r"^\s+input: (.*)$", block, re.M)
+        command = re.search(r"^Shell command: (.*)$", block, re.M)
+        found.append((rule, inputs.group(1) if inputs else "", command.group(1) if command else ""))
+    return found
+
+
+STAGES = {"fixture", "fetch", "preprocess", "score", "aggregate", "report"}
+HUB_DATA = {"kind": "hub", "lock": "locks/milebench-hub.lock.yaml"}
+
+
+def test_docker_jobs_all_runs_every_job_in_an_image(tmp_path: Path) -> None:
+    """docker_jobs: all: each stage's command runs in the kit image, a tiny model's weights in its family's
+    (torch), each with that image's record as an input; inference runs in the model family's image as
+    before; images are built on the host."""
+    write_run(tmp_path, "every", runtime="docker", docker_jobs="all", models=["random", "tiny-llava"])
+    config = ["--config", "run=every", f"specs={tmp_path / 'specs'}"]
+    result = subprocess.run(
+        [*SNAKEMAKE, "-n", "-p", "--cores", "1", *config], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    jobs = jobs_of(result.stdout)
+    assert {rule for rule, _, _ in jobs} >= STAGES | {"tiny_model", "infer", "build_image"}
+    for rule, inputs, command in jobs:
+        if rule in STAGES:
+            assert " --in-image kit " in command, (rule, command)
+            assert "results/images/kit.json" in inputs, (rule, inputs)
+        elif rule == "tiny_model":
+            assert " --in-image hf-current tiny-model " in command, command
+            assert "results/images/hf-current.json" in inputs, inputs
+        elif rule == "infer":
+            assert "container-infer --runtime docker" in command and "--in-image" not in command
+        elif rule == "build_image":
+            assert "--in-image" not in command
+    write_run(tmp_path, "some", runtime="docker", models=["random", "tiny-llava"])
+    plain = subprocess.run(
+        [*SNAKEMAKE, "-n", "-p", "--cores", "1", "--config", "run=some", f"specs={tmp_path / 'specs'}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert plain.returncode == 0 and "--in-image" not in plain.stdout
+
+
+def test_docker_jobs_all_needs_runtime_docker(tmp_path: Path) -> None:
+    write_run(tmp_path, "wrong", docker_jobs="all")
+    with pytest.raises(SpecError) as err:
+        load_specs(tmp_path / "specs").run("wrong")
+    assert "wrong.yaml" in str(err.value) and "docker_jobs: all runs jobs under runtime docker" in str(
+        err.value
+    )
+
+
+def test_a_stage_in_the_kit_image_sees_only_its_run_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The container of a stage: the specs folder read-only at its host path, with the kit's own spec
+    folders it links to; the run's output folder read-write at its host path (its reports folder for the
+    report only); the model cache read-only; no network (a fetch from the hub gets one, with the hub token
+    by name only; one from a mirror folder gets that folder read-only and none)."""
+    monkeypatch.chdir(tmp_path)
+    write_run(tmp_path, "box", runtime="docker", docker_jobs="all")
+    specs = load_specs(tmp_path / "specs")
+    linked = [DEFAULT_SPECS / part for part in ("tasks", "models", "locks", "paper.yaml")]
+
+    def container(*argv: str) -> ContainerSpec:
+        full = ["--specs", str(specs.root), *argv]
+        args = cli.build_parser().parse_args(full)
+        command = cli.subcommand_argv(full, args.verbose)
+        assert command == [*(["-v"] if args.verbose else []), *argv[argv.index(args.command) :]]
+        spec = stage_container(args, specs, command, "sha256:" + "c" * 64)
+        assert spec.command == ("--specs", str(specs.root.absolute()), *command)
+        return spec
+
+    def mounts(spec: ContainerSpec) -> dict[str, tuple[Path, bool]]:
+        found = {m.target: (m.source, m.read_only) for m in spec.mounts}
+        assert found.pop(MODELS_MOUNT, (None, True))[1]
+        assert found.pop(str(specs.root.absolute())) == (specs.root.resolve(), True)
+        for target in linked:  # where the specs folder's links point resolves inside too
+            assert found.pop(str(target)) == (target.resolve(), True)
+        return found
+
+    cell = ["--model", "random", "--task", "ActionSequence", "--mode", "multi-image"]
+    score = container("-v", "--in-image", "kit", "score", "--run", "box", "--root", "st", *cell)
+    assert mounts(score) == {
+        str(tmp_path / "st/results/box"): ((tmp_path / "st/results/box").resolve(), False)
+    }
+    assert score.network_mode == "none" and score.passthrough == () and score.env["HF_HUB_OFFLINE"] == "1"
+    assert score.env[IMAGE_ID_VAR] == "sha256:" + "c" * 64 and score.user == caller_user()
+    report = container("--in-image", "kit", "report", "--run", "box", "--root", "st")
+    assert {target: rw for target, (_, rw) in mounts(report).items()} == {
+        str(tmp_path / "st/results/box"): False,
+        str(tmp_path / "st/reports/box"): False,
+    }
+
+    write_run(tmp_path, "hub", runtime="docker", docker_jobs="all", data=HUB_DATA)
+    (tmp_path / "mirror").mkdir()
+    mirror = {"kind": "mirror", "url": "mirror", "lock": "locks/milebench-hub.lock.yaml"}
+    write_run(tmp_path, "near", runtime="docker", docker_jobs="all", data=mirror)
+    specs = load_specs(tmp_path / "specs")
+    hub = container("--in-image", "kit", "fetch", "--run", "hub")
+    assert hub.network_mode == "bridge" and {"HF_TOKEN", "HF_ENDPOINT", "HTTPS_PROXY"} <= set(hub.passthrough)
+    assert "OPENAI_API_KEY" not in hub.passthrough
+    near = container("--in-image", "kit", "fetch", "--run", "near")
+    assert near.network_mode == "none" and near.passthrough == ()
+    assert mounts(near)[str(tmp_path / "mirror")] == ((tmp_path / "mirror").resolve(), True)
+
+
+def test_in_image_runs_stages_not_inference(tmp_path: Path) -> None:
+    write_run(tmp_path, "box", runtime="docker", docker_jobs="all")
+    argv = ["--specs", str(tmp_path / "specs"), "--in-image", "kit", "infer", "--run", "box"]
+    argv += ["--model", "random", "--task", "ActionSequence", "--mode", "multi-image"]
+    with pytest.raises(SystemExit, match="run infer with `milebench container-infer`"):
+        cli.main(argv)
+
+
+CUDA_ONLY = re.compile(r"(torch|triton|cuda-[a-z-]+|nvidia-[a-z0-9-]+)==")
+"""Pins of the hf-current lock that the CPU build of the tests replaces by the host's CPU torch wheel."""
+
+
+def without_pins(lock: str, drop: re.Pattern[str]) -> str:
+    """A hashed lock without the entries (pin line, hash and ``# via`` lines) whose pin matches ``drop``."""
+    kept, dropping = [], False
+    for line in lock.splitlines(keepends=True):
+        if not line[:1].isspace():
+            dropping = bool(drop.match(line))
+        if not dropping:
+            kept.append(line)
+    return "".join(kept)
+
+
+def with_cpu_torch(family: Path, wheel: Path) -> None:
+    """Make a copy of the hf-current family install ``wheel`` (the host's CPU torch, copied beside its
+    Dockerfile) by its hash in place of the lock's CUDA torch: gigabytes less, and the host's very build,
+    so the tiny models compute in the image as on the host."""
+    shutil.copy2(wheel, family / wheel.name)
+    lock = without_pins((family / "requirements.lock").read_text(), CUDA_ONLY)
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    lock += f"torch @ file:///tmp/{wheel.name} \\\n    --hash=sha256:{digest}\n"
+    (family / "requirements.lock").write_text(lock)
+    dockerfile = (family / "Dockerfile").read_text()
+    copy = "COPY containers/hf-current/requirements.lock /tmp/requirements.lock"
+    assert copy in dockerfile
+    dockerfile = dockerfile.replace(
+        copy, f"COPY containers/hf-current/requirements.lock containers/hf-current/{wheel.name} /tmp/"
+    )
+    (family / "Dockerfile").write_text(
+        dockerfile.replace("rm /tmp/requirements.lock", f"rm /tmp/requirements.lock /tmp/{wheel.name}")
+    )
+
+
+@pytest.fixture(scope="session")
+def cpu_checkout(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A copy of the kit (package, Snakefile, rules, families) whose hf-current family installs the host's
+    CPU torch, with the kit and hf-current images built once on the local base: (checkout, records)."""
+    if (
+        shutil.which("docker") is None
+        or subprocess.run(
+            ["docker", "image", "inspect", LOCAL_BASE], capture_output=True, check=False
+        ).returncode
+        != 0
+    ):
+        pytest.skip(f"docker: no engine or no base image {LOCAL_BASE} (run .ci/docker-setup.sh)")
+    import torch
+
+    root = tmp_path_factory.mktemp("checkout")
+    for name in ("milebench", "rules", "containers"):
+        shutil.copytree(REPO / name, root / name, ignore=image.SKIP)
+    for name in ("Snakefile", "pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, root / name)
+    wheels = tmp_path_factory.mktemp("wheels")
+    download = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        f"torch=={torch.__version__}",
+        "--no-deps",
+        "-d",
+        str(wheels),
+    ]
+    if subprocess.run(download, capture_output=True, check=False).returncode != 0:
+        pytest.skip(f"no torch=={torch.__version__} wheel from pip (its cache, find-links or index)")
+    (wheel,) = wheels.glob("torch-*.whl")
+    with_cpu_torch(root / "containers" / "hf-current", wheel)
+    records = root / image.RECORDS_DIR
+    ca = HOST_CA if HOST_CA.is_file() else None
+    for name in ("kit", "hf-current"):
+        image.build_image(name, base=LOCAL_BASE, ca_bundle=ca, root=root, records=records)
+    return root, records
+
+
+@pytest.mark.docker
+def test_every_job_in_containers_gives_the_host_runs_report(
+    cpu_checkout: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """docker_jobs: all through the DAG, fixture to report, a tiny torch model included: every job runs in
+    a container (the stages in the kit image, the tiny model's weights and inference in hf-current's), and
+    the run's aggregate, verdict and report tables equal those of the same run on the host."""
+    checkout, records = cpu_checkout
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    snakemake = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(checkout / "Snakefile"),
+        "--cores",
+        "2",
+    ]
+    build = [f"image_base={LOCAL_BASE}"] + ([f"image_ca_bundle={HOST_CA}"] if HOST_CA.is_file() else [])
+    for where, extra in (("host", {}), ("docker", {"runtime": "docker", "docker_jobs": "all"})):
+        root = tmp_path / where
+        root.mkdir()
+        write_run(root, "box", models=["random", "tiny-llava"], **extra)
+        shutil.copytree(records, root / image.RECORDS_DIR)
+        config = ["--config", "run=box", f"specs={root / 'specs'}", *build]
+        done = subprocess.run([*snakemake, *config], cwd=root, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    host, box = tmp_path / "host", tmp_path / "docker"
+    for name in ("aggregate.json", "verdict.json"):
+        assert (box / "results/box" / name).read_text() == (host / "results/box" / name).read_text(), name
+    assert report_tables(box / "reports/box") == report_tables(host / "reports/box")
+
+    ids = {f: json.loads((records / f"{f}.json").read_text())["image_id"] for f in ("kit", "hf-current")}
+    logs = sorted((box / "results/box/logs").rglob("*.log"))
+    rules = {log.parent.name for log in logs} - {"build_image"}  # images are built on the host
+    assert rules == {"fixture", "fetch", "tiny_model", "preprocess", "infer", "score", "aggregate", "report"}
+    for log in (log for log in logs if log.parent.name in rules):  # each job ran in its family's image
+        torch = log.parent.name in ("tiny_model", "infer") and log.name.startswith("tiny-llava")
+        family = "hf-current" if torch else "kit"
+        assert f"container: image {ids[family]}; command milebench " in log.read_text(), log
+    cell = "multi-image/ActionSequence"
+    infer = read_provenance(provenance_path(box / f"results/box/predictions/tiny-llava/{cell}.jsonl"))
+    score = read_provenance(provenance_path(box / f"results/box/scores/tiny-llava/{cell}.json"))
+    assert (infer.environment.image_id, score.environment.image_id) == (ids["hf-current"], ids["kit"])
+    left = docker.from_env().containers.list(all=True, filters={"label": "org.milebench.run=box"})
+    assert left == []

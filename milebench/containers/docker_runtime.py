@@ -1,10 +1,12 @@
 """Run one ``milebench`` subcommand inside a family's image, and always clean the container up.
 
-The container sees only what the job needs: the specs read-only, the run's output folder read-write
-(both at their host paths, so every path in a spec means the same inside), the model cache read-only
-at ``/models``, and exactly the environment variables its adapter declares it reads. Models with local
-weights get no network at all and no variable; API models get a network plus their key, base URL and
-proxies, passed by name and never logged.
+The container sees only what the job needs: the specs folder in use read-only (the package's own or a
+user's, with whatever its links point to), the run's output folders read-write (both at their host paths,
+so every path in a spec means the same inside), the model cache read-only at ``/models``, and exactly the
+environment variables the code it runs declares it reads. Models with local weights get no network at all
+and no variable; API models get a network plus their key, base URL and proxies, passed by name and never
+logged; of the other stages only a fetch from the hub or an http(s) mirror gets one, with what a download
+reads (the hub token and endpoint, proxies).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import docker
+import requests
 from docker.errors import NotFound
 from docker.types import DeviceRequest, Mount
 
@@ -93,6 +96,60 @@ def same_path(path: Path, read_only: bool) -> BindMount:
     return BindMount(path.resolve(), str(path.absolute()), read_only)
 
 
+def specs_mounts(root: Path) -> list[BindMount]:
+    """The specs folder read-only at its host path, and read-only where each link in it that leads out of
+    it points (a user's folder that links the kit's own tasks or models), so every spec the job reads
+    resolves inside the container as it does outside."""
+    mounts = {str(root.absolute()): same_path(root, read_only=True)}
+    inside = root.resolve()
+    for folder, dirs, files in os.walk(root):
+        for name in (*dirs, *files):
+            link = Path(folder, name)
+            if link.is_symlink() and not link.resolve().is_relative_to(inside):
+                named = os.path.normpath(Path(folder, os.readlink(link)))
+                mounts.setdefault(named, BindMount(link.resolve(), named, read_only=True))
+    return list(mounts.values())
+
+
+def container_spec(
+    *,
+    image: str,
+    command: tuple[str, ...],
+    specs_root: Path,
+    writable: tuple[Path, ...],
+    readable: tuple[Path, ...] = (),
+    model_cache: Path | None,
+    workdir: Path,
+    network: str = "none",
+    passthrough: tuple[str, ...] = (),
+    gpus: str | None = None,
+    user: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> ContainerSpec:
+    """The container for one kit command: paths keep their host names inside.
+
+    ``env`` adds non-secret settings (the job's provenance facts) to the fixed ones; ``passthrough``
+    names the caller's variables the command may see."""
+    mounts = specs_mounts(specs_root)
+    mounts += [same_path(p, read_only=True) for p in readable]
+    mounts += [same_path(p, read_only=False) for p in writable]
+    if model_cache is not None:
+        mounts.append(BindMount(model_cache.resolve(), MODELS_MOUNT, read_only=True))
+    return ContainerSpec(
+        image=image,
+        command=("--specs", str(specs_root.absolute()), *command),
+        working_dir=str(workdir.absolute()),
+        mounts=tuple(mounts),
+        env=fixed_env(network) | dict(env or {}),
+        passthrough=passthrough,
+        network_mode=network,
+        gpus=gpus,
+        user=user,
+        labels=dict(labels or {}),
+    )
+
+
 def job_spec(
     *,
     image: str,
@@ -109,26 +166,21 @@ def job_spec(
     labels: Mapping[str, str] | None = None,
     env: Mapping[str, str] | None = None,
 ) -> ContainerSpec:
-    """The container for one kit command on one model: paths keep their host names inside.
-
-    ``env`` adds non-secret settings (the job's provenance facts) to the fixed ones."""
-    mounts = [same_path(specs_root, read_only=True)]
-    mounts += [same_path(p, read_only=True) for p in readable]
-    mounts += [same_path(p, read_only=False) for p in writable]
-    if model_cache is not None:
-        mounts.append(BindMount(model_cache.resolve(), MODELS_MOUNT, read_only=True))
-    network = network_for(model, api_network)
-    return ContainerSpec(
+    """The container for one kit command on one model: no network unless it is an API model."""
+    return container_spec(
         image=image,
-        command=("--specs", str(specs_root.absolute()), *command),
-        working_dir=str(workdir.absolute()),
-        mounts=tuple(mounts),
-        env=fixed_env(network) | dict(env or {}),
+        command=command,
+        specs_root=specs_root,
+        writable=writable,
+        readable=readable,
+        model_cache=model_cache,
+        workdir=workdir,
+        network=network_for(model, api_network),
         passthrough=passthrough_names(model),
-        network_mode=network,
         gpus=gpus,
         user=user,
-        labels=dict(labels or {}),
+        labels=labels,
+        env=env,
     )
 
 
@@ -218,7 +270,9 @@ def stream_logs(container: Any, name: str) -> None:
 
 
 def remove(container: Any) -> None:
-    """Stop and remove, tolerating a container that is already gone."""
+    """Stop and remove, tolerating a container that is already gone. An engine too slow to answer the
+    removal (a storage driver that deletes a whole file system copy) leaves a warning, not a failed job:
+    the command's outputs are complete, and the container is labelled for ``docker rm``."""
     try:
         container.stop(timeout=STOP_TIMEOUT_S)
     except NotFound:
@@ -229,6 +283,12 @@ def remove(container: Any) -> None:
         container.remove(force=True, v=True)
     except NotFound:
         return
+    except requests.exceptions.Timeout as err:
+        log.warning(
+            "removing container %s: the engine did not answer (%s); check it is gone with `docker ps -a`",
+            container.short_id,
+            err,
+        )
 
 
 def run_container(

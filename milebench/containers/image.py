@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 import docker
-from docker.constants import DEFAULT_TIMEOUT_SECONDS
 from docker.errors import DockerException, ImageNotFound
 from pydantic import Field, ValidationError
 
@@ -225,11 +224,16 @@ def read_record(path: Path) -> ImageRecord | None:
         return None
 
 
-def client_from_env(timeout_s: int | None = None) -> docker.DockerClient:
-    """``timeout_s`` bounds each API call (the SDK's default is 60 s: too short for a large image on a
-    busy engine with the vfs storage driver, which copies the whole image for a container)."""
+API_TIMEOUT_S = 600
+"""How long one call to the engine may take by default. Creating and removing a container copies and deletes
+the image's whole file system under some storage drivers (vfs), which takes minutes on a loaded disk, beyond
+the SDK's default of 60 s; a job's own run time is not bounded by it (its wait and log stream have none)."""
+
+
+def client_from_env(timeout_s: int = API_TIMEOUT_S) -> docker.DockerClient:
+    """``timeout_s`` bounds each API call (longer for saving and loading whole images)."""
     try:
-        return docker.from_env(timeout=timeout_s or DEFAULT_TIMEOUT_SECONDS)
+        return docker.from_env(timeout=timeout_s)
     except DockerException as err:
         raise EngineUnavailable(f"no Docker engine answers: {err}") from err
 

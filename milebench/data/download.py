@@ -25,8 +25,13 @@ import urllib3
 from milebench.data.errors import FetchError
 from milebench.data.lock import PART_SUFFIX
 from milebench.http_deadline import Deadline, new_session
+from milebench.spec.adapters import PROXY_VARS
 
 log = logging.getLogger(__name__)
+
+ENVIRONMENT = ("HF_TOKEN", "HF_ENDPOINT", *PROXY_VARS)
+"""Every variable a download reads, by name: the hub token and mirror, the session's proxies. A fetch in a
+container gets exactly these."""
 
 DEFAULT_HF_ENDPOINT = "https://huggingface.co"
 CHUNK = 1 << 20

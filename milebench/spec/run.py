@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Literal, TypeVar
 
-from pydantic import AfterValidator, Discriminator, Field, StrictBool, StrictInt, Tag
+from pydantic import AfterValidator, Discriminator, Field, StrictBool, StrictInt, Tag, model_validator
 
 from milebench.spec.base import Number, Spec
 
@@ -86,6 +86,15 @@ class Runtime(StrEnum):
     LOCAL = "local"
     DOCKER = "docker"
     APPTAINER = "apptainer"
+
+
+class DockerJobs(StrEnum):
+    """Which jobs runtime docker runs in images: inference only (each model in its family's image, the
+    other stages on the host), or every job (the other stages in the kit image, a tiny model's weights in
+    its family's)."""
+
+    INFER = "infer"
+    ALL = "all"
 
 
 T = TypeVar("T")
@@ -173,6 +182,14 @@ class RunSpec(Spec):
         description="local: the host's Python; docker: each model family's image via the Docker engine; "
         "apptainer: Snakemake's container support (run with --software-deployment-method apptainer).",
     )
+    docker_jobs: DockerJobs = Field(
+        default=DockerJobs.INFER,
+        description="Runtime docker: infer runs each model in its family's image and the other stages on "
+        "the host; all runs every job in an image: fixture, fetch, preprocess, score, aggregate and report "
+        "in the kit's, a tiny model's weights in its family's (they need torch). The specs folder in use is "
+        "mounted read-only at its path. Runtime apptainer always runs every job in an image (Snakemake's "
+        "container support).",
+    )
     image_registry: str | None = Field(
         default=None,
         pattern=r"^(docker|oras|library|shub)://\S+[^/]$",
@@ -184,3 +201,9 @@ class RunSpec(Spec):
     @property
     def out(self) -> str:
         return self.output_dir or f"results/{self.name}"
+
+    @model_validator(mode="after")
+    def _docker_jobs_need_docker(self) -> RunSpec:
+        if self.docker_jobs is DockerJobs.ALL and self.runtime is not Runtime.DOCKER:
+            raise ValueError(f"docker_jobs: all runs jobs under runtime docker, not {self.runtime.value}")
+        return self

@@ -22,7 +22,7 @@ from milebench.benchmarks.mmlongembed.records import (
 from milebench.benchmarks.mmlongembed.spec import EmbedRunSpec, EmbedSpecs, load_embed_specs
 from milebench.io import atomic_write_json, atomic_write_jsonl, read_jsonl
 from milebench.preprocess.tokenizer import TokenizerError
-from milebench.provenance import environment, kit_version, utc_now
+from milebench.provenance import environment, kit_version, provenance_path, utc_now
 from milebench.record_files import RecordError, read_records
 from milebench.spec.registry import spec_hash
 from milebench.stage_inputs import command, require
@@ -31,9 +31,10 @@ log = logging.getLogger(__name__)
 
 
 def _run(args: argparse.Namespace) -> tuple[EmbedSpecs, EmbedRunSpec, EmbedPaths]:
+    """The specs, the run and its layout under the job's ``--root``."""
     specs = load_embed_specs(args.specs)
     run = specs.run(args.run)
-    return specs, run, EmbedPaths.for_run(run)
+    return specs, run, EmbedPaths.for_run(run, base=args.root)
 
 
 def _provenance(path: Path, stage: str, run: EmbedRunSpec, specs: dict[str, str], started: object) -> None:
@@ -48,7 +49,7 @@ def _provenance(path: Path, stage: str, run: EmbedRunSpec, specs: dict[str, str]
         "finished_at": str(utc_now()),
         "host": socket.gethostname(),
     }
-    atomic_write_json(path.with_name(path.name + ".provenance.json"), record)
+    atomic_write_json(provenance_path(path), record)
 
 
 def generate_command(args: argparse.Namespace) -> int:
@@ -59,6 +60,7 @@ def generate_command(args: argparse.Namespace) -> int:
     started = utc_now()
     _, run, paths = _run(args)
     vg = run.visual_grounding
+    paths.vg_images.mkdir(parents=True, exist_ok=True)  # a declared output, even where no picture is made
     try:
         tokenizer = load_counting_tokenizer(run.counting_tokenizer)
         material = load_material(vg.haystack, Path(args.specs), tokenizer, vg.seed, paths.vg)

@@ -5,12 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from milebench.benchmarks.mmlongembed.records import CANDIDATES, POOLS, QRELS, QUERIES
+from milebench.benchmarks.mmlongembed.records import CANDIDATES, IMAGES, POOLS, QRELS, QUERIES
 from milebench.benchmarks.mmlongembed.spec import EmbedRunSpec
 
 
 @dataclass(frozen=True)
 class EmbedPaths:
+    """Output layout of a run, rooted at ``base``: the working folder, or the copy a Snakemake storage
+    provider stages a job's files in (``--root``), as MileBench's ``RunPaths``."""
+
     out: Path
     reports: Path
 
@@ -26,6 +29,11 @@ class EmbedPaths:
     @property
     def vg_files(self) -> list[Path]:
         return [self.vg / name for name in (QUERIES, CANDIDATES, POOLS, QRELS)]
+
+    @property
+    def vg_images(self) -> Path:
+        """The set's pictures (needles and haystack images), by content hash; candidates name them."""
+        return self.vg / IMAGES
 
     @property
     def vg_manifest(self) -> Path:
