@@ -1,0 +1,93 @@
+"""Data rules stated as facts: image-count levels, file names, byte ranges, archive members."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from milebench.data.download import DownloadError, _range_start, hub_url, local_source
+from milebench.data.extract import member_problem
+from milebench.data.schema import quantity_level, task_json_path
+
+
+@pytest.mark.parametrize(
+    ("n_images", "level"),
+    [(1, "Few"), (5, "Few"), (6, "Medium"), (31, "Medium"), (32, "Many"), (109, "Many")],
+)
+def test_levels_split_below_6_and_above_31_images(n_images: int, level: str) -> None:
+    assert quantity_level(n_images) == level
+
+
+def test_the_adversarial_file_sits_beside_the_test_set() -> None:
+    assert task_json_path("WebQA") == "WebQA/WebQA.json"
+    assert task_json_path("WebQA", adversarial=True) == "WebQA/WebQA-adv.json"
+
+
+@pytest.mark.parametrize(
+    ("header", "start"),
+    [
+        ("bytes 100-199/200", 100),
+        ("bytes 0-9/10", 0),
+        ("items 100-199/200", None),
+        ("bytes */200", None),
+        ("", None),
+    ],
+)
+def test_the_start_of_a_content_range(header: str, start: int | None) -> None:
+    assert _range_start(header) == start
+
+
+def test_hub_urls_quote_the_revision(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)
+    assert hub_url("org/data", "refs/pr/1", "part0.tar.gz") == (
+        "https://huggingface.co/datasets/org/data/resolve/refs%2Fpr%2F1/part0.tar.gz"
+    )
+
+
+def test_local_sources_are_files_or_paths_and_other_schemes_are_refused(tmp_path: Path) -> None:
+    assert local_source("https://example.org/a") is None
+    assert local_source("http://example.org/a") is None
+    assert local_source(f"file://{tmp_path}/a b") == tmp_path / "a b"
+    assert local_source(str(tmp_path / "a")) == tmp_path / "a"
+    with pytest.raises(DownloadError, match=r"^ftp://x/a: unsupported URL scheme 'ftp'"):
+        local_source("ftp://x/a")
+
+
+def member(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, link
+    return info
+
+
+@pytest.mark.parametrize(
+    ("info", "problem"),
+    [
+        (member("MileBench/a.json"), None),
+        (member("MileBench/sub/../a.json"), None),
+        (member("MileBench/l", tarfile.SYMTYPE, "../MileBench/a.json"), None),
+        (member("MileBench/l", tarfile.SYMTYPE, "sub/a.json"), None),
+        (member("MileBench/h", tarfile.LNKTYPE, "MileBench/a.json"), None),
+        (member("/abs"), "absolute path"),
+        (member(".."), "path escapes the target folder"),
+        (member("MileBench/../../x"), "path escapes the target folder"),
+        (
+            member("MileBench/l", tarfile.SYMTYPE, "../../x"),
+            "symlink to '../../x' points outside the target folder",
+        ),
+        (
+            member("MileBench/l", tarfile.SYMTYPE, "/etc"),
+            "symlink to '/etc' points outside the target folder",
+        ),
+        (
+            member("MileBench/h", tarfile.LNKTYPE, "../x"),
+            "hardlink to '../x' points outside the target folder",
+        ),
+        (member("MileBench/h", tarfile.LNKTYPE, "/x"), "hardlink to '/x' points outside the target folder"),
+        (member("MileBench/p", tarfile.FIFOTYPE), "device or fifo"),
+        (member("MileBench/b", tarfile.BLKTYPE), "device or fifo"),
+    ],
+)
+def test_which_archive_members_may_be_extracted(info: tarfile.TarInfo, problem: str | None) -> None:
+    assert member_problem(info) == problem

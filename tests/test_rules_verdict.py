@@ -1,0 +1,162 @@
+"""The verdict's two boundaries: a difference equal to the tolerance passes, and the published value
+counts as inside our interval when it is within the 0.05 its printed rounding allows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from milebench.score.uncertainty import TaskSamples
+from milebench.score.verdict import ROUNDING, VerdictCell, build_verdict, inconsistent_cells, rank_correlation
+from milebench.spec.registry import load_specs
+from milebench.spec.run import FixtureSource, RunSpec
+from milebench.spec.task import Group
+
+SPECS = load_specs()
+TASKS = list(SPECS.tasks.values())
+ROW = next(r for r in SPECS.paper.main_table.rows if r.model == "vila")
+GROUPS = [g.value for g in Group]
+
+
+def constant(value: float, n: int = 10) -> TaskSamples:
+    """n samples all scoring ``value`` (table points / 100): the interval is the single point."""
+    return TaskSamples(ids=tuple(range(n)), scores=np.full(n, value / 100), n_expected=n)
+
+
+def group_cells(offset: float, tolerance: float = 1.0) -> list[VerdictCell]:
+    """Every task scores its group's printed value + ``offset`` points; the twelve group cells."""
+    samples = {t.name: constant(ROW.groups[t.group] + offset) for t in TASKS}
+    run = RunSpec(name="v", description="d", models=("vila",), data=FixtureSource(kind="fixture"),
+                  tolerance=tolerance)  # fmt: skip
+    verdict = build_verdict(run, SPECS.paper, TASKS, {"vila": samples}, resamples=20)
+    cells = [c for c in verdict.cells if c.column in GROUPS]
+    assert len(cells) == 12
+    return cells
+
+
+@pytest.mark.parametrize(("offset", "passed"), [(1.0, True), (-1.0, True), (1.1, False), (-1.1, False)])
+def test_a_difference_equal_to_the_tolerance_passes(offset: float, passed: bool) -> None:
+    cells = group_cells(offset)
+    assert [c.difference for c in cells] == pytest.approx([offset] * 12, abs=1e-9)
+    assert [c.passed for c in cells] == [passed] * 12
+
+
+def test_an_exact_reproduction_passes_a_zero_tolerance() -> None:
+    assert [c.passed for c in group_cells(0.0, tolerance=0.0)] == [True] * 12
+    assert [c.passed for c in group_cells(0.1, tolerance=0.0)] == [False] * 12
+
+
+@pytest.mark.parametrize(
+    ("offset", "inside"), [(0.04, True), (-0.04, True), (0.06, False), (-0.06, False), (0.0, True)]
+)
+def test_the_interval_is_widened_by_the_printed_rounding(offset: float, inside: bool) -> None:
+    """Our interval is the point published + offset; a printed value stands for anything within 0.05."""
+    cells = group_cells(offset)
+    assert [c.ci_low for c in cells] == pytest.approx([c.published + offset for c in cells], abs=1e-9)
+    assert [c.ci_high for c in cells] == pytest.approx([c.published + offset for c in cells], abs=1e-9)
+    assert [c.published_in_interval for c in cells] == [inside] * 12
+
+
+def test_counts_of_passed_and_failed_cells() -> None:
+    samples = {t.name: constant(ROW.groups[t.group] + 2.0) for t in TASKS}
+    run = RunSpec(name="v", description="d", models=("vila",), data=FixtureSource(kind="fixture"))
+    verdict = build_verdict(run, SPECS.paper, TASKS, {"vila": samples}, resamples=20)
+    # Every group is 2 points off; the overall columns are means of groups, so they are too.
+    assert (verdict.n_passed, verdict.n_failed, verdict.n_unreproduced) == (0, 14, 0)
+
+
+def test_a_model_with_a_published_row_and_no_scores_is_unreproduced() -> None:
+    """Models without a published row are skipped, whatever their place in the run."""
+    run = RunSpec(name="v", description="d", models=("oracle", "vila"), data=FixtureSource(kind="fixture"))
+    verdict = build_verdict(run, SPECS.paper, TASKS, {}, resamples=20)
+    assert {c.model for c in verdict.cells} == {"vila"}
+    assert [(c.ours, c.passed, c.coverage) for c in verdict.cells] == [(None, None, 0.0)] * 14
+    assert (verdict.n_passed, verdict.n_failed, verdict.n_unreproduced) == (0, 0, 14)
+    assert (verdict.scorer, verdict.resamples, verdict.seed, verdict.confidence) == ("paper", 20, 0, 0.95)
+
+
+def test_defaults_are_the_paper_scorer_and_2000_seeded_resamples() -> None:
+    run = RunSpec(name="v", description="d", models=("vila",), data=FixtureSource(kind="fixture"))
+    verdict = build_verdict(run, SPECS.paper, TASKS, {})
+    assert (verdict.scorer, verdict.resamples, verdict.seed, verdict.confidence) == ("paper", 2000, 0, 0.95)
+
+
+def test_the_verdict_interval_has_the_asked_confidence() -> None:
+    """40 samples, 20 right, in every task: each task's interval is the binomial one (see test_rules_score);
+    a group of identical tasks repeats it."""
+    half = TaskSamples(ids=tuple(range(40)), scores=np.array([1.0] * 20 + [0.0] * 20), n_expected=40)
+    run = RunSpec(name="v", description="d", models=("vila",), data=FixtureSource(kind="fixture"))
+    samples = {"vila": {t.name: half for t in TASKS}}
+    for confidence, interval in ((0.95, (35.0, 65.0)), (0.90, (37.5, 62.5))):
+        verdict = build_verdict(run, SPECS.paper, TASKS, samples, resamples=20_000, confidence=confidence)
+        s5 = next(c for c in verdict.cells if c.column == "S-5")  # one task
+        assert (s5.ci_low, s5.ci_high) == interval
+        assert verdict.confidence == confidence
+
+
+def test_a_column_without_tasks_has_no_coverage() -> None:
+    """With only the T-1 tasks listed, every other column rests on nothing: coverage is undefined."""
+    t1 = [t for t in TASKS if t.group is Group.T1]
+    run = RunSpec(name="v", description="d", models=("vila",), data=FixtureSource(kind="fixture"))
+    verdict = build_verdict(
+        run, SPECS.paper, t1, {"vila": {t.name: constant(40.3) for t in t1}}, resamples=20
+    )
+    coverage = {c.column: c.coverage for c in verdict.cells}
+    assert coverage["T-1"] == 1.0
+    assert coverage["T-2"] is None and coverage["overall_diag"] is None
+    assert coverage["overall_real"] == 1.0  # the listed realistic tasks are all scored
+
+
+def test_a_column_range_flags_exactly_its_columns() -> None:
+    flags = inconsistent_cells(SPECS.paper)
+    llava = sorted(column for model, column in flags if model == "llava-1.6-7b")
+    assert llava == ["T-1", "T-2", "T-3", "T-4"]
+
+
+def test_rank_correlation_is_spearman_with_its_p_value() -> None:
+    """Ranks 1 3 2 4 5 against 1 2 3 4 5: rho = 1 - 6 * 2 / (5 * 24) = 0.9, two-sided p of the t test
+    with 3 degrees of freedom 0.0374."""
+    ours = {m: v for m, v in zip("abcde", (1.0, 3.0, 2.0, 4.0, 5.0), strict=True)}
+    published = {m: v for m, v in zip("abcde", (10.0, 20.0, 30.0, 40.0, 50.0), strict=True)}
+    found = rank_correlation("overall_real", ours, published)
+    assert (found.n_models, found.models) == (5, tuple("abcde"))
+    assert found.rho == pytest.approx(0.9)
+    assert found.p_value == pytest.approx(0.0374, abs=1e-4)
+
+
+@pytest.mark.parametrize("constant_side", ["ours", "published"])
+def test_rank_correlation_is_undefined_when_one_side_is_constant(constant_side: str) -> None:
+    varied = {"a": 1.0, "b": 2.0, "c": 3.0}
+    flat = {"a": 5.0, "b": 5.0, "c": 5.0}
+    ours, published = (flat, varied) if constant_side == "ours" else (varied, flat)
+    found = rank_correlation("overall_real", ours, published)
+    assert (found.n_models, found.rho, found.p_value) == (3, None, None)
+
+
+def test_rank_correlation_needs_three_models_with_both_values() -> None:
+    found = rank_correlation("x", {"a": 1.0, "b": 2.0, "z": 9.0}, {"a": 1.0, "b": 2.0, "c": 3.0})
+    assert (found.n_models, found.models, found.rho) == (2, ("a", "b"), None)
+
+
+@pytest.mark.parametrize("offset", [0.05, -0.05])
+def test_a_published_value_exactly_on_the_widened_edge_is_inside(offset: float) -> None:
+    """S-5 has one task; with it scoring 32.5 + offset, the widened interval ends exactly at 32.5."""
+    row = ROW.model_copy(update={"groups": {**ROW.groups, Group.S5: 32.5}})
+    paper = SPECS.paper.model_copy(
+        update={"main_table": SPECS.paper.main_table.model_copy(update={"rows": (row,)})}
+    )
+    task = next(t for t in TASKS if t.group is Group.S5)
+    run = RunSpec(name="v", description="d", models=("vila",), data=FixtureSource(kind="fixture"))
+    verdict = build_verdict(run, paper, TASKS, {"vila": {task.name: constant(32.5 + offset)}}, resamples=5)
+    cell = next(c for c in verdict.cells if c.column == "S-5")
+    edge = cell.ci_low - ROUNDING if offset > 0 else cell.ci_high + ROUNDING
+    assert edge == cell.published == 32.5
+    assert cell.published_in_interval is True
+
+
+def test_rank_correlation_of_values_within_one_point() -> None:
+    """A spread below one table point still ranks the models."""
+    found = rank_correlation(
+        "overall_real", {"a": 10.0, "b": 10.2, "c": 10.5}, {"a": 1.0, "b": 1.3, "c": 1.9}
+    )
+    assert found.rho == pytest.approx(1.0)
