@@ -33,10 +33,6 @@ class TokenizerSource(Spec):
     name: str = Field(description="Model spec name (model-dir) or hub repo id.")
     revision: str | None = None
 
-    @property
-    def label(self) -> str:
-        return f"{self.kind}:{self.name}@{self.revision or 'main'}"
-
 
 class Regime(Spec):
     """Everything about a model that changes its prepared prompts (the mode is part of the path)."""
