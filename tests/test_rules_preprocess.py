@@ -2,25 +2,31 @@
 
 from __future__ import annotations
 
+import argparse
+import json
 from pathlib import Path
 
 import pytest
 from huggingface_hub import constants as hub_constants
 from PIL import Image
-from test_prompt import build_one, sample_json, task_spec
+from test_prompt import build_one, sample_json, task_spec, write_task
+from test_score_command import paths_of, specs_dir  # noqa: F401
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from transformers import PreTrainedTokenizerFast
 from transformers.tokenization_python import PythonBackend
 
+from milebench.data.schema import TaskFile
 from milebench.infer.tiny import build_tokenizer
-from milebench.paths import RunPaths
-from milebench.preprocess import combine
-from milebench.preprocess.prepare import load_budget
+from milebench.io import read_jsonl
+from milebench.paths import UNLIMITED_REGIME, RunPaths
+from milebench.preprocess import combine, commands
+from milebench.preprocess.prepare import kit_pictures, load_budget, prepare_task
 from milebench.preprocess.prompt import PreprocessError
-from milebench.preprocess.regime import TokenizerSource, regime_for, tokenizer_dirs
+from milebench.preprocess.regime import Regime, TokenizerSource, regime_for, tokenizer_dirs
 from milebench.preprocess.tokenizer import HFTokenizer, TokenizerError, load_tokenizer
-from milebench.spec.model import ModelSpec
-from milebench.spec.run import Mode, RunSpec, TruncationMode
+from milebench.spec.base import SpecError
+from milebench.spec.model import ImageInput, ModelSpec
+from milebench.spec.run import CombinedSource, Mode, RunSpec, TruncationMode
 
 
 @pytest.mark.parametrize(
@@ -212,3 +218,76 @@ def test_a_tokenizer_that_cannot_load_is_named(tmp_path: Path) -> None:
     assert str(err.value).startswith(f"cannot load tokenizer {tmp_path / 'nothing-here'}: ")
     build_tokenizer().save_pretrained(tmp_path / "tok")
     assert load_tokenizer(tmp_path / "tok").name == str(tmp_path / "tok")
+
+
+# --- whole tasks -----------------------------------------------------------------------------------
+
+
+def on_disk(root: Path) -> RunPaths:
+    """The score tests' specs folder, with ActionSequence's upstream file in the run's data folder."""
+    paths = paths_of(root)
+    samples = [sample_json("{image#1}Which?", ["a.png"], ["x", "y"], "x", sample_id=i) for i in (0, 1)]
+    write_task(paths.data_root, "ActionSequence", samples)
+    return paths
+
+
+def preprocess_args(root: Path, **changes: object) -> argparse.Namespace:
+    fields = dict(run="t", task="ActionSequence", mode=Mode.MULTI_IMAGE, regime=UNLIMITED_REGIME, workers=1,
+                  specs=root)  # fmt: skip
+    return argparse.Namespace(**(fields | changes))
+
+
+def test_preprocess_reads_the_specs_folder_it_is_given(specs_dir: Path) -> None:  # noqa: F811
+    paths = on_disk(specs_dir)
+    assert commands.preprocess(preprocess_args(specs_dir)) == 0
+    rows = list(read_jsonl(paths.prepared("ActionSequence", Mode.MULTI_IMAGE)))
+    assert [r["sample_id"] for r in rows] == [0, 1]
+    manifest = json.loads(paths.prepared_manifest("ActionSequence", Mode.MULTI_IMAGE).read_text())
+    source = paths.data_root / "ActionSequence" / "ActionSequence.json"
+    assert (manifest["source"], manifest["n_samples"], manifest["n_prepared"]) == (str(source), 2, 2)
+
+
+def test_preprocess_names_what_it_does_not_know(specs_dir: Path) -> None:  # noqa: F811
+    on_disk(specs_dir)
+    with pytest.raises(SpecError) as err:
+        commands.preprocess(preprocess_args(specs_dir, regime="ctx1-paper-0"))
+    assert str(err.value) == (
+        f"{specs_dir}/runs/t.yaml: models: no model of run 't' reads regime 'ctx1-paper-0' in mode "
+        f"multi-image; known: {UNLIMITED_REGIME}"
+    )
+    with pytest.raises(SpecError) as err:
+        commands.preprocess(preprocess_args(specs_dir, task="NoSuchTask"))
+    assert str(err.value) == f"{specs_dir}/tasks: name: no task spec 'NoSuchTask'"
+
+
+def test_a_model_reading_combined_pictures_gets_them_in_multi_image_mode_too(tmp_path: Path) -> None:
+    """The regime, not the mode, decides: a combined-input model reads the picture and its text markers."""
+    paths = RunPaths(out=tmp_path, reports=tmp_path)
+    source = write_task(paths.data_root, "WebQA", [sample_json("{image#1} Q?", ["a.png"], ["cat", "dog"])])
+    task_file = TaskFile.model_validate_json(source.read_text())
+    regime = Regime(
+        image_input=ImageInput.COMBINED, combined_pictures=1, combined_source=CombinedSource.UPSTREAM
+    )
+    prepared = prepare_task(task_spec(), task_file, source, Mode.MULTI_IMAGE, regime, None, paths, False)
+    [only] = prepared.samples
+    assert only.images == ("WebQA/combined_1_images/c7.jpg",)
+    assert only.context.startswith("<Image 1>  Q?")
+
+
+def test_a_sample_without_its_images_does_not_stop_the_others_from_being_tiled(tmp_path: Path) -> None:
+    paths = RunPaths(out=tmp_path, reports=tmp_path)
+    samples = [sample_json("{image#1} Q?", ["a.png"], ["cat"], sample_id=i) for i in (1, 2)]
+    source = write_task(paths.data_root, "WebQA", samples)
+    (paths.data_root / "WebQA" / "images" / "a.png").unlink()  # both samples name it; restore it for one
+    task_file = TaskFile.model_validate_json(source.read_text())
+    broken = task_file.data[0]
+    fine = task_file.data[1].model_copy(
+        update={
+            "task_instance": task_file.data[1].task_instance.model_copy(update={"images_path": ["b.png"]})
+        }
+    )
+    Image.new("RGB", (8, 8)).save(paths.data_root / "WebQA" / "images" / "b.png")
+    pictures = kit_pictures("WebQA", [broken, fine], source, paths, 1, 1, 10_000)
+    assert isinstance(pictures[1], PreprocessError)
+    assert str(pictures[1]).startswith(f"{source}: task WebQA, sample 1: image file not found: ")
+    assert isinstance(pictures[2], list) and len(pictures[2]) == 1
