@@ -233,7 +233,7 @@ def on_disk(root: Path) -> RunPaths:
 
 def preprocess_args(root: Path, **changes: object) -> argparse.Namespace:
     fields = dict(run="t", task="ActionSequence", mode=Mode.MULTI_IMAGE, regime=UNLIMITED_REGIME, workers=1,
-                  specs=root)  # fmt: skip
+                  specs=root, root=Path("."))  # fmt: skip
     return argparse.Namespace(**(fields | changes))
 
 
@@ -287,7 +287,8 @@ def test_a_sample_without_its_images_does_not_stop_the_others_from_being_tiled(t
         }
     )
     Image.new("RGB", (8, 8)).save(paths.data_root / "WebQA" / "images" / "b.png")
-    pictures = kit_pictures("WebQA", [broken, fine], source, paths, 1, 1, 10_000)
+    tiles = paths.tiles("WebQA", Mode.MULTI_IMAGE)
+    pictures = kit_pictures("WebQA", [broken, fine], source, paths, tiles, 1, 1, 10_000)
     assert isinstance(pictures[1], PreprocessError)
     assert str(pictures[1]).startswith(f"{source}: task WebQA, sample 1: image file not found: ")
     assert isinstance(pictures[2], list) and len(pictures[2]) == 1

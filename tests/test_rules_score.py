@@ -12,7 +12,7 @@ from mini_specs import MINI_TASKS
 from test_paper_scorer import make_sample, make_task
 
 from milebench.records import Judgment
-from milebench.score.aggregate import VariantScore, summarise
+from milebench.score.aggregate import Denominator, LevelScore, VariantScore, summarise
 from milebench.score.choice import extract_choice, option_key, option_map
 from milebench.score.normalize import normalize
 from milebench.score.paper import ScoringError, judge
@@ -25,9 +25,8 @@ TASKS = list(MINI_TASKS)
 
 
 def samples(scores: list[float], start: int = 0) -> TaskSamples:
-    return TaskSamples(
-        ids=tuple(range(start, start + len(scores))), scores=np.array(scores), n_expected=len(scores)
-    )
+    ids = tuple(range(start, start + len(scores)))
+    return TaskSamples(ids=ids, scores=np.array(scores), n_expected=len(scores), n_scored=len(scores))
 
 
 # --- normalisation -----------------------------------------------------------------------------------
@@ -149,16 +148,27 @@ def test_a_two_character_key_is_read_whole_before_letters_are_collected() -> Non
     assert extract_choice("b", options) == "B"
 
 
-def test_only_scored_judgments_count_even_if_another_carries_a_score() -> None:
+def test_a_failed_or_missing_judgment_scores_zero_even_if_it_carries_a_score() -> None:
+    """The status decides: only a scored judgment keeps its score; the others count 0 under the official
+    denominator and are left out of the scored-only one."""
+
     def row(i: int, status: str, score: float | None) -> Judgment:
         return Judgment(task="t", mode=Mode.MULTI_IMAGE, model="m", sample_id=i, scorer="paper",
                         status=status, score=score, image_quantity_level="Few")  # fmt: skip
 
     rows = [row(0, "scored", 1.0), row(1, "failed", 1.0), row(2, "missing", 1.0), row(3, "scored", 0.0)]
-    found = task_samples(rows)  # the paper scorer by default
-    assert (found.ids, found.scores.tolist(), found.n_expected) == ((0, 3), [1.0, 0.0], 4)
+    found = task_samples(rows)  # the paper scorer and the official denominator by default
+    assert (found.ids, found.scores.tolist(), found.n_expected, found.n_scored) == (
+        (0, 1, 2, 3),
+        [1.0, 0.0, 0.0, 0.0],
+        4,
+        2,
+    )
+    only = task_samples(rows, denominator=Denominator.SCORED_ONLY)
+    assert (only.ids, only.scores.tolist(), only.n_expected, only.n_scored) == ((0, 3), [1.0, 0.0], 4, 2)
     summary = summarise("t", "m", Mode.MULTI_IMAGE, "paper", rows)
-    assert (summary.score, summary.n_scored) == (50.0, 2)
+    assert (summary.score, summary.scored_only, summary.n_scored) == (25.0, 50.0, 2)
+    assert summary.levels["Few"] == LevelScore(score=25.0, n=4, n_scored=2)
 
 
 def test_a_scorer_difference_needs_both_scores() -> None:

@@ -41,6 +41,7 @@ from milebench.spec.base import SpecError
 from milebench.spec.registry import load_specs
 from milebench.spec.run import Mode
 from milebench.spec.task import Category, Group
+from milebench.stage_inputs import MissingInput
 
 PUBLISHED = {g.value: 10.0 for g in Group} | {"T-1": 33.3, "N-1": 50.0}
 
@@ -99,7 +100,7 @@ def test_run_verdict_defaults(specs_dir: Path) -> None:  # noqa: F811
 def test_aggregate_records_the_asked_resamples_and_seed(specs_dir: Path) -> None:  # noqa: F811
     publish_random(specs_dir)
     fill(specs_dir)
-    assert aggregate(argparse.Namespace(run="t", specs=specs_dir, resamples=30, seed=5)) == 0
+    assert aggregate(argparse.Namespace(run="t", specs=specs_dir, resamples=30, seed=5, root=Path("."))) == 0
     paths = paths_of(specs_dir)
     result = json.loads(paths.aggregate_json.read_text())
     verdict = json.loads(paths.verdict_json.read_text())
@@ -112,7 +113,7 @@ def test_a_run_without_multi_image_has_no_verdict(specs_dir: Path) -> None:  # n
     publish_random(specs_dir)
     fill(specs_dir)
     set_modes(specs_dir, ["adversarial"])
-    assert aggregate(argparse.Namespace(run="t", specs=specs_dir, resamples=10, seed=0)) == 0
+    assert aggregate(argparse.Namespace(run="t", specs=specs_dir, resamples=10, seed=0, root=Path("."))) == 0
     paths = paths_of(specs_dir)
     assert paths.aggregate_json.exists() and not paths.verdict_json.exists()
 
@@ -215,8 +216,9 @@ def test_adversarial_import_checks_against_the_adversarial_file(setup) -> None: 
     assert not paths.predictions("random", "TextNeedleInAHaystack", Mode.ADVERSARIAL).exists()
 
 
-def test_a_task_not_prepared_yet_does_not_stop_scoring_the_next(setup) -> None:  # noqa: F811
-    """ActionSequence is imported but not prepared (scored later); Spot-the-Diff is prepared and scored."""
+def test_each_task_is_judged_against_its_prepared_samples_where_they_exist(setup) -> None:  # noqa: F811
+    """ActionSequence is not prepared: judged against the task JSON alone; Spot-the-Diff is prepared:
+    judged against its prepared samples. One task's choice does not carry over to the other."""
     root, data, outputs = setup
     paths = paths_of(root)
     paths.prepared("ActionSequence", Mode.MULTI_IMAGE).unlink()
@@ -226,10 +228,12 @@ def test_a_task_not_prepared_yet_does_not_stop_scoring_the_next(setup) -> None: 
     target.parent.mkdir(parents=True)
     target.write_text(json.dumps([official_record(0, "the car is gone", "the car is gone")]))
     assert import_official(ns(root, outputs, data)) == 0
-    assert paths.predictions("random", "ActionSequence", Mode.MULTI_IMAGE).exists()
-    assert not paths.task_score("random", "ActionSequence", Mode.MULTI_IMAGE).exists()
-    result = json.loads(paths.task_score("random", "Spot-the-Diff", Mode.MULTI_IMAGE).read_text())
-    assert result["score"] == pytest.approx(100.0, abs=1e-5)
+    action = json.loads(paths.task_score("random", "ActionSequence", Mode.MULTI_IMAGE).read_text())
+    assert (action["prompt_rebuilt"], action["n"], action["missing_ids"]) == (False, 3, [2])
+    assert action["score"] == pytest.approx(100 / 3)
+    spot = json.loads(paths.task_score("random", "Spot-the-Diff", Mode.MULTI_IMAGE).read_text())
+    assert (spot["prompt_rebuilt"], spot["n"]) == (True, 1)
+    assert spot["score"] == pytest.approx(100.0, abs=1e-5)
 
 
 def test_a_record_of_an_unknown_sample_names_the_data_file(setup) -> None:  # noqa: F811
@@ -296,9 +300,50 @@ def test_compare_writes_what_was_compared_with_the_asked_seed(specs_dir: Path) -
     assert rows != [r.model_dump(mode="json") for r in compare(a, b, tasks, 200, 0)]  # the seed shows
 
 
-def test_compare_without_shared_samples_exits_1(specs_dir: Path) -> None:  # noqa: F811
-    second_run(specs_dir)
-    assert compare_command(compare_args(specs_dir, run_b="t2", model_b=None)) == 1
+def judged_alone(specs_dir: Path, run: str, task: str) -> None:  # noqa: F811
+    """Run ``run`` has judgments of ``task`` alone, three samples in multi-image mode."""
+    paths = RunPaths.for_run(load_specs(specs_dir).run(run))
+    choices = CHOICES if task == "ActionSequence" else None
+    gold = "banana" if choices else "the car is gone"
+    prepared = [sample(task, i, gold, choices, 2, "Few") for i in range(3)]
+    atomic_write_jsonl(paths.prepared(task, Mode.MULTI_IMAGE), prepared)
+    atomic_write_jsonl(
+        paths.predictions("random", task, Mode.MULTI_IMAGE), [prediction(task, i, "B") for i in range(3)]
+    )
+    rescore = args(specs_dir, task)
+    rescore.run = run
+    assert score(rescore) == 0
+
+
+def test_compare_without_shared_samples_exits_1(
+    specs_dir: Path,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Run t judged ActionSequence only, run t2 (its own folder) Spot-the-Diff only: nothing to pair."""
+    run = yaml.safe_load((specs_dir / "runs" / "t.yaml").read_text())
+    (specs_dir / "runs" / "t2.yaml").write_text(
+        yaml.safe_dump({**run, "name": "t2", "output_dir": run["output_dir"] + "2"})
+    )
+    judged_alone(specs_dir, "t", "ActionSequence")
+    judged_alone(specs_dir, "t2", "Spot-the-Diff")
+    with caplog.at_level(logging.ERROR):
+        assert compare_command(compare_args(specs_dir, run_b="t2", model_b=None)) == 1
+    assert caplog.messages[-1] == (
+        "no task has samples judged on both sides (run the score stage for both first)"
+    )
+
+
+def test_compare_names_the_judgments_a_side_lacks(specs_dir: Path) -> None:  # noqa: F811
+    run = yaml.safe_load((specs_dir / "runs" / "t.yaml").read_text())
+    out2 = run["output_dir"] + "2"
+    (specs_dir / "runs" / "t2.yaml").write_text(yaml.safe_dump({**run, "name": "t2", "output_dir": out2}))
+    judged_alone(specs_dir, "t", "ActionSequence")
+    with pytest.raises(MissingInput) as err:
+        compare_command(compare_args(specs_dir, run_b="t2", model_b=None))
+    assert str(err.value) == (
+        f"{out2}/scores/random/multi-image/<Task>.jsonl: paper judgments not found; run "
+        "`milebench score --run t2 --model random --task <Task> --mode multi-image` first"
+    )
 
 
 # --- a model's aggregate -----------------------------------------------------------------------------
@@ -510,7 +555,7 @@ def test_score_logs_both_scorers_with_two_decimals(specs_dir: Path, caplog: pyte
     atomic_write_jsonl(paths.predictions("random", "ActionSequence", Mode.MULTI_IMAGE), answers)
     with caplog.at_level(logging.INFO, logger="milebench.score.commands"):
         assert score(args(specs_dir, "ActionSequence")) == 0
-    line = "random ActionSequence multi-image: score 50.00 (standard 50.00) over 2/3 samples"
+    line = "random ActionSequence multi-image: score 33.33 (standard 33.33) over 2/3 samples"
     assert f"{line} (1 missing, 0 failed)" in caplog.messages
     assert _points(None) == "n/a"
 
