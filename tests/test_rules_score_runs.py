@@ -19,7 +19,7 @@ from test_score_command import CHOICES, args, paths_of, prediction, sample, spec
 from milebench.io import atomic_write_jsonl, read_jsonl
 from milebench.paths import UNLIMITED_REGIME, RunPaths
 from milebench.preprocess.regime import model_regime
-from milebench.provenance import read_provenance
+from milebench.provenance import DataRevision, read_provenance
 from milebench.records import FailureKind, Prediction, PreparedSample
 from milebench.score.commands import _points, judge_sample, score
 from milebench.score.compare import compare_command, format_table
@@ -107,6 +107,26 @@ def test_aggregate_records_the_asked_resamples_and_seed(specs_dir: Path) -> None
     assert (result["resamples"], result["seed"]) == (30, 5)
     assert (verdict["resamples"], verdict["seed"]) == (30, 5)
     assert [c["column"] for c in verdict["cells"]][:2] == ["T-1", "T-2"]
+
+
+def test_aggregate_reads_and_writes_under_the_root_it_is_given(
+    specs_dir: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run with a relative output folder is found under --root, wherever the command runs."""
+    run_path = specs_dir / "runs" / "t.yaml"
+    run_path.write_text(yaml.safe_dump({**yaml.safe_load(run_path.read_text()), "output_dir": "results/t"}))
+    publish_random(specs_dir)
+    staged = tmp_path / "staged"
+    staged.mkdir()
+    monkeypatch.chdir(staged)
+    fill(specs_dir)
+    monkeypatch.chdir(tmp_path)
+    ns_ = argparse.Namespace(run="t", specs=specs_dir, resamples=10, seed=0, root=staged)
+    assert aggregate(ns_) == 0
+    assert (staged / "results" / "t" / "aggregate.json").is_file()
+    assert (staged / "results" / "t" / "verdict.json").is_file()
 
 
 def test_a_run_without_multi_image_has_no_verdict(specs_dir: Path) -> None:  # noqa: F811
@@ -234,6 +254,69 @@ def test_each_task_is_judged_against_its_prepared_samples_where_they_exist(setup
     spot = json.loads(paths.task_score("random", "Spot-the-Diff", Mode.MULTI_IMAGE).read_text())
     assert (spot["prompt_rebuilt"], spot["n"]) == (True, 1)
     assert spot["score"] == pytest.approx(100.0, abs=1e-5)
+
+
+def test_a_task_json_of_another_question_type_is_refused_by_name(setup) -> None:  # noqa: F811
+    """Judged against the task JSON alone, a file whose question type is not the spec's is refused."""
+    root, data, outputs = setup
+    paths_of(root).prepared("ActionSequence", Mode.MULTI_IMAGE).unlink()
+    source = data / "ActionSequence" / "ActionSequence.json"
+    content = json.loads(source.read_text())
+    content["meta_data"]["question_type"] = "open-ended"
+    source.write_text(json.dumps(content))
+    with pytest.raises(OfficialFormatError) as err:
+        import_official(ns(root, outputs, data))
+    assert str(err.value) == (
+        f"{source}: meta_data.question_type open-ended differs from the task spec (multi-choice)"
+    )
+
+
+def test_the_task_json_alone_keeps_the_task_s_option_labels(setup) -> None:  # noqa: F811
+    """A task whose options carry no letters: the standard scorer reads its answers by option text only,
+    also when they are judged against the task JSON alone ("B" names no option there)."""
+    root, data, outputs = setup
+    spec_path = root / "tasks" / "ActionSequence.yaml"
+    spec_path.write_text(yaml.safe_dump({**yaml.safe_load(spec_path.read_text()), "labelled_choices": False}))
+    paths = paths_of(root)
+    paths.prepared("ActionSequence", Mode.MULTI_IMAGE).unlink()
+    assert import_official(ns(root, outputs, data)) == 0
+    judgments = list(read_jsonl(paths.judgments("random", "ActionSequence", Mode.MULTI_IMAGE)))
+    assert [j["extracted"] for j in judgments if j["scorer"] == "standard"] == [None, None, None]
+    assert [j["prompt_rebuilt"] for j in judgments] == [False] * 6
+
+
+def test_an_import_from_the_run_s_own_data_records_its_fetched_revision(setup) -> None:  # noqa: F811
+    """Without --data-dir the task JSON is the run's fetched one: provenance names what fetch verified."""
+    root, data, outputs = setup
+    paths = paths_of(root)
+    shutil.copytree(data, paths.data_root)
+    manifest = {
+        "source": {"kind": "hub", "revision": "r" * 40},
+        "archives": [{"name": "a.tar", "sha256": "5" * 64}],
+    }
+    paths.fetch_manifest.write_text(json.dumps(manifest))
+    args_ = ns(root, outputs, data)
+    args_.data_dir = None
+    assert import_official(args_) == 0
+    record = read_provenance(paths.score_provenance("random", "ActionSequence", Mode.MULTI_IMAGE))
+    assert record.data == DataRevision(kind="hub", revision="r" * 40, archives={"a.tar": "5" * 64})
+
+
+def test_a_combined_image_import_is_judged_against_the_combined_regime_s_samples(setup) -> None:  # noqa: F811
+    root, data, outputs = setup
+    specs = load_specs(root)
+    regime = model_regime(specs, specs.run("t"), "random", Mode.COMBINED_IMAGE)
+    assert regime.id != UNLIMITED_REGIME
+    paths = paths_of(root)
+    golds = ["banana", "cherry", "apple"]
+    prepared = [sample("ActionSequence", i, g, CHOICES, 1, "Few") | {"mode": "combined-image"}
+                for i, g in enumerate(golds)]  # fmt: skip
+    atomic_write_jsonl(paths.prepared("ActionSequence", Mode.COMBINED_IMAGE, regime.id), prepared)
+    args_ = ns(root, outputs, data)
+    args_.mode = Mode.COMBINED_IMAGE
+    assert import_official(args_) == 0
+    result = json.loads(paths.task_score("random", "ActionSequence", Mode.COMBINED_IMAGE).read_text())
+    assert (result["prompt_rebuilt"], result["n"], result["missing_ids"]) == (True, 3, [2])
 
 
 def test_a_record_of_an_unknown_sample_names_the_data_file(setup) -> None:  # noqa: F811
