@@ -129,6 +129,25 @@ def test_aggregate_reads_and_writes_under_the_root_it_is_given(
     assert (staged / "results" / "t" / "verdict.json").is_file()
 
 
+def test_a_run_never_scored_names_the_score_command(specs_dir: Path) -> None:  # noqa: F811
+    with pytest.raises(MissingInput) as err:
+        aggregate(argparse.Namespace(run="t", specs=specs_dir, resamples=10, seed=0, root=Path(".")))
+    assert str(err.value) == (
+        f"{paths_of(specs_dir).out / 'scores'}: task scores of run 't' not found; run `milebench score "
+        "--run t --model <model> --task <Task> --mode <mode>` first"
+    )
+
+
+def test_an_aggregate_names_the_model_and_mode_it_lacks(specs_dir: Path) -> None:  # noqa: F811
+    fill(specs_dir)
+    specs = load_specs(specs_dir)
+    result = aggregate_run(specs, specs.run("t"), paths_of(specs_dir), resamples=10)
+    assert result.model("random", Mode.ADVERSARIAL).mode is Mode.ADVERSARIAL
+    with pytest.raises(KeyError) as err:
+        result.model("random", Mode.COMBINED_IMAGE)
+    assert err.value.args == ("random/combined-image",)
+
+
 def test_a_run_without_multi_image_has_no_verdict(specs_dir: Path) -> None:  # noqa: F811
     publish_random(specs_dir)
     fill(specs_dir)
@@ -628,6 +647,34 @@ def test_score_writes_its_provenance_beside_the_task_score(specs_dir: Path) -> N
         str(paths.judgments("random", "ActionSequence", Mode.MULTI_IMAGE)),
         str(paths.task_score("random", "ActionSequence", Mode.MULTI_IMAGE)),
     )
+    assert record.prompt_rebuilt is True  # judged against the prepared samples
+
+
+def test_score_without_prepared_samples_names_the_preprocess_command(specs_dir: Path) -> None:  # noqa: F811
+    paths = paths_of(specs_dir)
+    with pytest.raises(MissingInput) as err:
+        score(args(specs_dir, "ActionSequence"))
+    assert str(err.value) == (
+        f"{paths.prepared('ActionSequence', Mode.MULTI_IMAGE)}: prepared samples not found; run `milebench "
+        f"preprocess --run t --task ActionSequence --mode multi-image --regime {UNLIMITED_REGIME}` first"
+    )
+
+
+def test_score_reads_and_writes_under_the_root_it_is_given(
+    specs_dir: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    run_path = specs_dir / "runs" / "t.yaml"
+    run_path.write_text(yaml.safe_dump({**yaml.safe_load(run_path.read_text()), "output_dir": "results/t"}))
+    staged = tmp_path / "staged"
+    paths = RunPaths.for_run(load_specs(specs_dir).run("t"), base=staged)
+    atomic_write_jsonl(paths.prepared("ActionSequence", Mode.MULTI_IMAGE),
+                       [sample("ActionSequence", 0, "banana", CHOICES, 2, "Few")])  # fmt: skip
+    job = args(specs_dir, "ActionSequence")
+    job.root = staged
+    assert score(job) == 0
+    assert paths.task_score("random", "ActionSequence", Mode.MULTI_IMAGE).is_file()
 
 
 def test_score_logs_both_scorers_with_two_decimals(specs_dir: Path, caplog: pytest.LogCaptureFixture) -> None:  # noqa: F811
