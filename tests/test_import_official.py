@@ -242,6 +242,14 @@ def test_official_outputs_and_task_json_alone_give_judgments_scores_and_a_report
 
     verdict = json.loads(paths.verdict_json.read_text())
     assert len(verdict["cells"]) == 14
+    # The report's aggregate uses `milebench aggregate`'s defaults: 2000 resamples seeded 0.
+    aggregate = json.loads(paths.aggregate_json.read_text())
+    assert (aggregate["resamples"], aggregate["seed"], verdict["resamples"], verdict["seed"]) == (
+        2000,
+        0,
+        2000,
+        0,
+    )
     html = paths.report_html.read_text(encoding="utf-8")
     assert "No prompt was rebuilt for LLaVA-1.5-7B (multi-image, 29 tasks)" in html
     assert html.count("&Dagger;</sup>") == 29
