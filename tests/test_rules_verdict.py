@@ -101,6 +101,24 @@ def test_a_column_without_tasks_has_no_coverage() -> None:
     assert coverage["overall_real"] == 1.0  # the listed realistic tasks are all scored
 
 
+def test_a_value_the_paper_s_own_rule_gives_is_reproduced_by_that_rule() -> None:
+    """GPT-4V's printed Overall Diag. (99.4) is not the mean of N-1, N-2 and I-1 (95.17, listed as the
+    rule's value). With every group at its printed value, ours is 95.17: outside the tolerance of the
+    print, within it of the rule's value, so the cell is reproduced by the paper's rule."""
+    row = next(r for r in SPECS.paper.main_table.rows if r.model == "gpt-4v")
+    samples = {t.name: constant(row.groups[t.group]) for t in TASKS}
+    run = RunSpec(name="v", description="d", models=("gpt-4v",), data=FixtureSource(kind="fixture"))
+    verdict = build_verdict(run, SPECS.paper, TASKS, {"gpt-4v": samples}, resamples=20)
+    cells = {c.column: c for c in verdict.cells}
+    diag = cells["overall_diag"]
+    assert diag.ours == pytest.approx(95.17, abs=0.005)
+    assert (diag.published, diag.rule_value, diag.passed) == (99.4, 95.17, False)
+    assert diag.agreement is Agreement.RULE
+    assert [c.column for c in verdict.cells if c.rule_value is not None] == ["overall_diag"]
+    assert verdict.table.counts[Agreement.RULE] == 1
+    assert verdict.columns["overall_diag"].state is Agreement.REPRODUCED
+
+
 def test_a_column_range_flags_exactly_its_columns() -> None:
     flags = inconsistent_cells(SPECS.paper)
     llava = sorted(column for model, column in flags if model == "llava-1.6-7b")
