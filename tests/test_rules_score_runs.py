@@ -489,6 +489,21 @@ def test_the_standard_columns_are_the_standard_scorer_s(specs_dir: Path) -> None
     assert adversarial.scorer_difference == {"ActionSequence": 0.0, "Spot-the-Diff": 0.0}
 
 
+def test_a_mode_without_judgments_has_no_standard_columns(specs_dir: Path) -> None:  # noqa: F811
+    """Nothing judged in adversarial mode (an incomplete run that allows it): its standard columns are
+    null, not a table of empty values."""
+    fill(specs_dir)
+    allow(specs_dir)
+    paths = paths_of(specs_dir)
+    for task in ("ActionSequence", "Spot-the-Diff"):
+        paths.judgments("random", task, Mode.ADVERSARIAL).unlink()
+        paths.task_score("random", task, Mode.ADVERSARIAL).unlink()
+    specs = load_specs(specs_dir)
+    multi, adversarial = aggregate_run(specs, specs.run("t"), paths, resamples=10).models
+    assert adversarial.standard is None
+    assert multi.standard is not None and multi.standard["ActionSequence"] == pytest.approx(100 / 3)
+
+
 def test_the_aggregate_intervals_have_the_asked_confidence(specs_dir: Path) -> None:  # noqa: F811
     """ActionSequence scores 1, 0, 0: the 95% interval of its mean spans 0 to 100, the 10% one hugs 33.3."""
     fill(specs_dir)
