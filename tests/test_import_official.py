@@ -189,7 +189,7 @@ def test_official_outputs_and_task_json_alone_give_judgments_scores_and_a_report
     kit_specs = tmp_path / "specs"
     shutil.copytree(DEFAULT_SPECS, kit_specs)
     run = {"name": "old", "description": "An old official run.", "models": ["llava-1.5-7b"],
-           "data": {"kind": "local", "path": str(tree)}, "output_dir": str(tmp_path / "results")}  # fmt: skip
+           "data": {"kind": "local", "path": str(tree)}, "output_dir": "results"}  # fmt: skip
     (kit_specs / "runs" / "old.yaml").write_text(yaml.safe_dump(run), encoding="utf-8")
     outputs = tmp_path / "outputs" / "llava-v1.5-7b"
     for task in load_specs(kit_specs).tasks:
@@ -204,11 +204,15 @@ def test_official_outputs_and_task_json_alone_give_judgments_scores_and_a_report
         (outputs / task).mkdir(parents=True)
         (outputs / task / "pred.json").write_text(json.dumps(records, indent=4), encoding="utf-8")
 
-    monkeypatch.chdir(tmp_path)
+    elsewhere = tmp_path / "elsewhere"  # the run's files are laid out under --root, not the working folder
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
     argv = ["--specs", str(kit_specs), "import-official", "--run", "old", "--model", "llava-1.5-7b"]
-    assert cli.main([*argv, "--official-outputs", str(outputs), "--data-dir", str(tree), "--report"]) == 0
+    options = ["--official-outputs", str(outputs), "--data-dir", str(tree), "--root", str(tmp_path)]
+    assert cli.main([*argv, *options, "--report"]) == 0
+    assert list(elsewhere.iterdir()) == []
 
-    paths = RunPaths.for_run(load_specs(kit_specs).run("old"))
+    paths = RunPaths.for_run(load_specs(kit_specs).run("old"), base=tmp_path)
     judgments = list(read_jsonl(paths.judgments("llava-1.5-7b", "ActionSequence", Mode.MULTI_IMAGE)))
     assert [(j["scorer"], j["sample_id"], j["score"]) for j in judgments] == [
         ("paper", 0, 0.0), ("paper", 1, 1.0), ("paper", 2, 1.0),
@@ -224,6 +228,13 @@ def test_official_outputs_and_task_json_alone_give_judgments_scores_and_a_report
     )
     record = read_provenance(paths.score_provenance("llava-1.5-7b", "ActionSequence", Mode.MULTI_IMAGE))
     assert record.prompt_rebuilt is False
+    assert record.outputs == tuple(
+        str(paths.relative(p))
+        for p in (
+            paths.judgments("llava-1.5-7b", "ActionSequence", Mode.MULTI_IMAGE),
+            paths.task_score("llava-1.5-7b", "ActionSequence", Mode.MULTI_IMAGE),
+        )
+    )
     assert record.predictions_from == str(outputs / "ActionSequence" / "pred.json")
     assert record.data is not None and record.data.kind == "task-json"
     assert set(record.data.archives) == {"ActionSequence/ActionSequence.json"}
@@ -231,6 +242,14 @@ def test_official_outputs_and_task_json_alone_give_judgments_scores_and_a_report
 
     verdict = json.loads(paths.verdict_json.read_text())
     assert len(verdict["cells"]) == 14
+    # The report's aggregate uses `milebench aggregate`'s defaults: 2000 resamples seeded 0.
+    aggregate = json.loads(paths.aggregate_json.read_text())
+    assert (aggregate["resamples"], aggregate["seed"], verdict["resamples"], verdict["seed"]) == (
+        2000,
+        0,
+        2000,
+        0,
+    )
     html = paths.report_html.read_text(encoding="utf-8")
     assert "No prompt was rebuilt for LLaVA-1.5-7B (multi-image, 29 tasks)" in html
     assert html.count("&Dagger;</sup>") == 29

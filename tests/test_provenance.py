@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import types
 from datetime import UTC, datetime
@@ -60,7 +62,23 @@ def record(tmp_path: Path, model: str = "llava-1.5-7b", **environ: str) -> JobPr
     )
 
 
-def test_manifest_records_specs_data_weights_and_environment(tmp_path: Path) -> None:
+def git_checkout(root: Path) -> str:
+    """A one-commit repository at ``root``; returns its commit."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "kit.py").write_text("x = 1\n", encoding="utf-8")
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "PATH": os.environ["PATH"]}  # fmt: skip
+    for args in (["init", "-q"], ["add", "kit.py"], ["commit", "-q", "-m", "one"]):
+        subprocess.run(["git", "-C", str(root), *args], check=True, env=env, capture_output=True)
+    done = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], check=True, capture_output=True)
+    return done.stdout.decode().strip()
+
+
+def test_manifest_records_specs_data_weights_and_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    commit = git_checkout(tmp_path / "kit")
+    monkeypatch.setattr(provenance, "KIT_ROOT", tmp_path / "kit")
     specs = load_specs()
     job = record(tmp_path)
     assert job.specs == {
@@ -74,7 +92,16 @@ def test_manifest_records_specs_data_weights_and_environment(tmp_path: Path) -> 
     assert job.environment.image_id is None
     assert job.environment.packages["pydantic"]
     assert job.finished_at >= job.started_at
-    assert len(job.kit.commit) == 40 or job.kit.commit == "unknown"
+    assert job.kit == provenance.KitVersion(commit=commit, dirty=False)
+
+
+def test_a_checkout_with_uncommitted_changes_is_dirty(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    commit = git_checkout(tmp_path)
+    (tmp_path / "kit.py").write_text("x = 2\n", encoding="utf-8")
+    monkeypatch.setattr(provenance, "KIT_ROOT", tmp_path)
+    assert provenance.kit_version({}) == provenance.KitVersion(commit=commit, dirty=True)
 
 
 def test_container_facts_come_from_the_environment(tmp_path: Path) -> None:

@@ -73,7 +73,7 @@ def test_answers_are_greedy_deterministic_and_counted(
 ) -> None:
     batch = [picture_sample(0, 3), picture_sample(1, 1)]
     first = adapter.generate(batch)
-    assert all(isinstance(a, str) and a for a in first), first
+    assert first == ["\ufffd%%%%%", "))))))"]  # the seeded checkpoint's greedy answers
     usage = adapter.last_usage()
     queries = [adapter.query(s) for s in batch]
     assert [u.input_tokens for u in usage] == [adapter.input_tokens(q) for q in queries]

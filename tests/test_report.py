@@ -222,8 +222,13 @@ def test_html_is_self_contained_and_escapes_display_names(
     write_scores(specs_dir)
     html = run_report(specs_dir, tmp_path, monkeypatch).report_html.read_text(encoding="utf-8")
     assert "<script" not in html
-    assert "Evil &lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; my_model 50% #1" in html
-    assert "A footnote about 100% &amp; more." in html
+    escaped = "Evil &lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; my_model 50% #1"
+    for mode in (Mode.MULTI_IMAGE, Mode.ADVERSARIAL):
+        table = re.search(rf'<table class="main" id="main-{mode.value}">(.*?)</table>', html, re.S)
+        assert table
+        assert f'<tr data-model="evil">\n<th scope="row">{escaped}</th>' in table.group(1)
+    # Under the main table of the paper mode and in the notes.
+    assert html.count('<p class="note">Random: A footnote about 100% &amp; more.</p>') == 2
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)
     assert "<link" not in html and "@import" not in html
 

@@ -4,6 +4,7 @@ compiled by latexmk, the HTML opened in headless Chromium (console errors and im
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import urllib.request
@@ -269,7 +270,19 @@ def test_report_has_every_part(rendered: tuple[Report, RunPaths]) -> None:
     assert random_row.tasks["WebQA"] is None  # no prepared file: "not recorded"
     html = (paths.reports / "report.html").read_text(encoding="utf-8")
     assert html.count('<img src="data:image/png;base64,') == 4
-    assert "not recorded" in html and "a_b &amp; 100%" in html
+    tasks = re.search(
+        r'<table class="truncation-tasks" id="truncation-tasks-multi-image">(.*?)</table>', html, re.S
+    )
+    assert tasks
+    assert (
+        '<tr data-task="TextNeedleInAHaystack"><th scope="row">TextNeedleInAHaystack</th>\n<td data-model='
+        '"random">100.0% / no budget</td>' in tasks.group(1)
+    )
+    assert (
+        '<tr data-task="WebQA"><th scope="row">WebQA</th>\n<td data-model="random">not recorded</td>'
+        in tasks.group(1)
+    )
+    assert '<tr><th scope="row" class="text">source.path</th><td>a_b &amp; 100%</td></tr>' in html
     assert "<script" not in html
     multi_skipped, combined_skipped, _ = result.skipped
     assert [(r.regime, r.n_skipped, r.tasks_recorded) for r in multi_skipped.regimes] == [("full", 1, 13)]

@@ -102,7 +102,15 @@ def e2e_config(root: Path) -> list[str]:
 
 def test_end_to_end_small_run(e2e: Path) -> None:
     html = (e2e / "reports" / "e2e" / "report.html").read_text()
-    assert "Oracle" in html or "oracle" in html
+    tasks = re.search(r'<table class="tasks" id="tasks-multi-image">(.*?)</table>', html, re.S)
+    assert tasks
+    for task in E2E_TASKS:
+        row = re.search(rf'<tr data-task="{task}">(.*?)</tr>', tasks.group(1), re.S)
+        assert row, task
+        oracle = (
+            '<td data-model="oracle" title="2/2 scored, 0 missing, 0 failed; scored-only 100.0">100.0</td>'
+        )
+        assert oracle in row.group(1), task
     assert (e2e / "reports" / "e2e" / "report.tex").read_text().strip()
     assert (e2e / "reports" / "e2e" / "figures").is_dir()
     for task in E2E_TASKS:

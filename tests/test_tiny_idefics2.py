@@ -81,13 +81,18 @@ def test_image_splitting_costs_five_times_and_needs_the_budget(paths: RunPaths) 
     inputs = split.encode([picture_sample(0, 2)])
     assert int((inputs["input_ids"] == split.processor.image_token_id).sum()) == 40
     assert tuple(inputs["pixel_values"].shape[:2]) == (1, 10), "four crops and the whole image, each"
-    assert isinstance(split.generate([picture_sample(0, 2)])[0], str)
+    assert split.generate([picture_sample(0, 2)]) == ["\ufffd\ufffd\ufffd~\ufffdL\ufffd\ufffd"]
 
 
 def test_batch_answers_as_each_sample_alone(adapter: HfIdefics2Adapter, paths: RunPaths) -> None:
     batch = [picture_sample(0, 3), picture_sample(1, 1), picture_sample(2, 2)]
     first = adapter.generate(batch)
-    assert all(isinstance(a, str) and a for a in first)
+    # The seeded checkpoint's greedy answers (random weights: bytes, many of them not UTF-8).
+    assert first == [
+        '\ufffd"\t\ufffdu\ufffdu\ufffd',
+        '\ufffd"\ufffd5lide\ufffdu~',
+        "\ufffd\ufffditlide\ufffdu~\ufffd",
+    ]
     assert len(set(first)) > 1, "answers should depend on the input"
     assert [adapter.generate([s])[0] for s in batch] == first
     with torch.inference_mode():

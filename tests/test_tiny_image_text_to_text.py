@@ -76,7 +76,8 @@ def test_generates_deterministically_for_one_and_three_images(paths: RunPaths) -
     adapter = load_adapter(spec(), paths, paths.data_root)
     batch = [picture_sample(0, 1), picture_sample(1, 3)]
     first = adapter.generate(batch)
-    assert all(isinstance(a, str) and a for a in first)
+    # The seeded checkpoint's greedy answers (random weights: bytes, some of them not UTF-8).
+    assert first == ["~Gmbers\ufffdke", "\\Ch/d\ufffd"]
     assert adapter.generate(batch) == first
     assert load_adapter(spec(), paths, paths.data_root).generate(batch) == first
     alone = adapter.generate([picture_sample(1, 3)])
@@ -114,7 +115,7 @@ def test_the_strict_variant_refuses_an_input_longer_than_the_context(paths: RunP
     assert isinstance(answers[0], SampleFailure)
     assert answers[0].kind is FailureKind.CONTEXT_OVERFLOW
     assert "exceeds max_context_len 60" in answers[0].detail
-    assert isinstance(answers[1], str) and answers[1]
+    assert answers[1] == "~Gmbers\ufffdke"
     reference = load_adapter(spec(), paths, paths.data_root).generate([picture_sample(1, 1)])
     assert answers[1:] == reference
 

@@ -33,6 +33,9 @@ from milebench.spec.registry import Specs
 from milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.spec.task import Group, QuestionType, ScorerKind
 
+TINY_LLAVA_ANSWERS = ["\\AE\ufffd~Gmbers", "\\Ch/d\ufffd\x0b\ufffd"]
+"""The seeded checkpoint's greedy answers to ``samples`` (random weights: bytes, some of them not UTF-8)."""
+
 
 def tiny_spec(seed: int = 0, n_tokens: int = 16) -> ModelSpec:
     return ModelSpec.model_validate(
@@ -141,14 +144,14 @@ def test_llava_hf_template_keeps_images_in_prompt_order(
         "USER: Answer the question about the slides.\n<image>\n<image>\n then <image>: which is red?\n"
         "Choice list: \nA. red\nB. green\nYour answer is:  ASSISTANT:"
     )
-    assert all(isinstance(a, str) and a for a in adapter.generate(samples))
+    assert adapter.generate(samples) == TINY_LLAVA_ANSWERS
 
 
 def test_generate_is_deterministic(adapter: HfLlavaAdapter, samples: list[PreparedSample]) -> None:
     first = adapter.generate(samples)
     usage = adapter.last_usage()
     assert len(first) == 2
-    assert all(isinstance(a, str) and a for a in first)
+    assert first == TINY_LLAVA_ANSWERS
     assert adapter.generate(samples) == first
     assert [u.input_tokens for u in usage][1] > 48
     assert all(u.output_tokens is not None and 1 <= u.output_tokens <= 8 for u in usage)

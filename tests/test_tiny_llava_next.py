@@ -83,7 +83,12 @@ def test_any_res_token_counts_per_image(adapter: HfLlavaNextAdapter) -> None:
 def test_batch_answers_as_each_sample_alone(adapter: HfLlavaNextAdapter, paths: RunPaths) -> None:
     batch = [picture_sample(0, 3), picture_sample(1, 1), picture_sample(2, 2)]
     first = adapter.generate(batch)
-    assert all(isinstance(a, str) and a for a in first)
+    # The seeded checkpoint's greedy answers (random weights: bytes, some of them not UTF-8).
+    assert first == [
+        "nl\ufffdTANz\ufffd\ufffd\ufffd",
+        "nl\ufffdTANz\ufffdG",
+        "nl\ufffdTANz\ufffd\ufffd\ufffd",
+    ]
     assert len(set(first)) > 1, "answers should depend on the input"
     assert [adapter.generate([s])[0] for s in batch] == first
     with torch.inference_mode():

@@ -133,5 +133,8 @@ def test_no_difference_on_noise_is_not_significant() -> None:
     a = {"SlideVQA": samples(list((rng.random(300) < 0.5).astype(float)))}
     b = {"SlideVQA": samples(list((rng.random(300) < 0.5).astype(float)))}
     result = {r.column: r for r in compare(a, b, TASKS, resamples=2000, seed=1)}["SlideVQA"]
+    # A is right on 160 of the 300 samples, B on 165: the difference is -5/3 points.
+    assert (a["SlideVQA"].scores.sum(), b["SlideVQA"].scores.sum()) == (160.0, 165.0)
+    assert result.difference == pytest.approx(-5 / 3)
     assert result.p_value > 0.05
-    assert result.low < 0 < result.high or result.low <= result.difference <= result.high
+    assert result.low < 0 < result.high  # no difference is inside the interval

@@ -32,10 +32,6 @@ class TokenizerSource(Spec):
     revision: str | None = None
 
     @property
-    def label(self) -> str:
-        return f"{self.kind}:{self.name}@{self.revision or 'main'}"
-
-    @property
     def trust_remote_code(self) -> bool:
         return self.kind == "hub-remote-code"
 

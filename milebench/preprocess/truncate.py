@@ -43,15 +43,14 @@ class Fitted:
 
 
 def _cut(piece: str, ids: list[int], room: int, budget: Budget) -> tuple[str, int]:
-    """The end of an over-long piece: (text, tokens kept)."""
+    """The end of an over-long piece (``room`` is below its token count): (text, tokens kept)."""
     if budget.mode is TruncationMode.PAPER:
         kept = ids[-room:]
         return budget.tokenizer.decode(kept), len(kept)
     keep = max(room, 0)
     if keep == 0:
         return "", 0
-    start = budget.tokenizer.offsets(piece)[len(ids) - keep][0] if keep < len(ids) else 0
-    return piece[start:], keep
+    return piece[budget.tokenizer.offsets(piece)[len(ids) - keep][0] :], keep
 
 
 def fit_context(

@@ -362,8 +362,9 @@ def run_verdict(
     files = RunFiles(paths)
     run_tasks = specs.run_tasks(run)
     require_complete(run, incomplete_cells(run, run_tasks, files))
-    tasks = [t for t in run_tasks if applies(t, Mode.MULTI_IMAGE)]
-    samples = {model: files.samples(model, Mode.MULTI_IMAGE, tasks, DEFAULT_SCORER) for model in run.models}
+    samples = {
+        model: files.samples(model, Mode.MULTI_IMAGE, run_tasks, DEFAULT_SCORER) for model in run.models
+    }
     all_tasks = list(specs.tasks.values())
     return build_verdict(run, specs.paper, all_tasks, samples, DEFAULT_SCORER, resamples, seed, confidence)
 

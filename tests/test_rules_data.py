@@ -1,0 +1,94 @@
+"""Data rules stated as facts: image-count levels, file names, byte ranges, archive members."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from milebench.data.download import DownloadError, _range_start, hub_url, local_source
+from milebench.data.extract import destination, member_problem
+from milebench.data.schema import quantity_level, task_json_path
+
+
+@pytest.mark.parametrize(
+    ("n_images", "level"),
+    [(1, "Few"), (5, "Few"), (6, "Medium"), (31, "Medium"), (32, "Many"), (109, "Many")],
+)
+def test_levels_split_below_6_and_above_31_images(n_images: int, level: str) -> None:
+    assert quantity_level(n_images) == level
+
+
+def test_the_adversarial_file_sits_beside_the_test_set() -> None:
+    assert task_json_path("WebQA") == "WebQA/WebQA.json"
+    assert task_json_path("WebQA", adversarial=True) == "WebQA/WebQA-adv.json"
+
+
+@pytest.mark.parametrize(
+    ("header", "start"),
+    [
+        ("bytes 100-199/200", 100),
+        ("bytes 0-9/10", 0),
+        ("items 100-199/200", None),
+        ("bytes */200", None),
+        ("", None),
+    ],
+)
+def test_the_start_of_a_content_range(header: str, start: int | None) -> None:
+    assert _range_start(header) == start
+
+
+def test_hub_urls_quote_the_revision(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)
+    assert hub_url("org/data", "refs/pr/1", "part0.tar.gz") == (
+        "https://huggingface.co/datasets/org/data/resolve/refs%2Fpr%2F1/part0.tar.gz"
+    )
+
+
+def test_local_sources_are_files_or_paths_and_other_schemes_are_refused(tmp_path: Path) -> None:
+    assert local_source("https://example.org/a") is None
+    assert local_source("http://example.org/a") is None
+    assert local_source(f"file://{tmp_path}/a b") == tmp_path / "a b"
+    assert local_source(str(tmp_path / "a")) == tmp_path / "a"
+    with pytest.raises(DownloadError, match=r"^ftp://x/a: unsupported URL scheme 'ftp'"):
+        local_source("ftp://x/a")
+
+
+def member(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, link
+    return info
+
+
+ONLY = "archives may hold folders and regular files only"
+
+
+@pytest.mark.parametrize(
+    ("info", "problem"),
+    [
+        (member("MileBench/a.json"), None),
+        (member("MileBench/sub", tarfile.DIRTYPE), None),
+        (member("MileBench/sub/../a.json"), None),
+        (member("MileBench/l", tarfile.SYMTYPE, "sub/a.json"), f"symlink to 'sub/a.json'; {ONLY}"),
+        (member("MileBench/l", tarfile.SYMTYPE, "/etc"), f"symlink to '/etc'; {ONLY}"),
+        (
+            member("MileBench/h", tarfile.LNKTYPE, "MileBench/a.json"),
+            f"hardlink to 'MileBench/a.json'; {ONLY}",
+        ),
+        (member("MileBench/p", tarfile.FIFOTYPE), f"device or fifo; {ONLY}"),
+        (member("MileBench/b", tarfile.BLKTYPE), f"device or fifo; {ONLY}"),
+        (member("MileBench/c", tarfile.CHRTYPE), f"device or fifo; {ONLY}"),
+        (member("MileBench/x", tarfile.XHDTYPE), f"member type {tarfile.XHDTYPE!r}; {ONLY}"),
+        (member("MileBench/a\0b"), "NUL byte in the name"),
+        (member("/abs"), "absolute path"),
+        (member(".."), "path escapes the target folder"),
+        (member("MileBench/../../x"), "path escapes the target folder"),
+    ],
+)
+def test_which_archive_members_may_be_extracted(
+    tmp_path: Path, info: tarfile.TarInfo, problem: str | None
+) -> None:
+    """Only folders and regular files, named inside the target folder, are extracted."""
+    root = tmp_path.resolve()
+    assert member_problem(info, destination(root, info.name)) == problem

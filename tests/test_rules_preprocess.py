@@ -1,0 +1,294 @@
+"""Prompt rules stated as facts: tiling that divides evenly, the range of image references, the budget."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+from huggingface_hub import constants as hub_constants
+from PIL import Image
+from test_prompt import build_one, sample_json, task_spec, write_task
+from test_score_command import paths_of, specs_dir  # noqa: F401
+from tokenizers import Tokenizer, models, pre_tokenizers, processors
+from transformers import PreTrainedTokenizerFast
+from transformers.tokenization_python import PythonBackend
+
+from milebench.data.schema import TaskFile
+from milebench.infer.tiny import build_tokenizer
+from milebench.io import read_jsonl
+from milebench.paths import UNLIMITED_REGIME, RunPaths
+from milebench.preprocess import combine, commands
+from milebench.preprocess.prepare import kit_pictures, load_budget, prepare_task
+from milebench.preprocess.prompt import PreprocessError
+from milebench.preprocess.regime import Regime, TokenizerSource, regime_for, tokenizer_dirs
+from milebench.preprocess.tokenizer import HFTokenizer, TokenizerError, load_tokenizer
+from milebench.spec.base import SpecError
+from milebench.spec.model import ImageInput, ModelSpec
+from milebench.spec.run import CombinedSource, Mode, RunSpec, TruncationMode
+
+
+@pytest.mark.parametrize(
+    ("n_images", "n_pictures", "sizes"),
+    [(6, 3, [2, 2, 2]), (8, 2, [4, 4]), (4, 4, [1, 1, 1, 1]), (9, 1, [9])],
+)
+def test_images_that_divide_evenly_fill_every_picture_alike(
+    n_images: int, n_pictures: int, sizes: list[int]
+) -> None:
+    """``(n - 1) // N + 1`` images per picture: exactly n / N when N divides n, so N pictures."""
+    groups = combine.groups(n_images, n_pictures)
+    assert [len(g) for g in groups] == sizes
+    assert [i for g in groups for i in g] == list(range(n_images))
+
+
+def test_pictures_are_labelled_with_global_image_numbers(tmp_path: Path) -> None:
+    paths = [tmp_path / f"{i}.png" for i in range(6)]
+    jobs = combine.sample_jobs(paths, [f"{i}" * 64 for i in range(6)], 3)
+    assert [(job.paths, job.first_index) for job in jobs] == [
+        (tuple(paths[0:2]), 0),
+        (tuple(paths[2:4]), 2),
+        (tuple(paths[4:6]), 4),
+    ]
+    assert [job.sha256 for job in jobs][1] == ("2" * 64, "3" * 64)
+
+
+# --- image references ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("reference", ["{image#0}", "{table#0}", "{image#3}"])
+def test_a_reference_outside_1_to_n_is_refused(tmp_path: Path, reference: str) -> None:
+    """The official loop replaces ``{image#i}`` for i = 1..n only, so ``{image#0}`` and ``{image#n+1}`` would
+    stay in the prompt as text: the kit refuses such a sample (naming it) instead of sending that."""
+    sample = sample_json(f"{{image#1}}{reference} What?", ["a.png", "b.png"], ["cat"])
+    with pytest.raises(PreprocessError) as err:
+        build_one(tmp_path, task_spec(), sample)
+    assert str(err.value).endswith(
+        f"WebQA.json: task WebQA, sample 7: context refers to {reference} but the sample has 2 image(s)"
+    )
+
+
+def test_references_1_to_n_become_placeholders(tmp_path: Path) -> None:
+    sample = sample_json("{image#1} and {table#2}: which?", ["a.png", "b.png"], ["cat"])
+    prepared = build_one(tmp_path, task_spec(), sample)
+    assert prepared.context.startswith("<ImageHere> and <ImageHere>: which?")
+
+
+@pytest.mark.parametrize(("mode", "colour"), [("I", 1000), ("F", 0.5), ("CMYK", (10, 20, 30, 40))])
+def test_every_image_is_tiled_as_its_rgba_conversion(mode: str, colour: object) -> None:
+    """The official script converts each resized image to RGBA before drawing its label."""
+    image = Image.new(mode, (40, 30), colour)
+    assert (
+        combine.tile(image, "Image 1").tobytes() == combine.tile(image.convert("RGBA"), "Image 1").tobytes()
+    )
+
+
+def test_combined_mode_names_the_folder_it_needs_one_entry_of(tmp_path: Path) -> None:
+    sample = sample_json("{image#1}", ["a.png"], ["cat"])
+    sample["task_instance"]["combined_1_images"] = ["c1.jpg", "c2.jpg"]
+    with pytest.raises(PreprocessError) as err:
+        build_one(tmp_path, task_spec(), sample, Mode.COMBINED_IMAGE)
+    assert str(err.value).endswith(
+        "sample 7: combined-image mode needs exactly one combined_1_images entry, got 2"
+    )
+
+
+# --- regimes and their tokenizers ------------------------------------------------------------------
+
+
+def run_spec(**changes: object) -> RunSpec:
+    return RunSpec.model_validate(
+        {"name": "t", "description": "d", "models": ["m"], "data": {"kind": "fixture"}, **changes}
+    )
+
+
+def tiny_model(**changes: object) -> ModelSpec:
+    weights = {"kind": "tiny", "family": "llava"}
+    fields = {"name": "tiny", "display_name": "t", "section": "kit", "adapter": "hf-llava",
+              "weights": weights, "max_context_len": 96, "n_tokens_per_image": 16}  # fmt: skip
+    return ModelSpec.model_validate(fields | changes)
+
+
+def test_only_a_kit_built_tokenizer_is_a_folder_the_job_reads(tmp_path: Path) -> None:
+    paths = RunPaths(out=tmp_path, reports=tmp_path)
+    tiny = regime_for(tiny_model(), run_spec(), Mode.MULTI_IMAGE, tmp_path)
+    assert tokenizer_dirs(tiny, paths) == [paths.model_dir("tiny")]
+    hub = regime_for(tiny_model(name="hub", weights={"kind": "hf", "repo_id": "org/m", "revision": "a" * 40}),
+                     run_spec(), Mode.MULTI_IMAGE, tmp_path)  # fmt: skip
+    assert hub.tokenizer == TokenizerSource(kind="hub", name="org/m", revision="a" * 40)
+    assert tokenizer_dirs(hub, paths) == []
+    unknown = tiny_model(max_context_len=None, notes="n")
+    assert tokenizer_dirs(regime_for(unknown, run_spec(), Mode.MULTI_IMAGE, tmp_path), paths) == []
+
+
+def test_the_budget_holds_the_regime_s_settings(tmp_path: Path) -> None:
+    paths = RunPaths(out=tmp_path, reports=tmp_path)
+    build_tokenizer().save_pretrained(paths.model_dir("tiny"))
+    interleaved = load_budget(regime_for(tiny_model(), run_spec(), Mode.MULTI_IMAGE, tmp_path), paths)
+    assert interleaved is not None
+    assert (interleaved.max_context_len, interleaved.n_tokens_per_image, interleaved.mode) == (
+        96, 16, TruncationMode.PAPER
+    )  # fmt: skip
+    assert interleaved.tokenizer.encode(["Answer the question"]) == [
+        build_tokenizer()("Answer the question").input_ids
+    ]
+    combined = load_budget(
+        regime_for(tiny_model(), run_spec(truncation="clean"), Mode.COMBINED_IMAGE, tmp_path), paths
+    )
+    assert combined is not None
+    assert (combined.n_tokens_per_image, combined.mode) == (
+        0,
+        TruncationMode.CLEAN,
+    )  # pictures cost no tokens
+    assert load_budget(regime_for(tiny_model(max_context_len=None, notes="n"), run_spec(), Mode.MULTI_IMAGE,
+                                  tmp_path), paths) is None  # fmt: skip
+
+
+def test_a_hub_tokenizer_is_loaded_at_its_pinned_revision(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hub cache holding the tokenizer only under its commit (no branch ref): offline, the pinned
+    revision loads and the default branch does not exist."""
+    commit = "c" * 40
+    repo = tmp_path / "hub" / "models--org--tok"
+    build_tokenizer().save_pretrained(repo / "snapshots" / commit)
+    (repo / ".no_exist" / commit).mkdir(parents=True)
+    (repo / ".no_exist" / commit / "config.json").touch()  # the cache's record of a file the repo lacks
+    monkeypatch.setattr(hub_constants, "HF_HUB_CACHE", str(tmp_path / "hub"))  # where the hub client looks
+    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", True)
+    weights = {"kind": "hf", "repo_id": "org/tok", "revision": commit}
+    regime = regime_for(tiny_model(name="hub", weights=weights), run_spec(), Mode.MULTI_IMAGE, tmp_path)
+    budget = load_budget(regime, RunPaths(out=tmp_path, reports=tmp_path))
+    assert budget is not None and budget.tokenizer.name == "org/tok"
+    with pytest.raises(TokenizerError, match=r"^cannot load tokenizer org/tok: "):
+        load_tokenizer("org/tok")
+
+
+def bos_tokenizer() -> HFTokenizer:
+    """One token per word, and a [BOS] the tokenizer adds unless told not to."""
+    words = Tokenizer(models.WordLevel({"[UNK]": 0, "[BOS]": 1, "one": 2, "two": 3}, unk_token="[UNK]"))
+    words.pre_tokenizer = pre_tokenizers.Whitespace()
+    words.post_processor = processors.TemplateProcessing(single="[BOS] $A", special_tokens=[("[BOS]", 1)])
+    return HFTokenizer(PreTrainedTokenizerFast(tokenizer_object=words, bos_token="[BOS]"), "bos")
+
+
+def test_tokens_are_counted_without_special_tokens() -> None:
+    tokenizer = bos_tokenizer()
+    assert tokenizer.tokenizer("one two").input_ids == [1, 2, 3]  # what the tokenizer adds by default
+    assert tokenizer.encode(["one two", "two"]) == [[2, 3], [3]]
+    assert tokenizer.offsets("one two") == [(0, 3), (4, 7)]
+    assert tokenizer.encode([]) == []
+
+
+class WordsTokenizer(PythonBackend):
+    """A slow (pure Python) tokenizer: one token per word, no offsets."""
+
+    def __init__(self) -> None:
+        self.vocab = {"[UNK]": 0, "one": 1, "two": 2}
+        super().__init__(unk_token="[UNK]")
+
+    def get_vocab(self) -> dict[str, int]:
+        return dict(self.vocab)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocab)
+
+    def _tokenize(self, text: str, **kwargs: object) -> list[str]:
+        return text.split()
+
+    def _convert_token_to_id(self, token: str) -> int:
+        return self.vocab.get(token, 0)
+
+    def _convert_id_to_token(self, index: int) -> str:
+        return {i: t for t, i in self.vocab.items()}[index]
+
+
+def test_clean_truncation_needs_a_fast_tokenizer() -> None:
+    slow = HFTokenizer(WordsTokenizer(), "slow-words")
+    assert slow.encode(["one two"]) == [[1, 2]]
+    with pytest.raises(TokenizerError) as err:
+        slow.offsets("one two")
+    assert str(err.value) == "tokenizer slow-words: clean truncation needs a fast tokenizer (offsets)"
+
+
+def test_a_tokenizer_that_cannot_load_is_named(tmp_path: Path) -> None:
+    with pytest.raises(TokenizerError) as err:
+        load_tokenizer(tmp_path / "nothing-here")
+    assert str(err.value).startswith(f"cannot load tokenizer {tmp_path / 'nothing-here'}: ")
+    build_tokenizer().save_pretrained(tmp_path / "tok")
+    assert load_tokenizer(tmp_path / "tok").name == str(tmp_path / "tok")
+
+
+# --- whole tasks -----------------------------------------------------------------------------------
+
+
+def on_disk(root: Path) -> RunPaths:
+    """The score tests' specs folder, with ActionSequence's upstream file in the run's data folder."""
+    paths = paths_of(root)
+    samples = [sample_json("{image#1}Which?", ["a.png"], ["x", "y"], "x", sample_id=i) for i in (0, 1)]
+    write_task(paths.data_root, "ActionSequence", samples)
+    return paths
+
+
+def preprocess_args(root: Path, **changes: object) -> argparse.Namespace:
+    fields = dict(run="t", task="ActionSequence", mode=Mode.MULTI_IMAGE, regime=UNLIMITED_REGIME, workers=1,
+                  specs=root, root=Path("."))  # fmt: skip
+    return argparse.Namespace(**(fields | changes))
+
+
+def test_preprocess_reads_the_specs_folder_it_is_given(specs_dir: Path) -> None:  # noqa: F811
+    paths = on_disk(specs_dir)
+    assert commands.preprocess(preprocess_args(specs_dir)) == 0
+    rows = list(read_jsonl(paths.prepared("ActionSequence", Mode.MULTI_IMAGE)))
+    assert [r["sample_id"] for r in rows] == [0, 1]
+    manifest = json.loads(paths.prepared_manifest("ActionSequence", Mode.MULTI_IMAGE).read_text())
+    source = paths.data_root / "ActionSequence" / "ActionSequence.json"
+    assert (manifest["source"], manifest["n_samples"], manifest["n_prepared"]) == (str(source), 2, 2)
+
+
+def test_preprocess_names_what_it_does_not_know(specs_dir: Path) -> None:  # noqa: F811
+    on_disk(specs_dir)
+    with pytest.raises(SpecError) as err:
+        commands.preprocess(preprocess_args(specs_dir, regime="ctx1-paper-0"))
+    assert str(err.value) == (
+        f"{specs_dir}/runs/t.yaml: models: no model of run 't' reads regime 'ctx1-paper-0' in mode "
+        f"multi-image; known: {UNLIMITED_REGIME}"
+    )
+    with pytest.raises(SpecError) as err:
+        commands.preprocess(preprocess_args(specs_dir, task="NoSuchTask"))
+    assert str(err.value) == f"{specs_dir}/tasks: name: no task spec 'NoSuchTask'"
+
+
+def test_a_model_reading_combined_pictures_gets_them_in_multi_image_mode_too(tmp_path: Path) -> None:
+    """The regime, not the mode, decides: a combined-input model reads the picture and its text markers."""
+    paths = RunPaths(out=tmp_path, reports=tmp_path)
+    source = write_task(paths.data_root, "WebQA", [sample_json("{image#1} Q?", ["a.png"], ["cat", "dog"])])
+    task_file = TaskFile.model_validate_json(source.read_text())
+    regime = Regime(
+        image_input=ImageInput.COMBINED, combined_pictures=1, combined_source=CombinedSource.UPSTREAM
+    )
+    prepared = prepare_task(task_spec(), task_file, source, Mode.MULTI_IMAGE, regime, None, paths, False)
+    [only] = prepared.samples
+    assert only.images == ("WebQA/combined_1_images/c7.jpg",)
+    assert only.context.startswith("<Image 1>  Q?")
+
+
+def test_a_sample_without_its_images_does_not_stop_the_others_from_being_tiled(tmp_path: Path) -> None:
+    paths = RunPaths(out=tmp_path, reports=tmp_path)
+    samples = [sample_json("{image#1} Q?", ["a.png"], ["cat"], sample_id=i) for i in (1, 2)]
+    source = write_task(paths.data_root, "WebQA", samples)
+    (paths.data_root / "WebQA" / "images" / "a.png").unlink()  # both samples name it; restore it for one
+    task_file = TaskFile.model_validate_json(source.read_text())
+    broken = task_file.data[0]
+    fine = task_file.data[1].model_copy(
+        update={
+            "task_instance": task_file.data[1].task_instance.model_copy(update={"images_path": ["b.png"]})
+        }
+    )
+    Image.new("RGB", (8, 8)).save(paths.data_root / "WebQA" / "images" / "b.png")
+    tiles = paths.tiles("WebQA", Mode.MULTI_IMAGE)
+    pictures = kit_pictures("WebQA", [broken, fine], source, paths, tiles, 1, 1, 10_000)
+    assert isinstance(pictures[1], PreprocessError)
+    assert str(pictures[1]).startswith(f"{source}: task WebQA, sample 1: image file not found: ")
+    assert isinstance(pictures[2], list) and len(pictures[2]) == 1

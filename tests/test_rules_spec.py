@@ -1,0 +1,113 @@
+"""Spec rules stated as facts: the evaluator's dispatch, what a spec must explain, where errors point."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mini_specs import builtin_model, task_spec
+from pydantic import ValidationError
+
+from milebench.spec.base import SpecError, field_path, read_yaml
+from milebench.spec.model import ModelSpec
+from milebench.spec.registry import load_specs, spec_hash
+from milebench.spec.task import Group, QuestionType, ScorerKind, TaskSpec, official_scorer
+
+MC, OE = QuestionType.MULTI_CHOICE, QuestionType.OPEN_ENDED
+
+
+@pytest.mark.parametrize(
+    ("name", "question_type", "scorer"),
+    [
+        ("TextNeedleInAHaystack", MC, ScorerKind.NEEDLE),  # the name decides before the question type
+        ("ImageNeedleInAHaystack", OE, ScorerKind.NEEDLE),
+        ("MMCoQA", MC, ScorerKind.SUBSTRING),
+        ("WebQA", OE, ScorerKind.ROUGE_L),
+        ("WebQA", MC, ScorerKind.CHOICE),
+    ],
+)
+def test_the_evaluator_dispatches_by_name_then_question_type(
+    name: str, question_type: QuestionType, scorer: ScorerKind
+) -> None:
+    assert official_scorer(name, question_type) is scorer
+
+
+def test_a_rouge_task_is_measured_in_rouge_and_the_others_in_accuracy() -> None:
+    rouge = task_spec("Spot-the-Diff", Group.S3, OE, ScorerKind.ROUGE_L).model_dump()
+    with pytest.raises(ValidationError, match=r"metric accuracy does not match scorer rouge-l \(rouge-l\)"):
+        TaskSpec.model_validate(rouge | {"metric": "accuracy"})
+    choice = task_spec("WebQA", Group.S1, MC, ScorerKind.CHOICE).model_dump()
+    with pytest.raises(ValidationError, match=r"metric rouge-l does not match scorer choice \(accuracy\)"):
+        TaskSpec.model_validate(choice | {"metric": "rouge-l"})
+
+
+def test_unlettered_options_exist_only_for_multi_choice_tasks() -> None:
+    rouge = task_spec("Spot-the-Diff", Group.S3, OE, ScorerKind.ROUGE_L).model_dump()
+    with pytest.raises(ValidationError, match="labelled_choices=false only applies to multi-choice tasks"):
+        TaskSpec.model_validate(rouge | {"labelled_choices": False})
+    gpr = task_spec("GPR1200", Group.I1, MC, ScorerKind.CHOICE, labelled_choices=False)
+    assert gpr.labelled_choices is False
+
+
+def hub_model(**changes: Any) -> dict[str, Any]:
+    weights = {"kind": "hf", "repo_id": "org/m"}
+    fields = {"name": "m", "display_name": "M", "section": "open-image", "adapter": "hf-llava",
+              "weights": weights, "max_context_len": 4096, "n_tokens_per_image": 576}  # fmt: skip
+    return fields | changes
+
+
+@pytest.mark.parametrize(
+    ("changes", "unknown"),
+    [
+        ({"max_context_len": None}, "max_context_len"),
+        ({"n_tokens_per_image": None}, "n_tokens_per_image"),
+        ({"max_context_len": None, "n_tokens_per_image": None}, "max_context_len, n_tokens_per_image"),
+        ({"adapter": "unported"}, "adapter"),
+    ],
+)
+def test_unknown_model_settings_need_notes(changes: dict[str, Any], unknown: str) -> None:
+    with pytest.raises(
+        ValidationError, match=f"notes must explain the unknown or unported fields: {unknown} \\["
+    ):
+        ModelSpec.model_validate(hub_model(**changes))
+    assert ModelSpec.model_validate(hub_model(**changes, notes="why")).notes == "why"
+
+
+@pytest.mark.parametrize("adapter", ["random", "oracle"])
+def test_baselines_need_no_context_settings(adapter: str) -> None:
+    assert builtin_model(adapter, adapter).max_context_len is None
+
+
+def test_error_paths_are_dotted_and_the_root_has_a_name() -> None:
+    assert field_path(("models", 3, "name")) == "models.3.name"
+    assert field_path(()) == "<root>"
+
+
+def test_a_yaml_error_names_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "run.yaml"
+    path.write_text("name: x\nmodels: [a, b\n", encoding="utf-8")
+    with pytest.raises(SpecError) as err:
+        read_yaml(path)
+    assert err.value.path == path
+    [(where, message)] = err.value.problems
+    assert where == "line 3" and message.startswith("invalid YAML: ")
+    with pytest.raises(SpecError) as err:
+        read_yaml(tmp_path / "absent.yaml")
+    assert err.value.problems == [("<file>", "file not found")]
+
+
+def test_a_spec_hash_ignores_formatting_and_follows_content() -> None:
+    specs = load_specs()
+    task = specs.tasks["WebQA"]
+    assert spec_hash(task) == spec_hash(task.model_copy())
+    assert spec_hash(task) != spec_hash(task.model_copy(update={"n_samples": task.n_samples + 1}))
+    assert len(spec_hash(task)) == 64
+
+
+def test_an_unknown_run_lists_the_known_ones() -> None:
+    specs = load_specs()
+    with pytest.raises(SpecError) as err:
+        specs.run("nope")
+    assert err.value.path == specs.root / "runs"
+    assert err.value.problems == [("name", f"no run spec 'nope'; known: {', '.join(sorted(specs.runs))}")]
