@@ -30,7 +30,7 @@ The ``allava_interleaved`` template keeps each picture at its placeholder instea
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Protocol, cast
 
@@ -193,20 +193,6 @@ class HfAllavaAdapter(HfImageTextToTextAdapter):
                 f"the checkpoint's code keeps the first {limit} positions (tokenizer_model_max_length)"
             )
         return replace(view, ids_per_image=1, notes=tuple(notes))
-
-    def split_rows(self, inputs: BatchFeature) -> Iterator[BatchFeature]:
-        """Each row's unpadded ids and its own pictures."""
-        first = 0
-        for i, count in enumerate(self.images_per_row(inputs)):
-            keep = inputs["attention_mask"][i].bool()
-            row = {
-                "input_ids": inputs["input_ids"][i][keep][None],
-                "attention_mask": inputs["attention_mask"][i][keep][None],
-            }
-            if count:
-                row[self.pixel_key] = inputs[self.pixel_key][first : first + count]
-            first += count
-            yield BatchFeature(row)
 
     def generation_kwargs(self, rows: int) -> dict[str, Any]:
         return {**super().generation_kwargs(rows), "use_cache": True}

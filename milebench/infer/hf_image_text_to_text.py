@@ -263,10 +263,24 @@ class HfImageTextToTextAdapter:
         """The batch's prompt length as the official worker's ids count it (the stop criterion's window)."""
         return int(inputs["input_ids"].shape[1])
 
-    def split_rows(self, inputs: BatchFeature) -> Iterator[BatchFeature]:
-        """Each sample's own inputs, without padding (per-sample decoding); classes that allow
-        ``per_sample`` know their pixel layout and implement this."""
+    def images_per_row(self, inputs: BatchFeature) -> list[int]:
+        """Pictures of each row; classes that allow ``per_sample`` know their image ids and implement this."""
         raise NotImplementedError
+
+    def split_rows(self, inputs: BatchFeature) -> Iterator[BatchFeature]:
+        """Each sample's own inputs, without padding (per-sample decoding): its unpadded ids and its own
+        pictures, one pixel row per picture in row order."""
+        first = 0
+        for i, count in enumerate(self.images_per_row(inputs)):
+            keep = inputs["attention_mask"][i].bool()
+            row = {
+                "input_ids": inputs["input_ids"][i][keep][None],
+                "attention_mask": inputs["attention_mask"][i][keep][None],
+            }
+            if count:
+                row[self.pixel_key] = inputs[self.pixel_key][first : first + count]
+            first += count
+            yield BatchFeature(row)
 
     def decode_batch(self, inputs: BatchFeature) -> tuple[list[str | SampleFailure], list[TokenUsage]]:
         """Answers and token counts of a batch: one ``generate`` for the batch, or one per sample, each

@@ -16,7 +16,7 @@ expanded form. With ``per_sample`` decoding each sample of a batch is generated 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
@@ -143,17 +143,3 @@ class HfLlavaAdapter(HfImageTextToTextAdapter):
         lengths = inputs["attention_mask"].sum(dim=1).tolist()
         images = self.images_per_row(inputs)
         return max(int(n) - k * (self.image_seq - 1) for n, k in zip(lengths, images, strict=True))
-
-    def split_rows(self, inputs: BatchFeature) -> Iterator[BatchFeature]:
-        """Each row's unpadded ids and its own pictures (pixel rows are in image order)."""
-        first = 0
-        for i, count in enumerate(self.images_per_row(inputs)):
-            keep = inputs["attention_mask"][i].bool()
-            row = {
-                "input_ids": inputs["input_ids"][i][keep][None],
-                "attention_mask": inputs["attention_mask"][i][keep][None],
-            }
-            if count:
-                row["pixel_values"] = inputs["pixel_values"][first : first + count]
-            first += count
-            yield BatchFeature(row)
