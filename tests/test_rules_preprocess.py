@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -162,6 +163,33 @@ def test_a_hub_tokenizer_is_loaded_at_its_pinned_revision(
     assert budget is not None and budget.tokenizer.name == "org/tok"
     with pytest.raises(TokenizerError, match=r"^cannot load tokenizer org/tok: "):
         load_tokenizer("org/tok")
+
+
+@pytest.mark.parametrize(
+    ("revision", "trust_remote_code", "warned"),
+    [(None, True, True), ("c" * 40, True, False), (None, False, False)],
+)
+def test_remote_tokenizer_code_at_no_pinned_revision_is_warned_about(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    revision: str | None,
+    trust_remote_code: bool,
+    warned: bool,
+) -> None:
+    """Only a hub repo's own tokenizer code at its moving main is warned about (offline: it then fails)."""
+    monkeypatch.setattr(hub_constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", True)
+    build_tokenizer().save_pretrained(tmp_path / "local")
+    with caplog.at_level(logging.WARNING, logger="milebench.preprocess.tokenizer"):
+        load_tokenizer(tmp_path / "local", None, trust_remote_code)  # a local folder is never warned about
+        with pytest.raises(TokenizerError):
+            load_tokenizer("org/tok", revision, trust_remote_code)
+    warning = (
+        "tokenizer org/tok runs the repository's own code at its current main: pin its revision in "
+        "specs/locks/weights.lock.yaml (milebench lock-weights) so the counting code cannot change"
+    )
+    assert caplog.messages == ([warning] if warned else [])
 
 
 def bos_tokenizer() -> HFTokenizer:
