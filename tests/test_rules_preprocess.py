@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 
 import pytest
+import yaml
 from huggingface_hub import constants as hub_constants
 from PIL import Image
 from test_prompt import build_one, sample_json, task_spec, write_task
@@ -259,9 +260,9 @@ def on_disk(root: Path) -> RunPaths:
     return paths
 
 
-def preprocess_args(root: Path, **changes: object) -> argparse.Namespace:
+def preprocess_args(specs: Path, **changes: object) -> argparse.Namespace:
     fields = dict(run="t", task="ActionSequence", mode=Mode.MULTI_IMAGE, regime=UNLIMITED_REGIME, workers=1,
-                  specs=root, root=Path("."))  # fmt: skip
+                  specs=specs, root=Path("."))  # fmt: skip
     return argparse.Namespace(**(fields | changes))
 
 
@@ -320,3 +321,38 @@ def test_a_sample_without_its_images_does_not_stop_the_others_from_being_tiled(t
     assert isinstance(pictures[1], PreprocessError)
     assert str(pictures[1]).startswith(f"{source}: task WebQA, sample 1: image file not found: ")
     assert isinstance(pictures[2], list) and len(pictures[2]) == 1
+
+
+def test_an_image_path_outside_the_task_folder_stops_only_its_sample(tmp_path: Path) -> None:
+    paths = RunPaths(out=tmp_path, reports=tmp_path)
+    samples = [sample_json("{image#1} Q?", ["a.png"], ["cat"], sample_id=i) for i in (1, 2)]
+    source = write_task(paths.data_root, "WebQA", samples)
+    task_file = TaskFile.model_validate_json(source.read_text())
+    first = task_file.data[0]
+    escaping = first.model_copy(
+        update={"task_instance": first.task_instance.model_copy(update={"images_path": ["/abs.png"]})}
+    )
+    tiles = paths.tiles("WebQA", Mode.MULTI_IMAGE)
+    pictures = kit_pictures("WebQA", [escaping, task_file.data[1]], source, paths, tiles, 1, 1, 10_000)
+    assert str(pictures[1]) == (
+        f"{source}: task WebQA, sample 1: task_instance.images_path entry '/abs.png' is an absolute path; "
+        "entries name files under WebQA/images/"
+    )
+    assert isinstance(pictures[2], list) and len(pictures[2]) == 1
+
+
+def test_preprocess_reads_and_writes_under_the_root_it_is_given(
+    specs_dir: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run with a relative output folder is laid out under --root, wherever the command runs."""
+    run_path = specs_dir / "runs" / "t.yaml"
+    run_path.write_text(yaml.safe_dump({**yaml.safe_load(run_path.read_text()), "output_dir": "results/t"}))
+    staged = tmp_path / "staged"
+    paths = RunPaths.for_run(RunSpec.model_validate(yaml.safe_load(run_path.read_text())), base=staged)
+    samples = [sample_json("{image#1}Which?", ["a.png"], ["x", "y"], "x", sample_id=0)]
+    write_task(paths.data_root, "ActionSequence", samples)
+    monkeypatch.chdir(tmp_path)
+    assert commands.preprocess(preprocess_args(specs_dir, root=staged)) == 0
+    assert [r["sample_id"] for r in read_jsonl(paths.prepared("ActionSequence", Mode.MULTI_IMAGE))] == [0]
