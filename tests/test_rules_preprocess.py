@@ -24,11 +24,13 @@ from milebench.paths import UNLIMITED_REGIME, RunPaths
 from milebench.preprocess import combine, commands
 from milebench.preprocess.prepare import kit_pictures, load_budget, prepare_task
 from milebench.preprocess.prompt import PreprocessError
-from milebench.preprocess.regime import Regime, TokenizerSource, regime_for, tokenizer_dirs
+from milebench.preprocess.regime import Regime, TokenizerSource, model_regime, regime_for, tokenizer_dirs
 from milebench.preprocess.tokenizer import HFTokenizer, TokenizerError, load_tokenizer
 from milebench.spec.base import SpecError
 from milebench.spec.model import ImageInput, ModelSpec
+from milebench.spec.registry import load_specs
 from milebench.spec.run import CombinedSource, Mode, RunSpec, TruncationMode
+from milebench.stage_inputs import MissingInput
 
 
 @pytest.mark.parametrize(
@@ -356,3 +358,40 @@ def test_preprocess_reads_and_writes_under_the_root_it_is_given(
     monkeypatch.chdir(tmp_path)
     assert commands.preprocess(preprocess_args(specs_dir, root=staged)) == 0
     assert [r["sample_id"] for r in read_jsonl(paths.prepared("ActionSequence", Mode.MULTI_IMAGE))] == [0]
+
+
+def with_tiny_model(specs_dir: Path) -> str:  # noqa: F811
+    """Run t reads a tiny model beside the random one; returns the tiny model's multi-image regime id."""
+    dumped = tiny_model().model_dump(mode="json", exclude_none=True)
+    (specs_dir / "models" / "tiny.yaml").write_text(yaml.safe_dump(dumped))
+    run_path = specs_dir / "runs" / "t.yaml"
+    run = yaml.safe_load(run_path.read_text())
+    run_path.write_text(yaml.safe_dump({**run, "models": ["random", "tiny"]}))
+    specs = load_specs(specs_dir)
+    return model_regime(specs, specs.run("t"), "tiny", Mode.MULTI_IMAGE).id
+
+
+def test_an_unknown_regime_is_refused_listing_the_mode_s_regimes(specs_dir: Path) -> None:  # noqa: F811
+    tiny = with_tiny_model(specs_dir)
+    with pytest.raises(SpecError) as err:
+        commands.preprocess(preprocess_args(specs_dir, regime="nothing"))
+    assert str(err.value) == (
+        f"{specs_dir}/runs/t.yaml: models: no model of run 't' reads regime 'nothing' in mode multi-image; "
+        f"known: {UNLIMITED_REGIME}, {tiny}"
+    )
+
+
+def test_preprocess_names_the_inputs_it_lacks_and_their_commands(specs_dir: Path) -> None:  # noqa: F811
+    tiny = with_tiny_model(specs_dir)
+    paths = paths_of(specs_dir)
+    with pytest.raises(MissingInput) as err:
+        commands.preprocess(preprocess_args(specs_dir))
+    source = paths.data_root / "ActionSequence" / "ActionSequence.json"
+    assert str(err.value) == f"{source}: task file not found; run `milebench fetch --run t` first"
+    on_disk(specs_dir)
+    with pytest.raises(MissingInput) as err:
+        commands.preprocess(preprocess_args(specs_dir, regime=tiny))
+    assert str(err.value) == (
+        f"{paths.model_dir('tiny')}: tiny model checkpoint not found; run `milebench tiny-model --run t "
+        "--model tiny` first"
+    )
