@@ -78,6 +78,20 @@ def test_references_1_to_n_become_placeholders(tmp_path: Path) -> None:
     assert prepared.context.startswith("<ImageHere> and <ImageHere>: which?")
 
 
+def test_an_instruction_id_indexes_the_task_s_instructions(tmp_path: Path) -> None:
+    """The test task file lists two instructions: id 1 is the last one, id 2 is past the end."""
+    last = build_one(
+        tmp_path / "a", task_spec(), sample_json("{image#1}", ["a.png"], ["cat"], instruction_id=1)
+    )
+    assert last.instruction == "Say it."
+    with pytest.raises(PreprocessError) as err:
+        build_one(tmp_path / "b", task_spec(), sample_json("{image#1}", ["a.png"], ["cat"], instruction_id=2))
+    assert str(err.value).endswith(
+        "WebQA.json: task WebQA, sample 7: task_instruction_id 2 is out of range "
+        "(meta_data.task_instruction has 2 entries)"
+    )
+
+
 @pytest.mark.parametrize(("mode", "colour"), [("I", 1000), ("F", 0.5), ("CMYK", (10, 20, 30, 40))])
 def test_every_image_is_tiled_as_its_rgba_conversion(mode: str, colour: object) -> None:
     """The official script converts each resized image to RGBA before drawing its label."""
