@@ -23,7 +23,7 @@ from milebench.io import read_jsonl
 from milebench.paths import UNLIMITED_REGIME, RunPaths
 from milebench.preprocess import combine, commands
 from milebench.preprocess.prepare import kit_pictures, load_budget, prepare_task
-from milebench.preprocess.prompt import PreprocessError
+from milebench.preprocess.prompt import PreprocessError, build_sample
 from milebench.preprocess.regime import Regime, TokenizerSource, model_regime, regime_for, tokenizer_dirs
 from milebench.preprocess.tokenizer import HFTokenizer, TokenizerError, load_tokenizer
 from milebench.spec.base import SpecError
@@ -89,6 +89,17 @@ def test_an_instruction_id_indexes_the_task_s_instructions(tmp_path: Path) -> No
     assert str(err.value).endswith(
         "WebQA.json: task WebQA, sample 7: task_instruction_id 2 is out of range "
         "(meta_data.task_instruction has 2 entries)"
+    )
+
+
+def test_a_task_file_of_another_question_type_is_refused_by_name(tmp_path: Path) -> None:
+    spec = task_spec()  # multi-choice
+    source = write_task(tmp_path, spec.name, [sample_json("{image#1}", ["a.png"], ["cat"])], "open-ended")
+    task_file = TaskFile.model_validate_json(source.read_text())
+    with pytest.raises(PreprocessError) as err:
+        build_sample(spec, task_file.meta_data, task_file.data[0], Mode.MULTI_IMAGE, tmp_path, source)
+    assert str(err.value) == (
+        f"{source}: task WebQA, sample 7: question_type open-ended differs from the task spec (multi-choice)"
     )
 
 
