@@ -22,6 +22,7 @@ from milebench.infer.tiny import build_tokenizer
 from milebench.io import read_jsonl
 from milebench.paths import UNLIMITED_REGIME, RunPaths
 from milebench.preprocess import combine, commands
+from milebench.preprocess.commands import read_task_file
 from milebench.preprocess.prepare import kit_pictures, load_budget, prepare_task
 from milebench.preprocess.prompt import PreprocessError, build_sample
 from milebench.preprocess.regime import Regime, TokenizerSource, model_regime, regime_for, tokenizer_dirs
@@ -420,3 +421,30 @@ def test_preprocess_names_the_inputs_it_lacks_and_their_commands(specs_dir: Path
         f"{paths.model_dir('tiny')}: tiny model checkpoint not found; run `milebench tiny-model --run t "
         "--model tiny` first"
     )
+
+
+def test_a_task_file_that_cannot_be_read_is_named_with_the_field(tmp_path: Path) -> None:
+    missing = tmp_path / "T" / "T.json"
+    with pytest.raises(PreprocessError) as err:
+        read_task_file(missing)
+    assert str(err.value) == f"{missing}: task file not found (has the data been fetched?)"
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    with pytest.raises(PreprocessError) as err:
+        read_task_file(bad)
+    assert str(err.value) == (
+        f"{bad}: invalid JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"
+    )
+    wrong = tmp_path / "wrong.json"
+    meta = {"task_instruction": ["x"], "question_type": "open-ended"}
+    wrong.write_text(json.dumps({"meta_data": meta, "data": [{"sample_id": 0}]}))
+    with pytest.raises(SpecError) as err:
+        read_task_file(wrong)
+    assert str(err.value).splitlines()[0] == f"{wrong}: data.0.task_instruction_id: Field required"
+
+
+def test_an_unknown_model_is_named_with_the_models_folder(specs_dir: Path) -> None:  # noqa: F811
+    specs = load_specs(specs_dir)
+    with pytest.raises(SpecError) as err:
+        model_regime(specs, specs.run("t"), "nobody", Mode.MULTI_IMAGE)
+    assert str(err.value) == f"{specs_dir}/models: name: no model spec 'nobody'"
