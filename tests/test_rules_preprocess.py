@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 from pathlib import Path
 
 import pytest
+import yaml
 from huggingface_hub import constants as hub_constants
 from PIL import Image
 from test_prompt import build_one, sample_json, task_spec, write_task
@@ -20,13 +22,16 @@ from milebench.infer.tiny import build_tokenizer
 from milebench.io import read_jsonl
 from milebench.paths import UNLIMITED_REGIME, RunPaths
 from milebench.preprocess import combine, commands
+from milebench.preprocess.commands import read_task_file
 from milebench.preprocess.prepare import kit_pictures, load_budget, prepare_task
-from milebench.preprocess.prompt import PreprocessError
-from milebench.preprocess.regime import Regime, TokenizerSource, regime_for, tokenizer_dirs
+from milebench.preprocess.prompt import PreprocessError, build_sample
+from milebench.preprocess.regime import Regime, TokenizerSource, model_regime, regime_for, tokenizer_dirs
 from milebench.preprocess.tokenizer import HFTokenizer, TokenizerError, load_tokenizer
 from milebench.spec.base import SpecError
 from milebench.spec.model import ImageInput, ModelSpec
+from milebench.spec.registry import load_specs
 from milebench.spec.run import CombinedSource, Mode, RunSpec, TruncationMode
+from milebench.stage_inputs import MissingInput
 
 
 @pytest.mark.parametrize(
@@ -72,6 +77,31 @@ def test_references_1_to_n_become_placeholders(tmp_path: Path) -> None:
     sample = sample_json("{image#1} and {table#2}: which?", ["a.png", "b.png"], ["cat"])
     prepared = build_one(tmp_path, task_spec(), sample)
     assert prepared.context.startswith("<ImageHere> and <ImageHere>: which?")
+
+
+def test_an_instruction_id_indexes_the_task_s_instructions(tmp_path: Path) -> None:
+    """The test task file lists two instructions: id 1 is the last one, id 2 is past the end."""
+    last = build_one(
+        tmp_path / "a", task_spec(), sample_json("{image#1}", ["a.png"], ["cat"], instruction_id=1)
+    )
+    assert last.instruction == "Say it."
+    with pytest.raises(PreprocessError) as err:
+        build_one(tmp_path / "b", task_spec(), sample_json("{image#1}", ["a.png"], ["cat"], instruction_id=2))
+    assert str(err.value).endswith(
+        "WebQA.json: task WebQA, sample 7: task_instruction_id 2 is out of range "
+        "(meta_data.task_instruction has 2 entries)"
+    )
+
+
+def test_a_task_file_of_another_question_type_is_refused_by_name(tmp_path: Path) -> None:
+    spec = task_spec()  # multi-choice
+    source = write_task(tmp_path, spec.name, [sample_json("{image#1}", ["a.png"], ["cat"])], "open-ended")
+    task_file = TaskFile.model_validate_json(source.read_text())
+    with pytest.raises(PreprocessError) as err:
+        build_sample(spec, task_file.meta_data, task_file.data[0], Mode.MULTI_IMAGE, tmp_path, source)
+    assert str(err.value) == (
+        f"{source}: task WebQA, sample 7: question_type open-ended differs from the task spec (multi-choice)"
+    )
 
 
 @pytest.mark.parametrize(("mode", "colour"), [("I", 1000), ("F", 0.5), ("CMYK", (10, 20, 30, 40))])
@@ -164,6 +194,33 @@ def test_a_hub_tokenizer_is_loaded_at_its_pinned_revision(
         load_tokenizer("org/tok")
 
 
+@pytest.mark.parametrize(
+    ("revision", "trust_remote_code", "warned"),
+    [(None, True, True), ("c" * 40, True, False), (None, False, False)],
+)
+def test_remote_tokenizer_code_at_no_pinned_revision_is_warned_about(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    revision: str | None,
+    trust_remote_code: bool,
+    warned: bool,
+) -> None:
+    """Only a hub repo's own tokenizer code at its moving main is warned about (offline: it then fails)."""
+    monkeypatch.setattr(hub_constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", True)
+    build_tokenizer().save_pretrained(tmp_path / "local")
+    with caplog.at_level(logging.WARNING, logger="milebench.preprocess.tokenizer"):
+        load_tokenizer(tmp_path / "local", None, trust_remote_code)  # a local folder is never warned about
+        with pytest.raises(TokenizerError):
+            load_tokenizer("org/tok", revision, trust_remote_code)
+    warning = (
+        "tokenizer org/tok runs the repository's own code at its current main: pin its revision in "
+        "specs/locks/weights.lock.yaml (milebench lock-weights) so the counting code cannot change"
+    )
+    assert caplog.messages == ([warning] if warned else [])
+
+
 def bos_tokenizer() -> HFTokenizer:
     """One token per word, and a [BOS] the tokenizer adds unless told not to."""
     words = Tokenizer(models.WordLevel({"[UNK]": 0, "[BOS]": 1, "one": 2, "two": 3}, unk_token="[UNK]"))
@@ -231,9 +288,9 @@ def on_disk(root: Path) -> RunPaths:
     return paths
 
 
-def preprocess_args(root: Path, **changes: object) -> argparse.Namespace:
+def preprocess_args(specs: Path, **changes: object) -> argparse.Namespace:
     fields = dict(run="t", task="ActionSequence", mode=Mode.MULTI_IMAGE, regime=UNLIMITED_REGIME, workers=1,
-                  specs=root, root=Path("."))  # fmt: skip
+                  specs=specs, root=Path("."))  # fmt: skip
     return argparse.Namespace(**(fields | changes))
 
 
@@ -292,3 +349,102 @@ def test_a_sample_without_its_images_does_not_stop_the_others_from_being_tiled(t
     assert isinstance(pictures[1], PreprocessError)
     assert str(pictures[1]).startswith(f"{source}: task WebQA, sample 1: image file not found: ")
     assert isinstance(pictures[2], list) and len(pictures[2]) == 1
+
+
+def test_an_image_path_outside_the_task_folder_stops_only_its_sample(tmp_path: Path) -> None:
+    paths = RunPaths(out=tmp_path, reports=tmp_path)
+    samples = [sample_json("{image#1} Q?", ["a.png"], ["cat"], sample_id=i) for i in (1, 2)]
+    source = write_task(paths.data_root, "WebQA", samples)
+    task_file = TaskFile.model_validate_json(source.read_text())
+    first = task_file.data[0]
+    escaping = first.model_copy(
+        update={"task_instance": first.task_instance.model_copy(update={"images_path": ["/abs.png"]})}
+    )
+    tiles = paths.tiles("WebQA", Mode.MULTI_IMAGE)
+    pictures = kit_pictures("WebQA", [escaping, task_file.data[1]], source, paths, tiles, 1, 1, 10_000)
+    assert str(pictures[1]) == (
+        f"{source}: task WebQA, sample 1: task_instance.images_path entry '/abs.png' is an absolute path; "
+        "entries name files under WebQA/images/"
+    )
+    assert isinstance(pictures[2], list) and len(pictures[2]) == 1
+
+
+def test_preprocess_reads_and_writes_under_the_root_it_is_given(
+    specs_dir: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run with a relative output folder is laid out under --root, wherever the command runs."""
+    run_path = specs_dir / "runs" / "t.yaml"
+    run_path.write_text(yaml.safe_dump({**yaml.safe_load(run_path.read_text()), "output_dir": "results/t"}))
+    staged = tmp_path / "staged"
+    paths = RunPaths.for_run(RunSpec.model_validate(yaml.safe_load(run_path.read_text())), base=staged)
+    samples = [sample_json("{image#1}Which?", ["a.png"], ["x", "y"], "x", sample_id=0)]
+    write_task(paths.data_root, "ActionSequence", samples)
+    monkeypatch.chdir(tmp_path)
+    assert commands.preprocess(preprocess_args(specs_dir, root=staged)) == 0
+    assert [r["sample_id"] for r in read_jsonl(paths.prepared("ActionSequence", Mode.MULTI_IMAGE))] == [0]
+
+
+def with_tiny_model(specs_dir: Path) -> str:  # noqa: F811
+    """Run t reads a tiny model beside the random one; returns the tiny model's multi-image regime id."""
+    dumped = tiny_model().model_dump(mode="json", exclude_none=True)
+    (specs_dir / "models" / "tiny.yaml").write_text(yaml.safe_dump(dumped))
+    run_path = specs_dir / "runs" / "t.yaml"
+    run = yaml.safe_load(run_path.read_text())
+    run_path.write_text(yaml.safe_dump({**run, "models": ["random", "tiny"]}))
+    specs = load_specs(specs_dir)
+    return model_regime(specs, specs.run("t"), "tiny", Mode.MULTI_IMAGE).id
+
+
+def test_an_unknown_regime_is_refused_listing_the_mode_s_regimes(specs_dir: Path) -> None:  # noqa: F811
+    tiny = with_tiny_model(specs_dir)
+    with pytest.raises(SpecError) as err:
+        commands.preprocess(preprocess_args(specs_dir, regime="nothing"))
+    assert str(err.value) == (
+        f"{specs_dir}/runs/t.yaml: models: no model of run 't' reads regime 'nothing' in mode multi-image; "
+        f"known: {UNLIMITED_REGIME}, {tiny}"
+    )
+
+
+def test_preprocess_names_the_inputs_it_lacks_and_their_commands(specs_dir: Path) -> None:  # noqa: F811
+    tiny = with_tiny_model(specs_dir)
+    paths = paths_of(specs_dir)
+    with pytest.raises(MissingInput) as err:
+        commands.preprocess(preprocess_args(specs_dir))
+    source = paths.data_root / "ActionSequence" / "ActionSequence.json"
+    assert str(err.value) == f"{source}: task file not found; run `milebench fetch --run t` first"
+    on_disk(specs_dir)
+    with pytest.raises(MissingInput) as err:
+        commands.preprocess(preprocess_args(specs_dir, regime=tiny))
+    assert str(err.value) == (
+        f"{paths.model_dir('tiny')}: tiny model checkpoint not found; run `milebench tiny-model --run t "
+        "--model tiny` first"
+    )
+
+
+def test_a_task_file_that_cannot_be_read_is_named_with_the_field(tmp_path: Path) -> None:
+    missing = tmp_path / "T" / "T.json"
+    with pytest.raises(PreprocessError) as err:
+        read_task_file(missing)
+    assert str(err.value) == f"{missing}: task file not found (has the data been fetched?)"
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    with pytest.raises(PreprocessError) as err:
+        read_task_file(bad)
+    assert str(err.value) == (
+        f"{bad}: invalid JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"
+    )
+    wrong = tmp_path / "wrong.json"
+    meta = {"task_instruction": ["x"], "question_type": "open-ended"}
+    wrong.write_text(json.dumps({"meta_data": meta, "data": [{"sample_id": 0}]}))
+    with pytest.raises(SpecError) as err:
+        read_task_file(wrong)
+    assert str(err.value).splitlines()[0] == f"{wrong}: data.0.task_instruction_id: Field required"
+
+
+def test_an_unknown_model_is_named_with_the_models_folder(specs_dir: Path) -> None:  # noqa: F811
+    specs = load_specs(specs_dir)
+    with pytest.raises(SpecError) as err:
+        model_regime(specs, specs.run("t"), "nobody", Mode.MULTI_IMAGE)
+    assert str(err.value) == f"{specs_dir}/models: name: no model spec 'nobody'"

@@ -117,15 +117,19 @@ def test_budget_used_up_by_the_instruction() -> None:
     paper = fit_context(INSTRUCTION, context, IMAGES[:1], budget(3, 2, PAPER), pair_images=True)
     clean = fit_context(INSTRUCTION, context, IMAGES[:1], budget(3, 2, CLEAN), pair_images=True)
     assert paper.context == "w0 w1 w2" and paper.record.text_tokens_kept == 3
+    assert not paper.record.piece_cut  # every token of the piece is kept: nothing was cut
     assert clean.context == "" and clean.record.text_tokens_kept == 0 and clean.record.piece_cut
 
 
 def test_combined_mode_counts_no_image_tokens() -> None:
     context = "<Image 1> w0 w1 <Image 2> Question : which one ?"
-    fitted = fit_context(INSTRUCTION, context, ("tiles.jpg",), budget(3 + 5, 500, CLEAN), pair_images=False)
-    assert fitted.images == ("tiles.jpg",)
+    pictures = ("tiles-1.jpg", "tiles-2.jpg")
+    fitted = fit_context(INSTRUCTION, context, pictures, budget(3 + 5, 500, CLEAN), pair_images=False)
+    assert fitted.images == pictures  # every picture is read, whatever the text budget
     assert fitted.context == "Question : which one ?"
-    assert fitted.record.image_tokens_kept == 0 and fitted.record.n_tokens_per_image == 0
+    r = fitted.record
+    assert r.image_tokens_kept == 0 and r.n_tokens_per_image == 0
+    assert (r.images_total, r.images_kept, r.images_dropped_budget, r.images_unpaired) == (2, 2, 0, 0)
 
 
 def test_unlimited_pairs_like_the_official_walk() -> None:
@@ -134,6 +138,9 @@ def test_unlimited_pairs_like_the_official_walk() -> None:
     r = fitted.record
     assert r.mode is None and r.instruction_tokens is None
     assert (r.images_kept, r.images_unpaired, r.images_dropped_budget) == (2, 1, 0)
+    # Without a budget nothing is counted: the token fields are unknown, not zero.
+    assert (r.max_context_len, r.n_tokens_per_image, r.text_tokens_total, r.text_tokens_kept) == (None,) * 4
+    assert r.image_tokens_kept is None
 
 
 @pytest.mark.parametrize("mode", [PAPER, CLEAN])
