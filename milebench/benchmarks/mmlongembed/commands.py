@@ -115,7 +115,7 @@ def run_command(args: argparse.Namespace) -> int:
     spec = specs.models[args.model]
     try:
         queries, candidates, pools, _ = _read_set(paths, run.name)
-        adapter = load_adapter(spec, paths.cache(spec.name), args.threads)
+        adapter = load_adapter(spec, paths.cache(spec.name), args.threads, paths.vg)
         inputs = {c.id: adapter.read(c) for c in candidates}
         scores = adapter.score(queries, pools, inputs)
     except (RecordError, TokenizerError) as err:

@@ -27,7 +27,12 @@ from milebench.benchmarks.mmlongembed.lengths import (
     package_model_path,
 )
 from milebench.benchmarks.mmlongembed.records import Candidate, Pool, Query, TextSegment
-from milebench.benchmarks.mmlongembed.spec import Bm25Model, PackageTokenizer, SentenceTransformersModel
+from milebench.benchmarks.mmlongembed.spec import (
+    AnyEmbedder,
+    Bm25Model,
+    PackageTokenizer,
+    SentenceTransformersModel,
+)
 from milebench.errors import KitError
 from milebench.preprocess.tokenizer import HFTokenizer
 from milebench.spec.adapters import adapter_kinds, declared
@@ -53,6 +58,8 @@ class ModelInput:
     """Realised length in the model's own tokens (null for a model without a window)."""
     needle: str
     """``whole``, ``part`` or ``dropped``: what of the needle reached the model."""
+    images: tuple[str, ...] = ()
+    """The pictures the text's image placeholders stand for, in order (relative to the set folder)."""
 
 
 class Adapter(Protocol):
@@ -76,7 +83,7 @@ def text_pieces(candidate: Candidate) -> tuple[list[Piece], int | None]:
 
 
 class SentenceTransformerAdapter:
-    def __init__(self, spec: SentenceTransformersModel, cache: Path, threads: int | None) -> None:
+    def __init__(self, spec: SentenceTransformersModel, cache: Path, threads: int | None, data: Path) -> None:
         import torch
         from sentence_transformers import SentenceTransformer
 
@@ -126,7 +133,7 @@ class SentenceTransformerAdapter:
 
 
 class Bm25Adapter:
-    def __init__(self, spec: Bm25Model, cache: Path, threads: int | None) -> None:
+    def __init__(self, spec: Bm25Model, cache: Path, threads: int | None, data: Path) -> None:
         self.spec = spec
 
     def read(self, candidate: Candidate) -> ModelInput:
@@ -157,8 +164,9 @@ class Bm25Adapter:
         return out
 
 
-def load_adapter(spec: SentenceTransformersModel | Bm25Model, cache: Path, threads: int | None) -> Adapter:
-    """The adapter its module declares for the spec's ``kind`` (imported only now)."""
+def load_adapter(spec: AnyEmbedder, cache: Path, threads: int | None, data: Path) -> Adapter:
+    """The adapter its module declares for the spec's ``kind`` (imported only now); ``data`` is the set
+    folder that candidates' image paths are relative to."""
     found = declared(spec.kind)
     if found is None or found.declaration.does != "embed":
         known = ", ".join(adapter_kinds("embed"))
@@ -166,5 +174,5 @@ def load_adapter(spec: SentenceTransformersModel | Bm25Model, cache: Path, threa
             f"embedder {spec.name!r}: no module declares embedding adapter {spec.kind!r} (known: {known})"
         )
     module, entry = found.target.split(":")
-    adapter: Adapter = getattr(importlib.import_module(module), entry)(spec, cache, threads)
+    adapter: Adapter = getattr(importlib.import_module(module), entry)(spec, cache, threads, data)
     return adapter
