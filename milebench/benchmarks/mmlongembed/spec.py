@@ -149,6 +149,9 @@ class VlmEmbedder(Spec):
         description="What stands for one image in the content; its image pad is expanded per image.",
     )
     separator: str = Field(default=" ", description="Between two adjacent text segments.")
+    added_tokens: tuple[str, ...] = Field(
+        default=(), description="Tokens the family's own code adds to the tokenizer at load (Embed-RL: <emb>)."
+    )
     min_image_tokens: StrictInt = Field(ge=1, description="The image processor's lower bound, in tokens.")
     max_image_tokens: StrictInt = Field(ge=1, description="The image processor's upper bound, in tokens.")
     dtype: Literal["float32", "bfloat16", "float16"] = "bfloat16"
@@ -178,6 +181,10 @@ class ApiEmbedder(Spec):
     model_id: str = Field(description="The model (or endpoint) id the request names.")
     base_url: str | None = Field(default=None, description="Default endpoint; the environment overrides it.")
     window: StrictInt = Field(ge=8, description="Tokens the service reads (by the paper's counting rule).")
+    tokenizer: TokenizerRef = Field(
+        description="Cuts a text segment on a window boundary (the service's own tokenizer is not public; "
+        "the paper counts with Qwen3's)."
+    )
     dimension: StrictInt | None = Field(default=None, ge=1)
     query_instruction: str = ""
     document_instruction: str = ""

@@ -10,8 +10,9 @@ dropped, head and tail kept, an image kept whole or not at all (``lengths.middle
 and instruction are charged first; if joining pieces tokenizes longer than their sum, the budget
 shrinks by the excess and the cut is redone, so the final input never exceeds the window.
 
-The embedding is the last layer's hidden state at the last token (the frames end on the token each
-family pools), L2-normalised; similarity is the dot product (cosine). One input per forward pass, so
+The embedding is the last layer's hidden state at the last token (each frame ends on the token its
+family pools: attention is causal, so a frame cut right after Embed-RL's ``<emb>`` gives the hidden
+state its own code reads there), L2-normalised; similarity is the dot product (cosine). One input per forward pass, so
 no padding is involved.
 """
 
@@ -103,6 +104,8 @@ class VlmEmbedAdapter:
             model = transformers.AutoModelForImageTextToText.from_pretrained(
                 source, revision=revision, **{DTYPE_ARGUMENT: dtype}
             )
+        if tokenizer.add_tokens(list(spec.added_tokens)):
+            model.resize_token_embeddings(len(tokenizer))
         self.model = model.to(self.device).eval()
         self.inputs = Qwen2VLInputs(tokenizer, image_processor, spec.max_image_tokens, spec.min_image_tokens)
         self.tokenizer = HFTokenizer(tokenizer, source)
