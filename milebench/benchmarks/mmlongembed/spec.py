@@ -150,7 +150,8 @@ class VlmEmbedder(Spec):
     )
     separator: str = Field(default=" ", description="Between two adjacent text segments.")
     added_tokens: tuple[str, ...] = Field(
-        default=(), description="Tokens the family's own code adds to the tokenizer at load (Embed-RL: <emb>)."
+        default=(),
+        description="Tokens the family's own code adds to the tokenizer at load (Embed-RL: <emb>).",
     )
     min_image_tokens: StrictInt = Field(ge=1, description="The image processor's lower bound, in tokens.")
     max_image_tokens: StrictInt = Field(ge=1, description="The image processor's upper bound, in tokens.")

@@ -12,8 +12,8 @@ shrinks by the excess and the cut is redone, so the final input never exceeds th
 
 The embedding is the last layer's hidden state at the last token (each frame ends on the token its
 family pools: attention is causal, so a frame cut right after Embed-RL's ``<emb>`` gives the hidden
-state its own code reads there), L2-normalised; similarity is the dot product (cosine). One input per forward pass, so
-no padding is involved.
+state its own code reads there), L2-normalised; similarity is the dot product (cosine). One input per
+forward pass, so no padding is involved.
 """
 
 from __future__ import annotations
@@ -109,10 +109,13 @@ class VlmEmbedAdapter:
         self.model = model.to(self.device).eval()
         self.inputs = Qwen2VLInputs(tokenizer, image_processor, spec.max_image_tokens, spec.min_image_tokens)
         self.tokenizer = HFTokenizer(tokenizer, source)
+        self.markers = len(self.tokenizer.encode([spec.image_placeholder])[0]) - 1
+        """Tokens of the placeholder besides its image pad (vision start and end)."""
         self.spec, self.cache, self.data = spec, cache, data
 
     def image_tokens(self, width: int, height: int) -> int:
-        """Tokens the model's image processor makes of a picture of this size (bounds of the spec)."""
+        """Image pads the model's image processor makes of a picture of this size (bounds of the spec);
+        the picture costs ``markers`` more."""
         processor = self.inputs.image_processor
         bounds = {
             "min_pixels": self.inputs.size["shortest_edge"],
@@ -137,8 +140,8 @@ class VlmEmbedAdapter:
         return "".join(out)
 
     def length(self, text: str, images: Sequence[Piece]) -> int:
-        """Ids the model gets: the text's, each image pad expanded to its image's tokens."""
-        return len(self.tokenizer.encode([text])[0]) + sum(p.tokens - 1 for p in images)
+        """Ids the model gets: the text's, each image pad expanded to its image's pads."""
+        return len(self.tokenizer.encode([text])[0]) + sum(p.tokens - self.markers - 1 for p in images)
 
     def pieces(self, candidate: Candidate) -> list[Piece]:
         texts = [s.text for s in candidate.segments if isinstance(s, TextSegment)]
@@ -146,7 +149,7 @@ class VlmEmbedAdapter:
         return [
             Piece(tokens=next(counts), text=s.text)
             if isinstance(s, TextSegment)
-            else Piece(tokens=self.image_tokens(s.width, s.height), image=s.image)
+            else Piece(tokens=self.image_tokens(s.width, s.height) + self.markers, image=s.image)
             for s in candidate.segments
         ]
 

@@ -1,0 +1,203 @@
+"""The Qwen2-VL / Qwen3-VL embedding adapter on tiny random models built offline and loaded through
+``from_pretrained``: the vector is the last token's final hidden state, L2-normalised; text and images
+reach the model in document order; the window cut happens before processing and keeps an image whole
+or drops it, at the exact budget boundary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from milebench.benchmarks.mmlongembed.embedders import ModelInput, load_adapter
+from milebench.benchmarks.mmlongembed.records import Candidate, Pool, Query
+from milebench.benchmarks.mmlongembed.spec import VlmEmbedder
+from milebench.benchmarks.mmlongembed.vlm import VlmEmbedAdapter
+
+KINDS = ("hf-qwen2-vl-embed", "hf-qwen3-vl-embed")
+GME_FRAME = (
+    "<|im_start|>system\n{instruction}<|im_end|>\n<|im_start|>user\n{content}<|im_end|>\n"
+    "<|im_start|>assistant\n<|endoftext|>"
+)
+HEAD = "The first band to play on the Moon was the Virtual Rocket Band."
+TAIL = "The car turns right at the crossing; the truck goes straight ahead and stops."
+PICTURE = "images/red.png"
+SIZE = (48, 32)
+"""Width, height: 3 x 2 merged 16-pixel patches, 6 image tokens in the tiny models."""
+
+
+def spec(kind: str, window: int = 4096) -> VlmEmbedder:
+    return VlmEmbedder(
+        name=f"tiny-{kind}",
+        kind=kind,  # type: ignore[arg-type]
+        family="tiny",
+        weights={"kind": "tiny", "seed": 3},  # type: ignore[arg-type]
+        window=window,
+        template=GME_FRAME,
+        query_instruction="Find the document.",
+        document_instruction="You are a helpful assistant.",
+        min_image_tokens=1,
+        max_image_tokens=16,
+        dtype="float32",
+    )
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("set")
+    (root / "images").mkdir()
+    Image.new("RGB", SIZE, (200, 20, 20)).save(root / PICTURE)
+    return root
+
+
+_adapters: dict[tuple[str, int], VlmEmbedAdapter] = {}
+
+
+def adapter(kind: str, data: Path, window: int = 4096) -> VlmEmbedAdapter:
+    if (kind, window) not in _adapters:
+        loaded = load_adapter(spec(kind, window), data / f"cache-{kind}-{window}.jsonl", 1, data)
+        assert isinstance(loaded, VlmEmbedAdapter)
+        _adapters[kind, window] = loaded
+    return _adapters[kind, window]
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"kind": "text", "text": value, "tokens": 1}
+
+
+def image() -> dict[str, Any]:
+    return {
+        "kind": "image",
+        "image": PICTURE,
+        "sha256": "0" * 64,
+        "width": SIZE[0],
+        "height": SIZE[1],
+        "tokens": 1,
+    }
+
+
+def candidate(segments: list[dict[str, Any]], needle: int = 1, cid: str = "c") -> Candidate:
+    return Candidate.model_validate(
+        {
+            "id": cid,
+            "segments": segments,
+            "length": len(segments),
+            "bin": 256,
+            "depth": 0,
+            "realised_depth": 0.0,
+            "needle_segment": needle,
+            "interference": "mixed",
+        }
+    )
+
+
+def encoded(ad: VlmEmbedAdapter, c: Candidate) -> list[int]:
+    item = ad.read(c)
+    batch = ad.inputs([item.text], ad.load_images(item) or None)
+    ids: list[int] = batch["input_ids"][0]
+    return ids
+
+
+def find(ids: list[int], part: list[int]) -> int:
+    return next(i for i in range(len(ids)) if ids[i : i + len(part)] == part)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_vector_is_the_last_tokens_final_hidden_state_l2_normalised(kind: str, data: Path) -> None:
+    ad = adapter(kind, data)
+    item = ad.read(candidate([text(HEAD), image(), text(TAIL)]))
+    batch = ad.inputs([item.text], ad.load_images(item), return_tensors="pt")
+    with torch.inference_mode():
+        states = ad.model(**batch, output_hidden_states=True).hidden_states[-1][0].numpy()
+    last = states[-1].astype(np.float64)
+    by_hand = last / np.sqrt((last**2).sum())
+    assert np.allclose(ad.embed(item), by_hand, atol=1e-6)
+    assert not np.allclose(ad.embed(item), states[-2] / np.linalg.norm(states[-2]), atol=1e-3)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_pieces_reach_the_model_in_document_order(kind: str, data: Path) -> None:
+    ad = adapter(kind, data)
+    head, tail = (ad.tokenizer.encode([t])[0] for t in (HEAD, TAIL))
+    pad = ad.inputs.image_token_id
+    forward = encoded(ad, candidate([text(HEAD), image(), text(TAIL)]))
+    swapped = encoded(ad, candidate([text(TAIL), image(), text(HEAD)]))
+    assert forward != swapped
+    for ids, first, second in ((forward, head, tail), (swapped, tail, head)):
+        pads = [i for i, t in enumerate(ids) if t == pad]
+        assert find(ids, first) < pads[0] and pads[-1] < find(ids, second)
+    text_first = encoded(ad, candidate([text(HEAD), text(TAIL), image()], needle=2))
+    joined = ad.tokenizer.encode([ad.spec.separator + TAIL])[0]
+    assert find(text_first, head) < find(text_first, joined) < text_first.index(pad)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_image_tokens_are_what_the_processor_makes(kind: str, data: Path) -> None:
+    ad = adapter(kind, data)
+    ids = encoded(ad, candidate([text(HEAD), image(), text(TAIL)]))
+    assert ids.count(ad.inputs.image_token_id) == ad.image_tokens(*SIZE) == 6
+
+
+def frame_tokens(ad: VlmEmbedAdapter) -> int:
+    return ad.length(ad.frame(ad.spec.document_instruction, ""), [])
+
+
+@pytest.mark.parametrize("spare", [0, -1])
+def test_cut_keeps_an_image_whole_or_drops_it_at_the_budget_boundary(spare: int, data: Path) -> None:
+    """Head budget = window - frame, halved (rounded up): exactly room for HEAD and the picture (its 6
+    image tokens and its vision start and end markers), or one token short, in which case the picture
+    goes whole and nothing of it reaches the model."""
+    probe = adapter(KINDS[0], data)
+    head = len(probe.tokenizer.encode([HEAD])[0])
+    budget = 2 * (head + 6 + 2 + spare)
+    ad = adapter(KINDS[0], data, window=frame_tokens(probe) + budget)
+    c = candidate([text(HEAD), image(), text(TAIL * 8)])
+    item = ad.read(c)
+    ids = encoded(ad, c)
+    pads = ids.count(ad.inputs.image_token_id)
+    assert len(ids) <= ad.spec.window
+    if spare == 0:
+        assert (item.needle, item.images, pads) == ("whole", (PICTURE,), 6)
+    else:
+        assert (item.needle, item.images, pads) == ("dropped", (), 0)
+    assert find(ids, probe.tokenizer.encode([HEAD])[0]) >= 0
+
+
+def test_window_is_never_exceeded_and_head_and_tail_survive(data: Path) -> None:
+    probe = adapter(KINDS[0], data)
+    ad = adapter(KINDS[0], data, window=frame_tokens(probe) + 100)
+    c = candidate([text(HEAD), *[image(), text(TAIL)] * 20, text(HEAD)], needle=0)
+    ids = encoded(ad, c)
+    item = ad.read(c)
+    assert len(ids) <= ad.spec.window
+    assert ids.count(ad.inputs.image_token_id) % 6 == 0
+    assert item.needle == "whole" and item.length <= 100
+    assert ad.tokenizer.decode(ids).count(HEAD) == 2
+
+
+def test_scores_are_cosines_and_reuse_the_journal(data: Path) -> None:
+    ad = adapter(KINDS[1], data)
+    cands = {c.id: c for c in (candidate([text(HEAD), image()], cid="a"), candidate([text(TAIL)], 0, "b"))}
+    inputs = {cid: ad.read(c) for cid, c in cands.items()}
+    query = Query(
+        id="q",
+        text="band on the Moon",
+        subset="s",
+        bin=256,
+        depth=0,
+        needle_modality="text",
+        interference="mixed",
+        family="f",
+        entity="e",
+    )
+    pools = {"q": Pool(query="q", candidates=("a", "b"))}
+    scores = ad.score([query], pools, inputs)["q"]
+    q = ad.embed(ModelInput(text=ad.frame("Find the document.", query.text), length=None, needle=""))
+    assert scores["a"] == pytest.approx(float(q @ ad.embed(inputs["a"])), abs=1e-6)
+    lines = ad.cache.read_text().splitlines()
+    assert ad.score([query], pools, inputs)["q"] == scores
+    assert ad.cache.read_text().splitlines() == lines
