@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 from transformers import (
+    PreTrainedModel,
     PreTrainedTokenizerFast,
     Qwen2VLConfig,
     Qwen2VLForConditionalGeneration,
@@ -36,15 +37,6 @@ from milebench.infer.tiny_qwen2_vl import (
 )
 
 
-def _tokens_ids(tokenizer: PreTrainedTokenizerFast) -> dict[str, int]:
-    return {
-        "image_token_id": token_id(tokenizer, IMAGE_PAD),
-        "video_token_id": token_id(tokenizer, VIDEO_PAD),
-        "vision_start_token_id": token_id(tokenizer, VISION_START),
-        "vision_end_token_id": token_id(tokenizer, VISION_END),
-    }
-
-
 def _text_config(tokenizer: PreTrainedTokenizerFast, window: int) -> dict[str, Any]:
     return {
         **text_fields(tokenizer, window),
@@ -57,7 +49,7 @@ def _text_config(tokenizer: PreTrainedTokenizerFast, window: int) -> dict[str, A
     }
 
 
-def _qwen2_vl(tokenizer: PreTrainedTokenizerFast, window: int) -> torch.nn.Module:
+def _qwen2_vl(tokenizer: PreTrainedTokenizerFast, window: int) -> PreTrainedModel:
     config = Qwen2VLConfig(
         text_config=_text_config(tokenizer, window),
         vision_config={
@@ -69,12 +61,15 @@ def _qwen2_vl(tokenizer: PreTrainedTokenizerFast, window: int) -> torch.nn.Modul
             "patch_size": PATCH,
             "spatial_merge_size": MERGE,
         },
-        **_tokens_ids(tokenizer),
+        image_token_id=token_id(tokenizer, IMAGE_PAD),
+        video_token_id=token_id(tokenizer, VIDEO_PAD),
+        vision_start_token_id=token_id(tokenizer, VISION_START),
+        vision_end_token_id=token_id(tokenizer, VISION_END),
     )
     return Qwen2VLForConditionalGeneration(config)
 
 
-def _qwen3_vl(tokenizer: PreTrainedTokenizerFast, window: int) -> torch.nn.Module:
+def _qwen3_vl(tokenizer: PreTrainedTokenizerFast, window: int) -> PreTrainedModel:
     config = Qwen3VLConfig(
         text_config=_text_config(tokenizer, window),
         vision_config={
@@ -88,7 +83,10 @@ def _qwen3_vl(tokenizer: PreTrainedTokenizerFast, window: int) -> torch.nn.Modul
             "num_position_embeddings": 64,
             "deepstack_visual_indexes": [0],
         },
-        **_tokens_ids(tokenizer),
+        image_token_id=token_id(tokenizer, IMAGE_PAD),
+        video_token_id=token_id(tokenizer, VIDEO_PAD),
+        vision_start_token_id=token_id(tokenizer, VISION_START),
+        vision_end_token_id=token_id(tokenizer, VISION_END),
     )
     return Qwen3VLForConditionalGeneration(config)
 

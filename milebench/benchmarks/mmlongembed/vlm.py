@@ -106,7 +106,8 @@ class VlmEmbedAdapter:
             )
         if tokenizer.add_tokens(list(spec.added_tokens)):
             model.resize_token_embeddings(len(tokenizer))
-        self.model = model.to(self.device).eval()
+        # transformers wraps PreTrainedModel.to with functools.wraps, which types it as unbound
+        self.model = model.to(self.device).eval()  # type: ignore[arg-type]
         self.inputs = Qwen2VLInputs(tokenizer, image_processor, spec.max_image_tokens, spec.min_image_tokens)
         self.tokenizer = HFTokenizer(tokenizer, source)
         self.markers = len(self.tokenizer.encode([spec.image_placeholder])[0]) - 1
