@@ -5,8 +5,9 @@ or drops it, at the exact budget boundary."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 import pytest
@@ -15,8 +16,11 @@ from PIL import Image
 
 from milebench.benchmarks.mmlongembed.embedders import ModelInput, load_adapter
 from milebench.benchmarks.mmlongembed.records import Candidate, Pool, Query
-from milebench.benchmarks.mmlongembed.spec import VlmEmbedder
+from milebench.benchmarks.mmlongembed.spec import ApiEmbedder, EmbedderSpec, VlmEmbedder, load_embed_specs
 from milebench.benchmarks.mmlongembed.vlm import VlmEmbedAdapter
+from milebench.spec.adapters import adapter_kinds
+from milebench.spec.base import SpecError
+from milebench.spec.registry import DEFAULT_SPECS
 
 KINDS = ("hf-qwen2-vl-embed", "hf-qwen3-vl-embed")
 GME_FRAME = (
@@ -206,3 +210,44 @@ def test_scores_are_cosines_and_reuse_the_journal(data: Path) -> None:
     lines = ad.cache.read_text().splitlines()
     assert ad.score([query], pools, inputs)["q"] == scores
     assert ad.cache.read_text().splitlines() == lines
+
+
+PAPER_MODELS = {
+    "qwen3-vl-embedding-2b": "Qwen3-VL-Embedding",
+    "qwen3-vl-embedding-8b": "Qwen3-VL-Embedding",
+    "gme-qwen2-vl-2b": "GME",
+    "gme-qwen2-vl-7b": "GME",
+    "rzenembed-v2-7b": "RzenEmbed",
+    "ops-mm-embedding-v1-2b": "Ops-MM-embedding",
+    "ops-mm-embedding-v1-7b": "Ops-MM-embedding",
+    "embed-rl-2b": "Embed-RL",
+    "embed-rl-4b": "Embed-RL",
+    "vlm2vec-qwen2vl-2b": "VLM2Vec",
+    "doubao-seed1.6-embedding": "Doubao seed1.6-embedding",
+}
+
+
+def test_the_papers_eleven_models_have_specs_with_32k_windows_and_sources() -> None:
+    models = load_embed_specs(DEFAULT_SPECS).models
+    assert {name: models[name].family for name in PAPER_MODELS} == PAPER_MODELS  # type: ignore[union-attr]
+    for name in PAPER_MODELS:
+        model = models[name]
+        assert isinstance(model, VlmEmbedder | ApiEmbedder) and model.sources
+        assert model.window == (131072 if isinstance(model, ApiEmbedder) else 32768)
+    assert models["gme-qwen2-vl-2b"].loader_window == 1800  # type: ignore[union-attr]
+    assert models["qwen3-vl-embedding-8b"].loader_window == 8192  # type: ignore[union-attr]
+
+
+def test_every_embedder_kind_is_declared_by_an_adapter_module() -> None:
+    kinds = set()
+    for model in get_args(get_args(EmbedderSpec)[0]):
+        kinds |= set(get_args(model.model_fields["kind"].annotation))
+    assert kinds == set(adapter_kinds("embed"))
+
+
+def test_a_frame_without_its_content_slot_is_refused_by_name(tmp_path: Path) -> None:
+    shutil.copytree(DEFAULT_SPECS, tmp_path / "specs")
+    path = tmp_path / "specs" / "mmlongembed" / "models" / "gme-qwen2-vl-2b.yaml"
+    path.write_text(path.read_text().replace("{content}", "{contents}"))
+    with pytest.raises(SpecError, match=r"gme-qwen2-vl-2b\.yaml.*template.*\{content\} exactly once"):
+        load_embed_specs(tmp_path / "specs")
