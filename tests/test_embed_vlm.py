@@ -34,7 +34,7 @@ SIZE = (48, 32)
 """Width, height: 3 x 2 merged 16-pixel patches, 6 image tokens in the tiny models."""
 
 
-def spec(kind: str, window: int = 4096) -> VlmEmbedder:
+def spec(kind: str, window: int = 4096, min_tokens: int = 1) -> VlmEmbedder:
     return VlmEmbedder(
         name=f"tiny-{kind}",
         kind=kind,  # type: ignore[arg-type]
@@ -44,7 +44,7 @@ def spec(kind: str, window: int = 4096) -> VlmEmbedder:
         template=GME_FRAME,
         query_instruction="Find the document.",
         document_instruction="You are a helpful assistant.",
-        min_image_tokens=1,
+        min_image_tokens=min_tokens,
         max_image_tokens=16,
         dtype="float32",
     )
@@ -58,15 +58,16 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-_adapters: dict[tuple[str, int], VlmEmbedAdapter] = {}
+_adapters: dict[tuple[str, int, int], VlmEmbedAdapter] = {}
 
 
-def adapter(kind: str, data: Path, window: int = 4096) -> VlmEmbedAdapter:
-    if (kind, window) not in _adapters:
-        loaded = load_adapter(spec(kind, window), data / f"cache-{kind}-{window}.jsonl", 1, data)
+def adapter(kind: str, data: Path, window: int = 4096, min_tokens: int = 1) -> VlmEmbedAdapter:
+    if (kind, window, min_tokens) not in _adapters:
+        cache = data / f"cache-{kind}-{window}-{min_tokens}.jsonl"
+        loaded = load_adapter(spec(kind, window, min_tokens), cache, 1, data)
         assert isinstance(loaded, VlmEmbedAdapter)
-        _adapters[kind, window] = loaded
-    return _adapters[kind, window]
+        _adapters[kind, window, min_tokens] = loaded
+    return _adapters[kind, window, min_tokens]
 
 
 def text(value: str) -> dict[str, Any]:
@@ -149,6 +150,14 @@ def test_image_tokens_are_what_the_processor_makes(kind: str, data: Path) -> Non
     ad = adapter(kind, data)
     ids = encoded(ad, candidate([text(HEAD), image(), text(TAIL)]))
     assert ids.count(pad_id(ad)) == ad.image_tokens(*SIZE) == 6
+
+
+def test_a_small_picture_is_enlarged_to_the_families_minimum(data: Path) -> None:
+    """GME and Ops-MM give every image at least 256 tokens: the processor enlarges it, and the cut
+    counts what the processor makes (here a 3 x 2 token picture under a minimum of 12)."""
+    ad = adapter(KINDS[0], data, min_tokens=12)
+    ids = encoded(ad, candidate([text(HEAD), image(), text(TAIL)]))
+    assert ids.count(pad_id(ad)) == ad.image_tokens(*SIZE) >= 12
 
 
 def frame_tokens(ad: VlmEmbedAdapter) -> int:
