@@ -1,7 +1,8 @@
 """Embedding adapters: what a model reads of a candidate, and its similarity to each query of a pool.
 
-The two text adapters here read text only: a candidate's images are dropped and its text segments joined
-with spaces (the multimodal ones, which read images in document order, are ``vlm`` and ``doubao``). A sentence-transformers model then reads at most its window, cut in the middle at segment
+The two text adapters here read text only: a candidate's images are dropped and its text segments
+joined with spaces (the multimodal ones, which read images in document order, are ``vlm`` and
+``doubao``). A sentence-transformers model then reads at most its window, cut in the middle at segment
 level (head and tail kept); cosine similarity of L2-normalised embeddings ranks a pool. BM25 (bm25s)
 reads the whole text; each pool is its own index, so IDF is over the pool.
 
