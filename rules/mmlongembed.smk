@@ -53,6 +53,7 @@ rule embed_generate:
 rule embed_run:
     input:
         **VG_SET,
+        images=EP.vg_images,
     output:
         scores=EP.scores("{embedder}"),
         inputs=EP.inputs("{embedder}"),
