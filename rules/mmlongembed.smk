@@ -9,7 +9,9 @@ command is given the ``--root`` its paths are laid out under.
 """
 
 from milebench.benchmarks.mmlongembed.paths import EmbedPaths
+from milebench.benchmarks.mmlongembed.records import IMAGES as EMBED_IMAGES
 from milebench.benchmarks.mmlongembed.spec import load_embed_specs
+from milebench.benchmarks.mmlongembed.task_inputs import referenced_files
 from milebench.provenance import provenance_path
 from milebench.spec.registry import spec_hash as embed_spec_hash
 
@@ -18,12 +20,22 @@ ER = EMBED_SPECS.run(BENCHMARK_RUN)
 EP = EmbedPaths.for_run(ER)
 VG_SET = {"files": EP.vg_files, "manifest": EP.vg_manifest}
 """The Visual Grounding set as its readers take it: queries, candidates, pools, qrels and the manifest."""
-BENCHMARK_TARGETS = [EP.report_html, EP.report_tex]
+TASK_SETS = {t.dataset: t for t in ER.real_tasks}
+"""The run's real-task datasets, each built into its own set by ``embed_pools``."""
+BENCHMARK_TARGETS = [EP.report_html, EP.report_tex, *(EP.task_manifest(d) for d in TASK_SETS)]
 """The run's default target (Snakemake keeps an included file's default_target from counting)."""
+
+
+def task_inputs(wildcards):
+    """A real-task dataset's input file, every picture it names and its padding text."""
+    spec = TASK_SETS[wildcards.dataset]
+    padding = spec.padding_path(SPECS_DIR)
+    return [*referenced_files(spec.task, spec.input_path(SPECS_DIR)), *([padding] if padding else [])]
 
 
 wildcard_constraints:
     embedder="|".join(ER.models),
+    dataset="|".join(TASK_SETS),
 
 
 rule embed_generate:
@@ -48,6 +60,34 @@ rule embed_generate:
         runtime=60,
     shell:
         "{params.mb} embed-generate --run {params.run} --root {params.root} > {log} 2>&1"
+
+
+rule embed_pools:
+    input:
+        task_inputs,
+    output:
+        files=EP.task_files("{dataset}"),
+        manifest=EP.task_manifest("{dataset}"),
+        images=directory(EP.task_set("{dataset}") / EMBED_IMAGES),
+        provenance=provenance_path(EP.task_manifest("{dataset}")),
+    params:
+        mb=MB,
+        run=ER.name,
+        root=job_root(EP.task_manifest("{dataset}")),
+        spec=lambda w: embed_spec_hash(TASK_SETS[w.dataset]),
+        tokenizer=embed_spec_hash(ER.counting_tokenizer),
+    log:
+        EP.logs("embed_pools", "{dataset}"),
+    benchmark:
+        EP.benchmark("embed_pools", "{dataset}")
+    container:
+        IMAGES[KIT_FAMILY]
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    shell:
+        "{params.mb} embed-pools --run {params.run} --root {params.root} --dataset {wildcards.dataset}"
+        " > {log} 2>&1"
 
 
 rule embed_run:
