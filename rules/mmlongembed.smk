@@ -73,7 +73,7 @@ rule embed_pools:
     params:
         mb=MB,
         run=ER.name,
-        root=job_root(EP.task_manifest("{dataset}")),
+        root=job_root(EP.task_files("{dataset}")[0]),
         spec=lambda w: embed_spec_hash(TASK_SETS[w.dataset]),
         tokenizer=embed_spec_hash(ER.counting_tokenizer),
     log:

@@ -51,7 +51,9 @@ def spec(dataset: str, path: Path | None = None, **extra: object) -> RealTask:
 def make(tokenizer: HFTokenizer, task: RealTask, folder: Path) -> TaskSet:
     reader = Reader(tokenizer, folder)
     path = Path(task.path)
-    taskset = build(task, load_sources(task.task, path, reader), reader.texts(bundled_sentences()), tokenizer, path)
+    taskset = build(
+        task, load_sources(task.task, path, reader), reader.texts(bundled_sentences()), tokenizer, path
+    )
     validate(task, taskset, folder)
     return taskset
 
@@ -154,7 +156,7 @@ def test_summary_hard_negatives_replace_25_50_25_and_pages_come_from_spare_pages
     positive = candidates[f"{cid}-positive"].segments
     first = made[f"{cid}-hard-first"].replaced
     assert candidates[f"{cid}-hard-first"].segments[first[1] :][:6] == positive[2:8]
-    pages, made_pages = sets["pages"]
+    pages, _ = sets["pages"]
     cid = "logical-summarization-pages-00256-p2"
     doc = by_id(pages)
     spare = doc[f"{cid}-hard-first"].segments[0]
@@ -205,11 +207,15 @@ def test_validation_names_the_file_and_the_query(sets, tmp_path: Path) -> None:
     short.pools[3] = Pool(query=query, candidates=taskset.pools[3].candidates[:-1])
     with pytest.raises(RecordError, match=rf"{tmp_path}/pools.jsonl: query {query}: 4 candidates.*\(C/Q\)"):
         validate(task, short, tmp_path)
-    two = TaskSet(**{**vars(taskset), "qrels": [*taskset.qrels, Qrel(query=query, candidate="x", relevance=1)]})
+    two = TaskSet(
+        **{**vars(taskset), "qrels": [*taskset.qrels, Qrel(query=query, candidate="x", relevance=1)]}
+    )
     with pytest.raises(RecordError, match=rf"qrels.jsonl: query {query}: 2 positives"):
         validate(task, two, tmp_path)
     easy = taskset.pools[0].candidates[-1]
-    longer = [c.model_copy(update={"length": c.length + 1}) if c.id == easy else c for c in taskset.candidates]
+    longer = [
+        c.model_copy(update={"length": c.length + 1}) if c.id == easy else c for c in taskset.candidates
+    ]
     with pytest.raises(RecordError, match=rf"candidates.jsonl: candidate {easy} \(pool of query "):
         validate(task, TaskSet(**{**vars(taskset), "candidates": longer}), tmp_path)
 
@@ -230,7 +236,10 @@ def test_input_errors_name_the_file_line_and_query(tokenizer: HFTokenizer, tmp_p
     cases = [
         (one_evidence, r"line 2 \(query r1\): .*1 evidence segments; 2 to 5 expected"),
         ({**good(1), "answer": "x"}, r"line 2 \(query r1\): answer: Extra inputs"),
-        ({**good(1), "segments": [*good(1)["segments"], {"image": "nowhere.png"}]}, r"line 2 \(query r1\): image"),
+        (
+            {**good(1), "segments": [*good(1)["segments"], {"image": "nowhere.png"}]},
+            r"line 2 \(query r1\): image",
+        ),
         ({**good(1), "id": "r0"}, r"line 2 \(query r0\): query id 'r0' repeats"),
     ]
     for row, message in cases:
@@ -245,11 +254,15 @@ def test_a_document_longer_than_the_smallest_pool_is_named(tokenizer: HFTokenize
     path = write_inputs(tmp_path, rows)
     task = spec("reasoning", path)
     reader = Reader(tokenizer, tmp_path)
-    with pytest.raises(RecordError, match=rf"{path}: line 3 \(query r2\): the document is \d+ tokens, longer"):
+    with pytest.raises(
+        RecordError, match=rf"{path}: line 3 \(query r2\): the document is \d+ tokens, longer"
+    ):
         build(task, load_sources(task.task, path, reader), reader.texts(["Padding."]), tokenizer, path)
 
 
-def test_too_few_documents_or_candidates_for_the_hard_negatives(tokenizer: HFTokenizer, tmp_path: Path) -> None:
+def test_too_few_documents_or_candidates_for_the_hard_negatives(
+    tokenizer: HFTokenizer, tmp_path: Path
+) -> None:
     reader = Reader(tokenizer, tmp_path)
     path = DATA / "reasoning.jsonl"
     sources = load_sources(spec("reasoning").task, path, reader)

