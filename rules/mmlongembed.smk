@@ -1,4 +1,5 @@
-"""MMLongEmbed rules: generate the Visual Grounding set, score it with each embedder, evaluate, report.
+"""MMLongEmbed rules: generate the Visual Grounding set, build the run's real-task pools, score them with
+each embedder, evaluate, report.
 
 Included by the top Snakefile when ``--config run=<name>`` names a run spec with ``benchmark: mmlongembed``
 (milebench.benchmarks.mmlongembed declares this file). Every rule is one ``milebench embed-*`` command;
@@ -11,7 +12,7 @@ command is given the ``--root`` its paths are laid out under.
 from milebench.benchmarks.mmlongembed.paths import EmbedPaths
 from milebench.benchmarks.mmlongembed.records import IMAGES as EMBED_IMAGES
 from milebench.benchmarks.mmlongembed.spec import load_embed_specs
-from milebench.benchmarks.mmlongembed.task_inputs import referenced_files
+from milebench.benchmarks.mmlongembed.task_inputs import declared_inputs
 from milebench.provenance import provenance_path
 from milebench.spec.registry import spec_hash as embed_spec_hash
 
@@ -22,15 +23,10 @@ VG_SET = {"files": EP.vg_files, "manifest": EP.vg_manifest}
 """The Visual Grounding set as its readers take it: queries, candidates, pools, qrels and the manifest."""
 TASK_SETS = {t.dataset: t for t in ER.real_tasks}
 """The run's real-task datasets, each built into its own set by ``embed_pools``."""
-BENCHMARK_TARGETS = [EP.report_html, EP.report_tex, *(EP.task_manifest(d) for d in TASK_SETS)]
+TASK_FILES = [f for d in TASK_SETS for f in [*EP.task_files(d), EP.task_manifest(d)]]
+"""Every real-task set, read by the scoring and evaluation jobs beside the Visual Grounding set."""
+BENCHMARK_TARGETS = [EP.report_html, EP.report_tex]
 """The run's default target (Snakemake keeps an included file's default_target from counting)."""
-
-
-def task_inputs(wildcards):
-    """A real-task dataset's input file, every picture it names and its padding text."""
-    spec = TASK_SETS[wildcards.dataset]
-    padding = spec.padding_path(SPECS_DIR)
-    return [*referenced_files(spec.task, spec.input_path(SPECS_DIR)), *([padding] if padding else [])]
 
 
 wildcard_constraints:
@@ -64,7 +60,7 @@ rule embed_generate:
 
 rule embed_pools:
     input:
-        task_inputs,
+        lambda w: declared_inputs(TASK_SETS[w.dataset], SPECS_DIR),
     output:
         files=EP.task_files("{dataset}"),
         manifest=EP.task_manifest("{dataset}"),
@@ -93,6 +89,7 @@ rule embed_pools:
 rule embed_run:
     input:
         **VG_SET,
+        tasks=TASK_FILES,
     output:
         scores=EP.scores("{embedder}"),
         inputs=EP.inputs("{embedder}"),
@@ -120,6 +117,7 @@ rule embed_run:
 rule embed_evaluate:
     input:
         **VG_SET,
+        tasks=TASK_FILES,
         scores=EP.scores("{embedder}"),
         inputs=EP.inputs("{embedder}"),
     output:

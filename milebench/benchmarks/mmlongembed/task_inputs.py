@@ -43,7 +43,7 @@ from pydantic import Field, PositiveFloat, ValidationError, model_validator
 from milebench.benchmarks.mmlongembed.images import store_image
 from milebench.benchmarks.mmlongembed.lengths import count_texts
 from milebench.benchmarks.mmlongembed.records import ImageSegment, TextSegment
-from milebench.benchmarks.mmlongembed.task_spec import Task
+from milebench.benchmarks.mmlongembed.task_spec import RealTask, Task
 from milebench.preprocess.tokenizer import HFTokenizer
 from milebench.record_files import RecordError
 from milebench.spec.base import Spec, describe_errors
@@ -290,3 +290,9 @@ def referenced_files(task: Task, path: Path) -> list[Path]:
             if isinstance(row.get(key), str) and (folder := path.parent / row[key]).is_dir():
                 found += sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
     return list(dict.fromkeys(found))
+
+
+def declared_inputs(spec: RealTask, specs_root: Path) -> list[Path]:
+    """What ``embed-pools`` reads for one dataset: its input, the pictures it names, its padding text."""
+    padding = spec.padding_path(specs_root)
+    return [*referenced_files(spec.task, spec.input_path(specs_root)), *([padding] if padding else [])]

@@ -24,6 +24,10 @@ class Task(StrEnum):
     TEMPORAL_SUMMARIZATION = "temporal-summarization"
 
 
+REAL_TASKS = frozenset(t.value for t in Task)
+"""A real-task query's ``family`` in the track's records (``task_pools``)."""
+
+
 class RealTask(Spec):
     """One dataset of a real task, built into Easy and Hard pools at each length."""
 
