@@ -287,13 +287,16 @@ def test_cq_must_match_across_a_tasks_datasets() -> None:
 def test_pools_score_end_to_end(model: str, sets, tmp_path: Path) -> None:
     """Real-task sets are the track's records: the shipped adapters read and rank them unchanged."""
     taskset, _ = sets["reasoning"]
+    queries = [q for q in taskset.queries if q.bin == BINS[0]]
+    pools = {p.query: p for p in taskset.pools if p.query in {q.id for q in queries}}
+    needed = {c for p in pools.values() for c in p.candidates}
     adapter = load_adapter(load_embed_specs(DEFAULT_SPECS).models[model], tmp_path / "cache.jsonl", 1)
-    inputs = {c.id: adapter.read(c) for c in taskset.candidates}
-    scores = adapter.score(taskset.queries, {p.query: p for p in taskset.pools}, inputs)
+    inputs = {c.id: adapter.read(c) for c in taskset.candidates if c.id in needed}
+    scores = adapter.score(queries, pools, inputs)
     positive = {q.query: q.candidate for q in taskset.qrels}
     p1 = {
         q.id: query_metrics(scores[q.id], {positive[q.id]: 1}, (1,))["P@1"]
-        for q in taskset.queries
+        for q in queries
         if q.interference == "easy"
     }
-    assert len(p1) == 10 and sum(p1.values()) / len(p1) > 0.2  # chance in a pool of 5
+    assert len(p1) == 5 and sum(p1.values()) / len(p1) > 0.2  # chance in a pool of 5

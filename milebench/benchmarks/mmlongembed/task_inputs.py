@@ -203,16 +203,12 @@ class Reader:
         self, items: Sequence[TextItem | ImageItem], base: Path, where: str
     ) -> tuple[list[Segment], list[int]]:
         """Counted segments of a document and the indices of its evidence items."""
-        texts = self.texts([i.text for i in items if isinstance(i, TextItem)])
-        segments: list[Segment] = []
-        evidence = []
-        for index, item in enumerate(items):
-            if getattr(item, "evidence", False):
-                evidence.append(index)
-            segments.append(
-                texts.pop(0) if isinstance(item, TextItem) else self.image(base / item.image, where)
-            )
-        return segments, evidence
+        texts = iter(self.texts([i.text for i in items if isinstance(i, TextItem)]))
+        segments: list[Segment] = [
+            next(texts) if isinstance(item, TextItem) else self.image(base / item.image, where)
+            for item in items
+        ]
+        return segments, [i for i, item in enumerate(items) if getattr(item, "evidence", False)]
 
 
 def sample_times(count: int, fps: float) -> list[int]:

@@ -168,9 +168,9 @@ def variants(
     if spec.task is Task.MULTI_SOURCE_REASONING:
         return _reasoning(source, filler(padding, tokenizer, rng), rng)
     if spec.task is Task.LOGICAL_SUMMARIZATION:
-        pieces = [s for o in others for s in o.segments if isinstance(s, TextSegment)] or list(padding)
-        shuffled = rng.sample(pieces, len(pieces))
-        return _summary(source, Filler(shuffled, tokenizer))
+        documents = rng.sample(list(others), len(others))  # each document's text kept in its order
+        pieces = [s for o in documents for s in o.segments if isinstance(s, TextSegment)] or list(padding)
+        return _summary(source, Filler(pieces, tokenizer))
     return _video(source, rng)
 
 
