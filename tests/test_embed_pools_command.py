@@ -18,11 +18,10 @@ from milebench.cli import main
 from milebench.spec.registry import DEFAULT_SPECS
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = Path(__file__).parent / "data" / "mmlongembed_tasks"
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 
 
-def run_spec(inputs: Path) -> dict:
+def run_spec() -> dict:
     tasks = [
         ("multi-source-reasoning", "reasoning", 5),
         ("logical-summarization", "pages", 4),
@@ -41,7 +40,13 @@ def run_spec(inputs: Path) -> dict:
             "interference": ["text"],
         },
         "real_tasks": [
-            {"task": t, "dataset": d, "path": str(inputs / f"{d}.jsonl"), "bins": [256, 512], "candidates": c}
+            {
+                "task": t,
+                "dataset": d,
+                "path": f"mmlongembed/tasks/{d}.jsonl",
+                "bins": [256, 512],
+                "candidates": c,
+            }
             for t, d, c in tasks
         ],
     }
@@ -50,8 +55,7 @@ def run_spec(inputs: Path) -> dict:
 @pytest.fixture
 def specs(tmp_path: Path) -> Path:
     shutil.copytree(DEFAULT_SPECS, tmp_path / "specs")
-    shutil.copytree(DATA, tmp_path / "inputs")
-    spec = run_spec(tmp_path / "inputs")
+    spec = run_spec()  # inputs relative to the specs folder: the copy's
     (tmp_path / "specs" / "mmlongembed" / "runs" / "embed-pools-tiny.yaml").write_text(yaml.safe_dump(spec))
     return tmp_path / "specs"
 
@@ -77,7 +81,7 @@ def test_a_bad_line_names_file_and_query_and_keeps_other_sets(
 ) -> None:
     assert pools(specs, tmp_path, "reasoning") == 0
     built = tmp_path / "results" / "embed-pools-tiny" / "tasks" / "reasoning" / "manifest.json"
-    inputs = tmp_path / "inputs" / "videos.jsonl"
+    inputs = specs / "mmlongembed" / "tasks" / "videos.jsonl"
     rows = [json.loads(line) for line in inputs.read_text().splitlines()]
     rows[2]["events"] = [[0, 9]]
     inputs.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
@@ -109,7 +113,7 @@ def test_a_run_scores_evaluates_and_reports_its_real_tasks(specs: Path, tmp_path
     html = (tmp_path / "reports" / "embed-pools-tiny" / "report.html").read_text()
     assert "temporal-summarization/videos/hard" in html
     # a picture the input names is a declared input: changing it rebuilds that dataset only
-    Image.new("RGB", (64, 64), (1, 2, 3)).save(tmp_path / "inputs" / "pages" / "doc1" / "spare" / "05.png")
+    Image.new("RGB", (64, 64), (1, 2, 3)).save(specs / "mmlongembed" / "tasks" / "pages/doc1/spare/05.png")
     plan = subprocess.run(
         [*SNAKEMAKE, "-n", "--cores", "1", *config], cwd=tmp_path, capture_output=True, text=True
     )

@@ -1,8 +1,8 @@
-"""Real-task pools built from the committed tiny inputs (tests/data/mmlongembed_tasks, made by its
-``make.py``): one positive per query, the same C/Q at every length, every candidate exactly its pool's
-length, Hard negatives equal to their positive but for a length-matched replacement or a reordering of
-event segments, evidence kept at its relative position across length pools, errors naming the file and
-the query, and the pools scored end to end by BM25 and all-MiniLM-L6-v2."""
+"""Real-task pools built from the committed tiny inputs (specs/mmlongembed/tasks, written by
+tests/make_mmlongembed_tasks.py): one positive per query, the same C/Q at every length, every candidate
+exactly its pool's length, Hard negatives equal to their positive but for a length-matched replacement or
+a reordering of event segments, evidence kept at its relative position across length pools, errors
+naming the file and the query, and the pools scored end to end by BM25 and all-MiniLM-L6-v2."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from milebench.record_files import RecordError
 from milebench.spec.base import validate_mapping
 from milebench.spec.registry import DEFAULT_SPECS
 
-DATA = Path(__file__).parent / "data" / "mmlongembed_tasks"
+DATA = DEFAULT_SPECS / "mmlongembed" / "tasks"
 BINS = (256, 512)
 DATASETS = {
     "reasoning": ("multi-source-reasoning", 5),

@@ -1,4 +1,5 @@
-"""Writes this folder's tiny real-task inputs (run from the repository root; the output is committed).
+"""Writes the tiny real-task inputs under milebench/specs/mmlongembed/tasks/ (committed; the embed-smoke
+run and the real-task tests read them). Run from the repository root.
 
 Multi-Source Reasoning (``reasoning.jsonl``): five made-up documents, each with two to four evidence
 sentences and one with a picture. Logical Summarization: five text documents (``summaries.jsonl``) and
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).resolve().parents[1] / "milebench" / "specs" / "mmlongembed" / "tasks"
 TOPICS = [
     ("Marlow", "glassblower", "Quenby", "amber lanterns", "1821"),
     ("Tessaly", "clockmaker", "Orrin", "brass astrolabes", "1794"),
