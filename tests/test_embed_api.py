@@ -138,7 +138,7 @@ QUERY = Query(
 
 
 def run(data: Path, embedder: ApiEmbedder) -> dict[str, float]:
-    adapter = load_adapter(embedder, data / "cache.jsonl", None, data)
+    adapter = load_adapter(embedder, data / "cache.jsonl", None, [data])
     inputs = {c.id: adapter.read(c) for c in (A, B)}
     return adapter.score([QUERY], {"q": Pool(query="q", candidates=("a", "b"))}, inputs)["q"]
 

@@ -64,7 +64,7 @@ _adapters: dict[tuple[str, int, int], VlmEmbedAdapter] = {}
 def adapter(kind: str, data: Path, window: int = 4096, min_tokens: int = 1) -> VlmEmbedAdapter:
     if (kind, window, min_tokens) not in _adapters:
         cache = data / f"cache-{kind}-{window}-{min_tokens}.jsonl"
-        loaded = load_adapter(spec(kind, window, min_tokens), cache, 1, data)
+        loaded = load_adapter(spec(kind, window, min_tokens), cache, 1, [data])
         assert isinstance(loaded, VlmEmbedAdapter)
         _adapters[kind, window, min_tokens] = loaded
     return _adapters[kind, window, min_tokens]

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from milebench.benchmarks.mmlongembed.cache import cached_embeddings
-from milebench.benchmarks.mmlongembed.embedders import ModelInput, Scores
+from milebench.benchmarks.mmlongembed.embedders import ModelInput, Scores, picture
 from milebench.benchmarks.mmlongembed.lengths import Piece, load_counting_tokenizer, middle_truncate
 from milebench.benchmarks.mmlongembed.records import Candidate, Pool, Query, TextSegment
 from milebench.benchmarks.mmlongembed.spec import ApiEmbedder
@@ -50,7 +50,7 @@ TEXT, IMAGE = "text", "image"
 
 
 class ArkEmbedAdapter:
-    def __init__(self, spec: ApiEmbedder, cache: Path, threads: int | None, data: Path) -> None:
+    def __init__(self, spec: ApiEmbedder, cache: Path, threads: int | None, sets: Sequence[Path]) -> None:
         secret = os.environ.get(KEY_ENV, "")
         if not secret:
             raise AdapterError(f"embedder {spec.name!r}: set {KEY_ENV} in the environment")
@@ -59,7 +59,7 @@ class ArkEmbedAdapter:
         self.headers = {"Authorization": f"Bearer {secret}"}
         self.client = ApiClient(spec.limits, secret)
         self.tokenizer = load_counting_tokenizer(spec.tokenizer)
-        self.spec, self.cache, self.data = spec, cache, data
+        self.spec, self.cache, self.sets = spec, cache, sets
 
     def read(self, candidate: Candidate) -> ModelInput:
         pieces = [
@@ -93,7 +93,7 @@ class ArkEmbedAdapter:
             if kind == TEXT:
                 out.append({"type": "text", "text": value})
             else:
-                image = encode_image(self.data / value)
+                image = encode_image(picture(self.sets, value))
                 out.append(
                     {"type": "image_url", "image_url": {"url": f"data:{image.mime};base64,{image.data}"}}
                 )

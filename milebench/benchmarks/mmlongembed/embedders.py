@@ -37,6 +37,7 @@ from milebench.benchmarks.mmlongembed.spec import (
 )
 from milebench.errors import KitError
 from milebench.preprocess.tokenizer import HFTokenizer
+from milebench.record_files import RecordError
 from milebench.spec.adapters import adapter_kinds, declared
 from milebench.spec.registry import spec_hash
 
@@ -61,7 +62,7 @@ class ModelInput:
     needle: str
     """``whole``, ``part`` or ``dropped``: what of the needle reached the model."""
     images: tuple[str, ...] = ()
-    """The pictures the text's image placeholders stand for, in order (relative to the set folder)."""
+    """The pictures the text's image placeholders stand for, in order (relative to their set folder)."""
 
 
 class Adapter(Protocol):
@@ -70,6 +71,15 @@ class Adapter(Protocol):
     def score(
         self, queries: Sequence[Query], pools: Mapping[str, Pool], inputs: Mapping[str, ModelInput]
     ) -> Scores: ...
+
+
+def picture(sets: Sequence[Path], name: str) -> Path:
+    """Where a candidate's picture is: pictures are named by content hash (``images/<sha256>.<ext>``), so
+    the same name in any set folder is the same bytes; the first folder holding it is taken."""
+    for folder in sets:
+        if (folder / name).is_file():
+            return folder / name
+    raise RecordError(f"picture {name} is in none of the set folders {', '.join(map(str, sets))}")
 
 
 def text_pieces(candidate: Candidate) -> tuple[list[Piece], int | None]:
@@ -85,7 +95,9 @@ def text_pieces(candidate: Candidate) -> tuple[list[Piece], int | None]:
 
 
 class SentenceTransformerAdapter:
-    def __init__(self, spec: SentenceTransformersModel, cache: Path, threads: int | None, data: Path) -> None:
+    def __init__(
+        self, spec: SentenceTransformersModel, cache: Path, threads: int | None, sets: Sequence[Path]
+    ) -> None:
         import torch
         from sentence_transformers import SentenceTransformer
 
@@ -135,7 +147,7 @@ class SentenceTransformerAdapter:
 
 
 class Bm25Adapter:
-    def __init__(self, spec: Bm25Model, cache: Path, threads: int | None, data: Path) -> None:
+    def __init__(self, spec: Bm25Model, cache: Path, threads: int | None, sets: Sequence[Path]) -> None:
         self.spec = spec
 
     def read(self, candidate: Candidate) -> ModelInput:
@@ -166,9 +178,9 @@ class Bm25Adapter:
         return out
 
 
-def load_adapter(spec: AnyEmbedder, cache: Path, threads: int | None, data: Path) -> Adapter:
-    """The adapter its module declares for the spec's ``kind`` (imported only now); ``data`` is the set
-    folder that candidates' image paths are relative to."""
+def load_adapter(spec: AnyEmbedder, cache: Path, threads: int | None, sets: Sequence[Path]) -> Adapter:
+    """The adapter its module declares for the spec's ``kind`` (imported only now); ``sets`` are the set
+    folders candidates' pictures are named relative to (``picture``)."""
     found = declared(spec.kind)
     if found is None or found.declaration.does != "embed":
         known = ", ".join(adapter_kinds("embed"))
@@ -176,5 +188,5 @@ def load_adapter(spec: AnyEmbedder, cache: Path, threads: int | None, data: Path
             f"embedder {spec.name!r}: no module declares embedding adapter {spec.kind!r} (known: {known})"
         )
     module, entry = found.target.split(":")
-    adapter: Adapter = getattr(importlib.import_module(module), entry)(spec, cache, threads, data)
+    adapter: Adapter = getattr(importlib.import_module(module), entry)(spec, cache, threads, sets)
     return adapter

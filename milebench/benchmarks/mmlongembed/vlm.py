@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from milebench.benchmarks.mmlongembed.cache import cached_embeddings
-from milebench.benchmarks.mmlongembed.embedders import ModelInput, Scores
+from milebench.benchmarks.mmlongembed.embedders import ModelInput, Scores, picture
 from milebench.benchmarks.mmlongembed.lengths import Piece, middle_truncate
 from milebench.benchmarks.mmlongembed.records import Candidate, Pool, Query, TextSegment
 from milebench.benchmarks.mmlongembed.spec import CONTENT, INSTRUCTION, TinyEmbedWeights, VlmEmbedder
@@ -84,7 +84,7 @@ def checkpoint(spec: VlmEmbedder) -> Iterator[tuple[str, str | None]]:
 
 
 class VlmEmbedAdapter:
-    def __init__(self, spec: VlmEmbedder, cache: Path, threads: int | None, data: Path) -> None:
+    def __init__(self, spec: VlmEmbedder, cache: Path, threads: int | None, sets: Sequence[Path]) -> None:
         import torch
         import transformers
         from transformers import AutoImageProcessor, AutoTokenizer
@@ -112,7 +112,7 @@ class VlmEmbedAdapter:
         self.tokenizer = HFTokenizer(tokenizer, source)
         self.markers = len(self.tokenizer.encode([spec.image_placeholder])[0]) - 1
         """Tokens of the placeholder besides its image pad (vision start and end)."""
-        self.spec, self.cache, self.data = spec, cache, data
+        self.spec, self.cache, self.sets = spec, cache, sets
 
     def image_tokens(self, width: int, height: int) -> int:
         """Image pads the model's image processor makes of a picture of this size (bounds of the spec);
@@ -179,7 +179,7 @@ class VlmEmbedAdapter:
 
         loaded = []
         for name in item.images:
-            path = self.data / name
+            path = picture(self.sets, name)
             try:
                 with Image.open(path) as img:
                     loaded.append(img.convert("RGB"))
