@@ -18,6 +18,7 @@ from milebench.benchmarks.mmlongembed.embedders import ModelInput, load_adapter
 from milebench.benchmarks.mmlongembed.records import Candidate, Pool, Query
 from milebench.benchmarks.mmlongembed.spec import ApiEmbedder, EmbedderSpec, VlmEmbedder, load_embed_specs
 from milebench.benchmarks.mmlongembed.vlm import VlmEmbedAdapter
+from milebench.record_files import RecordError
 from milebench.spec.adapters import adapter_kinds
 from milebench.spec.base import SpecError
 from milebench.spec.registry import DEFAULT_SPECS
@@ -260,3 +261,11 @@ def test_a_frame_without_its_content_slot_is_refused_by_name(tmp_path: Path) -> 
     path.write_text(path.read_text().replace("{content}", "{contents}"))
     with pytest.raises(SpecError, match=r"gme-qwen2-vl-2b\.yaml.*template.*\{content\} exactly once"):
         load_embed_specs(tmp_path / "specs")
+
+
+def test_a_picture_in_no_set_folder_is_named(data: Path) -> None:
+    ad = adapter(KINDS[0], data)
+    missing = {**image(), "image": "images/absent.png"}
+    item = ad.read(candidate([text(HEAD), missing, text(TAIL)]))
+    with pytest.raises(RecordError, match=r"picture images/absent\.png is in none of the set folders"):
+        ad.embed(item)
