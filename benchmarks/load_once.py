@@ -4,12 +4,12 @@ Both runs go through Snakemake from an empty folder, one after the other, on the
 checkout's, with the smoke run's models, modes and data; ``--tasks N`` keeps its first N tasks for a quick
 check), ``--cores`` as given. ``before`` is the tree of ``--before`` (default ``main``: one infer job per
 (model, task, mode), each importing torch and loading its model), ``after`` this checkout (one infer job
-per (model, mode) for the models that load weights). For each run:
+per (model, mode) for the models that load weights; ``--after REF``: that ref's tree). For each run:
 - wall time of the whole ``snakemake`` command, and its CPU time (every process it waited for);
 - jobs run, and the infer stage's CPU time (the sum of its jobs' Snakemake benchmark records);
 - model loads: the infer processes whose log shows transformers loading weights (one load each);
 and whether every prediction is the same in both runs (all fields but ``seconds``, the time taken).
-Run: ``python benchmarks/load_once.py [--before REF] [--tasks N] [--cores N] [--keep DIR]``.
+Run: ``python benchmarks/load_once.py [--before REF] [--after REF] [--tasks N] [--cores N] [--keep DIR]``.
 """
 
 from __future__ import annotations
@@ -134,6 +134,7 @@ def main() -> int:
     parser.add_argument(
         "--before", default="main", help="Git ref of the kit to compare with (default: main)."
     )
+    parser.add_argument("--after", default=None, help="Git ref to measure instead of this checkout's files.")
     parser.add_argument("--tasks", type=int, default=None, help="Keep the smoke run's first N tasks.")
     parser.add_argument("--cores", type=int, default=2, help="Snakemake --cores of both runs.")
     parser.add_argument("--keep", type=Path, default=None, help="Keep both runs' folders here.")
@@ -144,7 +145,8 @@ def main() -> int:
         specs = bench_specs(root, args.tasks)
         old = export_tree(args.before, root / "before-tree")
         before = run_smoke(old, specs, root / "before", args.cores)
-        after = run_smoke(REPO, specs, root / "after", args.cores)
+        new = export_tree(args.after, root / "after-tree") if args.after else REPO
+        after = run_smoke(new, specs, root / "after", args.cores)
         same = predictions(root / "before") == predictions(root / "after")
         n = len(predictions(root / "after"))
     tasks = "all tasks" if args.tasks is None else f"first {args.tasks} tasks"

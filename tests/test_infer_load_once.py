@@ -205,6 +205,8 @@ def test_sigkill_mid_way_then_rerun_answers_every_sample_exactly_once(
     deadline = time.monotonic() + DEADLINE_S
     while journal_lines(journals["GPR1200"]) < 1 and child.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
+    if child.poll() is not None:
+        pytest.fail(f"the job ended (exit {child.returncode}) before answering GPR1200, its second task")
     os.killpg(child.pid, signal.SIGKILL)
     child.wait(timeout=DEADLINE_S)
     assert child.returncode == -signal.SIGKILL
