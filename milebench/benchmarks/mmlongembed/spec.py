@@ -82,6 +82,11 @@ class EmbedRunSpec(Spec):
     )
     visual_grounding: VisualGrounding
     heatmap_k: StrictInt = Field(default=5, ge=1, description="The heatmap's Hit@k (the paper's 'P@5').")
+    tolerance: Number = Field(
+        default=1.0,
+        ge=0,
+        description="Verdict: points (x100) within which ours reproduces a published value.",
+    )
     cutoffs: tuple[StrictInt, ...] = (1, 5, 10)
 
     @model_validator(mode="after")
@@ -91,7 +96,21 @@ class EmbedRunSpec(Spec):
         return self
 
 
-class SentenceTransformersModel(Spec):
+class Lineage(Spec):
+    """Where a model stands in its family: the scale test pairs a family's largest ``scale`` with its
+    smallest. ``scale`` is any number that orders the members (the paper's: billions of parameters)."""
+
+    family: str | None = None
+    scale: Number | None = None
+
+    @model_validator(mode="after")
+    def _scale_with_family(self) -> Lineage:
+        if (self.family is None) != (self.scale is None):
+            raise ValueError("family and scale go together: give both or neither")
+        return self
+
+
+class SentenceTransformersModel(Lineage):
     """A text embedding model run with sentence-transformers; images in candidates are dropped."""
 
     name: str
@@ -101,7 +120,7 @@ class SentenceTransformersModel(Spec):
     batch_size: StrictInt = Field(default=32, ge=1)
 
 
-class Bm25Model(Spec):
+class Bm25Model(Lineage):
     """Lexical baseline (bm25s); the index of each pool is the pool itself; images are dropped."""
 
     name: str
