@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from numpy.linalg import LinAlgError
+from numpy.typing import ArrayLike
 from scipy import stats
 from statsmodels.regression.mixed_linear_model import MixedLM
 from statsmodels.tools.sm_exceptions import ConvergenceWarning
@@ -52,8 +53,8 @@ def _finite(value: float) -> float | None:
 
 
 def paired_test(
-    a: Sequence[float],
-    b: Sequence[float],
+    a: ArrayLike,
+    b: ArrayLike,
     resamples: int = RESAMPLES,
     seed: int = 0,
     confidence: float = CONFIDENCE,
