@@ -1,5 +1,6 @@
-"""The MMLongEmbed track end to end through Snakemake on a tiny Visual Grounding set: real MiniLM and
-BM25 runs, and MiniLM's 256-token window visible in what it read."""
+"""The MMLongEmbed track end to end through Snakemake on a tiny Visual Grounding set: real MiniLM (two
+windows, a family of two scales) and BM25 runs, MiniLM's 256-token window visible in what it read, every
+analysis computed from them, and the report compiled by latexmk and opened in headless Chromium."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_report_tools import chromium, open_in_chromium
 
+from milebench.benchmarks.mmlongembed.aggregate import Analysis
 from milebench.spec.registry import DEFAULT_SPECS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -27,7 +30,7 @@ TINY = {
         "depths": [0, 50, 100],
         "families": 1,
         "needle_modalities": ["text"],
-        "interference": ["text"],
+        "interference": ["text", "mixed"],
     },
     "heatmap_k": 1,
     "cutoffs": [1, 5],
@@ -81,4 +84,61 @@ def test_rerun_has_nothing_to_do_and_reuses_the_embedding_cache(run_dir: Path) -
     assert "Nothing to be done" in result.stdout + result.stderr
     cache = run_dir / "results" / "embed-tiny" / "cache" / "all-minilm-l6-v2.jsonl"
     keys = [json.loads(line)["key"] for line in cache.read_text().splitlines()]
-    assert len(keys) == len(set(keys)) == 5 + 1 * 5 * 2 * 3  # 5 queries (one per entity) + 30 candidates
+    assert len(keys) == len(set(keys)) == 5 + 2 * 5 * 2 * 3  # 5 queries (one per entity) + 60 candidates
+
+
+def analysis(root: Path) -> Analysis:
+    return Analysis.model_validate_json((root / "results" / "embed-tiny" / "analysis.json").read_text())
+
+
+def test_every_analysis_has_real_numbers(run_dir: Path) -> None:
+    result = analysis(run_dir)
+    (scale,) = result.scale
+    assert (scale.larger, scale.smaller) == ("all-minilm-l6-v2", "all-minilm-l6-v2-w128")
+    per_query = [metrics(run_dir, m)["queries"] for m in (scale.larger, scale.smaller)]
+    diffs = [per_query[0][q]["P@1"] - per_query[1][q]["P@1"] for q in per_query[0]]
+    assert scale.test.n == 60 and scale.test.mean_difference == pytest.approx(sum(diffs) / 60)
+    assert scale.test.resamples == 10_000
+    assert [p.model for p in result.position] == TINY["models"]
+    assert all(p.effects.levels == (0, 50, 100) and p.effects.groups == 5 for p in result.position)
+    for row in result.interference:
+        subsets = metrics(run_dir, row.model)["averages"]
+        assert row.spread.scores == {
+            m: pytest.approx(100 * subsets[f"subset text-needle/{m}"]["P@1"]) for m in ("mixed", "text")
+        }
+        assert row.spread.sd is not None
+    assert {c.agreement for c in result.verdict.cells} == {"no score"}  # no model of the paper ran
+
+
+def test_report_renders_every_analysis(run_dir: Path) -> None:
+    html = (run_dir / "reports" / "embed-tiny" / "report.html").read_text()
+    for section in ("verdict", "scale", "position", "interference", "easy-hard"):
+        assert f'<section id="{section}">' in html
+    assert 'id="scale-tests"' in html and 'id="easy-hard-absent"' in html
+    scale = analysis(run_dir).scale[0].test
+    assert f"<td>{100 * scale.mean_difference:+.2f}</td>" in html
+    assert '<th scope="row">RzenEmbed-v2-7B</th><td class="text">Average P@1</td><td>58.61</td>' in html
+
+
+@pytest.mark.skipif(shutil.which("latexmk") is None, reason="latexmk absent: run .ci/report-tools.sh")
+def test_latex_report_compiles(run_dir: Path, tmp_path: Path) -> None:
+    work = tmp_path / "tex"
+    shutil.copytree(run_dir / "reports" / "embed-tiny", work)
+    done = subprocess.run(
+        ["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", "report.tex"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    log = (work / "report.log").read_text(encoding="utf-8", errors="replace")
+    assert done.returncode == 0 and "\n! " not in log, log[-3000:]
+    assert (work / "report.pdf").read_bytes().startswith(b"%PDF")
+
+
+@pytest.mark.skipif(chromium() is None, reason="chromium absent: run .ci/report-tools.sh")
+def test_html_report_loads_in_chromium_without_errors(run_dir: Path, tmp_path: Path) -> None:
+    html = (run_dir / "reports" / "embed-tiny" / "report.html").resolve()
+    errors, images, _, _ = open_in_chromium(html, tmp_path / "profile")
+    assert errors == []
+    assert len(images) == 3 and all(complete and width > 0 for complete, width in images)

@@ -21,7 +21,7 @@ import numpy as np
 from scipy import stats
 
 from milebench.benchmarks.mmlongembed.records import Query
-from milebench.benchmarks.mmlongembed.spec import Bm25Model, SentenceTransformersModel
+from milebench.benchmarks.mmlongembed.spec import Lineage
 from milebench.benchmarks.mmlongembed.statistics import (
     CONFIDENCE,
     RESAMPLES,
@@ -61,7 +61,7 @@ class ModelInterference(Spec):
     spread: Spread
 
 
-def scale_pairs(models: Mapping[str, SentenceTransformersModel | Bm25Model]) -> list[tuple[str, str, str]]:
+def scale_pairs(models: Mapping[str, Lineage]) -> list[tuple[str, str, str]]:
     """(family, larger, smaller) for each family with at least two scales among ``models``."""
     families: dict[str, list[tuple[float, str]]] = defaultdict(list)
     for name, spec in models.items():
@@ -77,7 +77,7 @@ def scale_pairs(models: Mapping[str, SentenceTransformersModel | Bm25Model]) -> 
 
 
 def scale_comparisons(
-    models: Mapping[str, SentenceTransformersModel | Bm25Model],
+    models: Mapping[str, Lineage],
     scores: Mapping[str, QueryScores],
     queries: Sequence[Query],
     resamples: int = RESAMPLES,
