@@ -17,6 +17,7 @@ from milebench.spec.registry import spec_hash as embed_spec_hash
 EMBED_SPECS = load_embed_specs(SPECS_DIR)
 ER = EMBED_SPECS.run(BENCHMARK_RUN)
 EP = EmbedPaths.for_run(ER)
+LINEAGE = frozenset({"family", "scale"})
 VG_SET = {"files": EP.vg_files, "manifest": EP.vg_manifest}
 """The Visual Grounding set as its readers take it: queries, candidates, pools, qrels and the manifest."""
 BENCHMARK_TARGETS = [EP.report_html, EP.report_tex]
@@ -62,7 +63,8 @@ rule embed_run:
         mb=MB,
         run=ER.name,
         root=job_root(EP.scores("{embedder}")),
-        spec=lambda w: embed_spec_hash(EMBED_SPECS.models[w.embedder]),
+        # A model's family and scale pair it for the scale test; they change no score.
+        spec=lambda w: embed_spec_hash(EMBED_SPECS.models[w.embedder], exclude=LINEAGE),
     threads: 2
     log:
         EP.logs("embed_run", "{embedder}"),
