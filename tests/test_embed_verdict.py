@@ -3,7 +3,10 @@ every published value shown, and a paper spec naming an unknown model refused by
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -124,3 +127,32 @@ def test_shipped_paper_spec_loads_and_an_unknown_model_is_named(tmp_path: Path) 
         SpecError, match=r"paper\.yaml: averages\.rows\.2\.model: unknown model 'no-such-model'"
     ):
         load_embed_paper(load_embed_specs(tmp_path / "specs"))
+
+
+def test_aggregate_names_a_metrics_file_that_is_not_json(tmp_path: Path) -> None:
+    metrics = tmp_path / "results" / "embed-smoke" / "metrics" / "all-minilm-l6-v2.json"
+    metrics.parent.mkdir(parents=True)
+    metrics.write_text("{not json", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "milebench",
+            "--specs",
+            str(DEFAULT_SPECS),
+            "embed-aggregate",
+            "--run",
+            "embed-smoke",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert (
+        f"ERROR milebench.benchmarks.mmlongembed.commands: {metrics.relative_to(tmp_path)}: " in done.stderr
+    )
+    assert not (tmp_path / "results" / "embed-smoke" / "analysis.json").exists()
