@@ -7,7 +7,8 @@
 - ``depth_effects``: position bias. A linear mixed-effects model (statsmodels ``MixedLM``, REML) with a
   random intercept per needle instance, fitted twice: with depth as levels (Wald chi2 on the level
   contrasts, levels - 1 df) and with centred linear + quadratic depth (Wald chi2 on the quadratic term,
-  1 df). The length bin enters both as levels, so a depth effect is not a length effect.
+  1 df). The length bin enters both as levels, so a depth effect is not a length effect. A fit that
+  does not converge is still reported, flagged.
 - ``spread``: mean and sample SD (N-1) of a model's scores under the interference modalities.
 """
 
@@ -30,6 +31,8 @@ log = logging.getLogger(__name__)
 
 RESAMPLES = 10_000
 CONFIDENCE = 0.95
+OPTIMIZERS = ["powell", "lbfgs"]
+"""Derivative-free first: on 0/1 scores statsmodels' default gradient search often stops short."""
 
 
 class PairedTest(Spec):
@@ -121,7 +124,7 @@ def _wald(y: np.ndarray, exog: np.ndarray, groups: np.ndarray, tested: slice) ->
     """Fit the random-intercept model; chi2 = b' V^-1 b over the ``tested`` fixed effects."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
-        fit = MixedLM(y, exog, groups=groups).fit(reml=True)
+        fit = MixedLM(y, exog, groups=groups).fit(reml=True, method=OPTIMIZERS)
     converged = bool(fit.converged) and not any(issubclass(w.category, ConvergenceWarning) for w in caught)
     k = exog.shape[1]
     beta = np.asarray(fit.fe_params)[tested]
