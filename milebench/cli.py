@@ -198,6 +198,11 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--model", required=True)
         if name == "embed-run":
             p.add_argument("--threads", type=int, default=None, help="CPU threads of the model.")
+    pools = "milebench.benchmarks.mmlongembed.task_commands:pools_command"
+    p = add("embed-pools", pools, "MMLongEmbed: build one real-task dataset's Easy and Hard pools.")
+    p.add_argument("--run", required=True, help="Run spec name (specs/mmlongembed/runs/<name>.yaml).")
+    _root_arg(p)
+    p.add_argument("--dataset", required=True, help="A dataset of the run's real_tasks.")
 
     p = add("archive", "milebench.archive.commands:archive", "Pack a finished run into an artifact bundle.")
     _run_args(p)

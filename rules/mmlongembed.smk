@@ -1,4 +1,5 @@
-"""MMLongEmbed rules: generate the Visual Grounding set, score it with each embedder, evaluate, analyse, report.
+"""MMLongEmbed rules: generate the Visual Grounding set, build the run's real-task pools, score them with
+each embedder, evaluate, analyse, report.
 
 Included by the top Snakefile when ``--config run=<name>`` names a run spec with ``benchmark: mmlongembed``
 (milebench.benchmarks.mmlongembed declares this file). Every rule is one ``milebench embed-*`` command;
@@ -10,22 +11,28 @@ command is given the ``--root`` its paths are laid out under.
 
 from milebench.benchmarks.mmlongembed.paper import load_embed_paper
 from milebench.benchmarks.mmlongembed.paths import EmbedPaths
-from milebench.benchmarks.mmlongembed.spec import load_embed_specs
+from milebench.benchmarks.mmlongembed.records import IMAGES as EMBED_IMAGES
+from milebench.benchmarks.mmlongembed.spec import LINEAGE, load_embed_specs
+from milebench.benchmarks.mmlongembed.task_inputs import declared_inputs
 from milebench.provenance import provenance_path
 from milebench.spec.registry import spec_hash as embed_spec_hash
 
 EMBED_SPECS = load_embed_specs(SPECS_DIR)
 ER = EMBED_SPECS.run(BENCHMARK_RUN)
 EP = EmbedPaths.for_run(ER)
-LINEAGE = frozenset({"family", "scale"})
 VG_SET = {"files": EP.vg_files, "manifest": EP.vg_manifest}
 """The Visual Grounding set as its readers take it: queries, candidates, pools, qrels and the manifest."""
+TASK_SETS = {t.dataset: t for t in ER.real_tasks}
+"""The run's real-task datasets, each built into its own set by ``embed_pools``."""
+TASK_FILES = [f for d in TASK_SETS for f in [*EP.task_files(d), EP.task_manifest(d)]]
+"""Every real-task set, read by the scoring and evaluation jobs beside the Visual Grounding set."""
 BENCHMARK_TARGETS = [EP.report_html, EP.report_tex]
 """The run's default target (Snakemake keeps an included file's default_target from counting)."""
 
 
 wildcard_constraints:
     embedder="|".join(ER.models),
+    dataset="|".join(TASK_SETS),
 
 
 rule embed_generate:
@@ -52,9 +59,38 @@ rule embed_generate:
         "{params.mb} embed-generate --run {params.run} --root {params.root} > {log} 2>&1"
 
 
+rule embed_pools:
+    input:
+        lambda w: declared_inputs(TASK_SETS[w.dataset], SPECS_DIR),
+    output:
+        files=EP.task_files("{dataset}"),
+        manifest=EP.task_manifest("{dataset}"),
+        images=directory(EP.task_set("{dataset}") / EMBED_IMAGES),
+        provenance=provenance_path(EP.task_manifest("{dataset}")),
+    params:
+        mb=MB,
+        run=ER.name,
+        root=job_root(EP.task_files("{dataset}")[0]),
+        spec=lambda w: embed_spec_hash(TASK_SETS[w.dataset]),
+        tokenizer=embed_spec_hash(ER.counting_tokenizer),
+    log:
+        EP.logs("embed_pools", "{dataset}"),
+    benchmark:
+        EP.benchmark("embed_pools", "{dataset}")
+    container:
+        IMAGES[KIT_FAMILY]
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    shell:
+        "{params.mb} embed-pools --run {params.run} --root {params.root} --dataset {wildcards.dataset}"
+        " > {log} 2>&1"
+
+
 rule embed_run:
     input:
         **VG_SET,
+        tasks=TASK_FILES,
     output:
         scores=EP.scores("{embedder}"),
         inputs=EP.inputs("{embedder}"),
@@ -83,6 +119,7 @@ rule embed_run:
 rule embed_evaluate:
     input:
         **VG_SET,
+        tasks=TASK_FILES,
         scores=EP.scores("{embedder}"),
         inputs=EP.inputs("{embedder}"),
     output:
@@ -109,6 +146,7 @@ rule embed_evaluate:
 rule embed_aggregate:
     input:
         **VG_SET,
+        tasks=TASK_FILES,
         metrics=[EP.metrics(m) for m in ER.models],
     output:
         analysis=EP.analysis,

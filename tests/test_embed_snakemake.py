@@ -34,6 +34,15 @@ TINY = {
     },
     "heatmap_k": 1,
     "cutoffs": [1, 5],
+    "real_tasks": [
+        {
+            "task": "multi-source-reasoning",
+            "dataset": "tiny-reasoning",
+            "path": "mmlongembed/tasks/reasoning.jsonl",
+            "bins": [256],
+            "candidates": 5,
+        }
+    ],
 }
 
 
@@ -84,7 +93,11 @@ def test_rerun_has_nothing_to_do_and_reuses_the_embedding_cache(run_dir: Path) -
     assert "Nothing to be done" in result.stdout + result.stderr
     cache = run_dir / "results" / "embed-tiny" / "cache" / "all-minilm-l6-v2.jsonl"
     keys = [json.loads(line)["key"] for line in cache.read_text().splitlines()]
-    assert len(keys) == len(set(keys)) == 5 + 2 * 5 * 2 * 3  # 5 queries (one per entity) + 60 candidates
+    task = run_dir / "results" / "embed-tiny" / "tasks" / "tiny-reasoning"
+    task_queries = {json.loads(line)["text"] for line in (task / "queries.jsonl").read_text().splitlines()}
+    task_candidates = (task / "candidates.jsonl").read_text().splitlines()
+    # Visual Grounding: 5 queries (one per entity) + 60 candidates; then the real task's.
+    assert len(keys) == len(set(keys)) == 5 + 2 * 5 * 2 * 3 + len(task_queries) + len(task_candidates)
 
 
 def analysis(root: Path) -> Analysis:
@@ -97,7 +110,8 @@ def test_every_analysis_has_real_numbers(run_dir: Path) -> None:
     assert (scale.larger, scale.smaller) == ("all-minilm-l6-v2", "all-minilm-l6-v2-w128")
     per_query = [metrics(run_dir, m)["queries"] for m in (scale.larger, scale.smaller)]
     diffs = [per_query[0][q]["P@1"] - per_query[1][q]["P@1"] for q in per_query[0]]
-    assert scale.test.n == 60 and scale.test.mean_difference == pytest.approx(sum(diffs) / 60)
+    assert scale.test.n == len(diffs) == 60 + 10  # every query: Visual Grounding's and the real task's
+    assert scale.test.mean_difference == pytest.approx(sum(diffs) / len(diffs))
     assert scale.test.resamples == 10_000
     assert [p.model for p in result.position] == TINY["models"]
     assert all(p.effects.levels == (0, 50, 100) and p.effects.groups == 5 for p in result.position)
@@ -108,13 +122,23 @@ def test_every_analysis_has_real_numbers(run_dir: Path) -> None:
         }
         assert row.spread.sd is not None
     assert {c.agreement for c in result.verdict.cells} == {"no score"}  # no model of the paper ran
+    easy_hard = {(r.model, r.task, r.bin): r for r in result.easy_hard}
+    assert set(easy_hard) == {(m, "multi-source-reasoning", 256) for m in TINY["models"]}
+    bm25 = easy_hard[("bm25", "multi-source-reasoning", 256)]
+    task_queries = metrics(run_dir, "bm25")["queries"]
+    easy = [
+        v["P@1"]
+        for q, v in task_queries.items()
+        if q.startswith("q-multi-source-reasoning") and "-easy-" in q
+    ]
+    assert bm25.n_easy == len(easy) == 5 and bm25.easy == pytest.approx(100 * sum(easy) / 5)
 
 
 def test_report_renders_every_analysis(run_dir: Path) -> None:
     html = (run_dir / "reports" / "embed-tiny" / "report.html").read_text()
     for section in ("verdict", "scale", "position", "interference", "easy-hard"):
         assert f'<section id="{section}">' in html
-    assert 'id="scale-tests"' in html and 'id="easy-hard-absent"' in html
+    assert 'id="scale-tests"' in html and 'id="easy-hard-scores"' in html
     scale = analysis(run_dir).scale[0].test
     assert f"<td>{100 * scale.mean_difference:+.2f}</td>" in html
     assert '<th scope="row">RzenEmbed-v2-7B</th><td class="text">Average P@1</td><td>58.61</td>' in html
@@ -141,4 +165,4 @@ def test_html_report_loads_in_chromium_without_errors(run_dir: Path, tmp_path: P
     html = (run_dir / "reports" / "embed-tiny" / "report.html").resolve()
     errors, images, _, _ = open_in_chromium(html, tmp_path / "profile")
     assert errors == []
-    assert len(images) == 3 and all(complete and width > 0 for complete, width in images)
+    assert len(images) == 4 and all(complete and width > 0 for complete, width in images)

@@ -11,13 +11,16 @@ from typing import Any
 
 from milebench.benchmarks.mmlongembed.analysis import (
     METRIC,
+    EasyHard,
     ModelInterference,
     ModelPosition,
     ScaleComparison,
+    easy_hard,
     interference,
     macro_interval,
     position,
     scale_comparisons,
+    split,
 )
 from milebench.benchmarks.mmlongembed.paper import EmbedPaper
 from milebench.benchmarks.mmlongembed.records import Query
@@ -38,6 +41,7 @@ class Analysis(Spec):
     scale: tuple[ScaleComparison, ...]
     position: tuple[ModelPosition, ...]
     interference: tuple[ModelInterference, ...]
+    easy_hard: tuple[EasyHard, ...]
     verdict: EmbedVerdict
     paper: EmbedPaper
 
@@ -61,7 +65,8 @@ def build_analysis(
     per_query = {m: v["queries"] for m, v in metrics.items()}
     models = {m: specs.models[m] for m in run.models}
     scale = scale_comparisons(models, per_query, queries, resamples, seed)
-    spreads = {m: interference(m, subset_scores(metrics[m]), queries) for m in run.models}
+    vg, real = split(queries)
+    spreads = {m: interference(m, subset_scores(metrics[m]), vg) for m in run.models}
     averages = {}
     for m in run.models:
         low, high = macro_interval(per_query[m], queries, resamples, seed)
@@ -77,8 +82,9 @@ def build_analysis(
         confidence=CONFIDENCE,
         seed=seed,
         scale=tuple(scale),
-        position=tuple(position(m, per_query[m], queries) for m in run.models),
+        position=tuple(position(m, per_query[m], vg) for m in run.models),
         interference=tuple(spreads[m] for m in run.models),
+        easy_hard=tuple(row for m in run.models for row in easy_hard(m, per_query[m], real)),
         verdict=verdict,
         paper=paper,
     )

@@ -2,12 +2,16 @@
 
 - Model scale: within each model family of the run (the model specs' ``family``), the largest ``scale``
   against the smallest (ties broken by name), a paired test on query-level P@1 over every query.
+The first two tests read every query; position bias and interference read the Visual Grounding queries,
+Easy vs Hard the real-task ones.
+
 - Position bias: per model, the mixed model of query P@1 on depth (as levels, and quadratic) with the
   length bin as levels and a random intercept per needle instance (needle modality, family and entity:
   the same needle across lengths, depths and haystacks).
 - Modality interference: per model, P@1 under each haystack modality (the mean of its needle-modality
   subsets, so text and image needles weigh equally, as in the macro average), mean and sample SD.
-- Easy vs Hard pools (the paper's Figure 4): the Visual Grounding track has none, so a run of it says so.
+- Easy vs Hard pools (the paper's Figure 4): per model, task and length pool, P@1 of the Easy and of the
+  Hard queries; a run without real tasks has none, and its report says so.
 
 Scores are in points (x100); the tests' statistics (t, p, d, chi2) are as computed.
 """
@@ -32,6 +36,8 @@ from milebench.benchmarks.mmlongembed.statistics import (
     paired_test,
     spread,
 )
+from milebench.benchmarks.mmlongembed.task_pools import DIFFICULTIES
+from milebench.benchmarks.mmlongembed.task_spec import REAL_TASKS
 from milebench.spec.base import Spec
 
 METRIC = "P@1"
@@ -59,6 +65,46 @@ class ModelPosition(Spec):
 class ModelInterference(Spec):
     model: str
     spread: Spread
+
+
+class EasyHard(Spec):
+    """One model's P@1 (x100) in one task's Easy and Hard pools at one length; ``None``: no query."""
+
+    model: str
+    task: str
+    bin: int
+    easy: float | None
+    hard: float | None
+    n_easy: int
+    n_hard: int
+
+
+def split(queries: Sequence[Query]) -> tuple[list[Query], list[Query]]:
+    """(Visual Grounding queries, real-task queries): a real-task query's ``family`` is its task."""
+    real = [q for q in queries if q.family in REAL_TASKS]
+    return [q for q in queries if q.family not in REAL_TASKS], real
+
+
+def easy_hard(model: str, scores: QueryScores, real: Sequence[Query]) -> list[EasyHard]:
+    """Per task and length pool, in task then length order."""
+    cells: dict[tuple[str, int], dict[str, list[float]]] = defaultdict(lambda: {d: [] for d in DIFFICULTIES})
+    for q in real:
+        cells[(q.family, q.bin)][q.interference].append(scores[q.id][METRIC])
+    rows = []
+    for (task, length), by in sorted(cells.items()):
+        easy, hard = by["easy"], by["hard"]
+        rows.append(
+            EasyHard(
+                model=model,
+                task=task,
+                bin=length,
+                easy=100 * float(np.mean(easy)) if easy else None,
+                hard=100 * float(np.mean(hard)) if hard else None,
+                n_easy=len(easy),
+                n_hard=len(hard),
+            )
+        )
+    return rows
 
 
 def scale_pairs(models: Mapping[str, Lineage]) -> list[tuple[str, str, str]]:

@@ -27,7 +27,12 @@ from milebench.benchmarks.mmlongembed.lengths import (
     package_model_path,
 )
 from milebench.benchmarks.mmlongembed.records import Candidate, Pool, Query, TextSegment
-from milebench.benchmarks.mmlongembed.spec import Bm25Model, PackageTokenizer, SentenceTransformersModel
+from milebench.benchmarks.mmlongembed.spec import (
+    LINEAGE,
+    Bm25Model,
+    PackageTokenizer,
+    SentenceTransformersModel,
+)
 from milebench.errors import KitError
 from milebench.preprocess.tokenizer import HFTokenizer
 from milebench.spec.adapters import adapter_kinds, declared
@@ -117,7 +122,7 @@ class SentenceTransformerAdapter:
     ) -> Scores:
         texts = [q.text for q in queries] + [i.text for i in inputs.values()]
         vectors = cached_embeddings(
-            self.cache, spec_hash(self.spec), texts, self._encode, self.spec.batch_size
+            self.cache, spec_hash(self.spec, exclude=LINEAGE), texts, self._encode, self.spec.batch_size
         )
         return {
             q.id: {cid: float(vectors[q.text] @ vectors[inputs[cid].text]) for cid in pools[q.id].candidates}

@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, RootModel, StrictInt, model_validator
 
+from milebench.benchmarks.mmlongembed.task_spec import RealTask
 from milebench.spec.base import Number, Spec, SpecError, load_spec
 
 BENCHMARK = "mmlongembed"
@@ -88,11 +89,28 @@ class EmbedRunSpec(Spec):
         description="Verdict: points (x100) within which ours reproduces a published value.",
     )
     cutoffs: tuple[StrictInt, ...] = (1, 5, 10)
+    real_tasks: tuple[RealTask, ...] = Field(
+        default=(), description="Real-task datasets built from the user's files (one set each)."
+    )
 
     @model_validator(mode="after")
     def _default_out(self) -> EmbedRunSpec:
         if not self.out:
             object.__setattr__(self, "out", f"results/{self.name}")
+        return self
+
+    @model_validator(mode="after")
+    def _one_cq_per_task(self) -> EmbedRunSpec:
+        names = [t.dataset for t in self.real_tasks]
+        if len(set(names)) != len(names):
+            raise ValueError(f"real_tasks: dataset names must be unique: {names}")
+        first: dict[str, int] = {}
+        for t in self.real_tasks:
+            if first.setdefault(t.task, t.candidates) != t.candidates:
+                raise ValueError(
+                    f"real_tasks: {t.dataset}: candidates {t.candidates} differs from the {t.task} datasets"
+                    f" before it ({first[t.task]}): C/Q must be the same across a task's pools"
+                )
         return self
 
 
@@ -108,6 +126,11 @@ class Lineage(Spec):
         if (self.family is None) != (self.scale is None):
             raise ValueError("family and scale go together: give both or neither")
         return self
+
+
+LINEAGE = frozenset(Lineage.model_fields)
+"""Fields that pair models for the scale test and change no embedding: kept out of the hashes that key
+the embedding cache and re-run jobs."""
 
 
 class SentenceTransformersModel(Lineage):
