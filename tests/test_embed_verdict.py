@@ -13,14 +13,26 @@ from pathlib import Path
 import pytest
 import yaml
 
-from milebench.benchmarks.mmlongembed.analysis import ModelInterference, ScaleComparison, scale_pairs
+from milebench.benchmarks.mmlongembed.analysis import (
+    ModelInterference,
+    ScaleComparison,
+    easy_hard,
+    scale_pairs,
+    split,
+)
 from milebench.benchmarks.mmlongembed.paper import EmbedPaper, load_embed_paper, paper_path
-from milebench.benchmarks.mmlongembed.spec import Bm25Model, load_embed_specs
+from milebench.benchmarks.mmlongembed.records import Query
+from milebench.benchmarks.mmlongembed.spec import (
+    LINEAGE,
+    Bm25Model,
+    SentenceTransformersModel,
+    load_embed_specs,
+)
 from milebench.benchmarks.mmlongembed.statistics import PairedTest, spread
 from milebench.benchmarks.mmlongembed.verdict import EmbedVerdict, OurAverage, build_verdict
 from milebench.score.verdict import Agreement, VerdictCell
 from milebench.spec.base import SpecError
-from milebench.spec.registry import DEFAULT_SPECS
+from milebench.spec.registry import DEFAULT_SPECS, spec_hash
 
 
 def paper(**models: str) -> EmbedPaper:
@@ -156,3 +168,34 @@ def test_aggregate_names_a_metrics_file_that_is_not_json(tmp_path: Path) -> None
         f"ERROR milebench.benchmarks.mmlongembed.commands: {metrics.relative_to(tmp_path)}: " in done.stderr
     )
     assert not (tmp_path / "results" / "embed-smoke" / "analysis.json").exists()
+
+
+def query(qid: str, family: str, length: int, interference: str) -> Query:
+    return Query(id=qid, text=qid, subset=f"{family}/{interference}", bin=length, depth=0,
+                 needle_modality="text", interference=interference, family=family, entity=qid)  # fmt: skip
+
+
+def test_easy_and_hard_by_task_and_length_pool() -> None:
+    queries = [
+        query("vg", "band", 256, "text"),
+        *(query(f"e{i}", "multi-source-reasoning", 8192, "easy") for i in range(4)),
+        *(query(f"h{i}", "multi-source-reasoning", 8192, "hard") for i in range(2)),
+        query("h16", "multi-source-reasoning", 16384, "hard"),
+    ]
+    scores = {q.id: {"P@1": float(q.id in ("e0", "e1", "e2", "h0"))} for q in queries}
+    vg, real = split(queries)
+    assert [q.id for q in vg] == ["vg"]
+    rows = easy_hard("m", scores, real)
+    assert [(r.bin, r.easy, r.hard, r.n_easy, r.n_hard) for r in rows] == [
+        (8192, 75.0, 50.0, 4, 2),
+        (16384, None, 0.0, 0, 1),
+    ]
+
+
+def test_family_and_scale_change_no_embedding_cache_key() -> None:
+    plain = SentenceTransformersModel(
+        name="m", kind="sentence-transformers", weights={"kind": "package", "package": "p"}, window=128
+    )
+    paired = plain.model_copy(update={"family": "f", "scale": 2.0})
+    assert spec_hash(paired, exclude=LINEAGE) == spec_hash(plain, exclude=LINEAGE)
+    assert spec_hash(paired) != spec_hash(plain)  # the run's own hash sees the pairing
