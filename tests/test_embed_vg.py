@@ -35,5 +35,5 @@ def test_embed_vg_plans_every_stage(tmp_path: Path) -> None:
         timeout=300,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    for rule in ("embed_generate", "embed_run", "embed_evaluate", "embed_report"):
+    for rule in ("embed_generate", "embed_run", "embed_evaluate", "embed_aggregate", "embed_report"):
         assert rule in done.stdout

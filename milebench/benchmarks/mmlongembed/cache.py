@@ -15,9 +15,18 @@ from pathlib import Path
 
 import numpy as np
 
+from milebench.benchmarks.mmlongembed.spec import LINEAGE
 from milebench.io import JsonlAppender, canonical_json, jsonl_lines, sha256_text
+from milebench.spec.base import Spec
+from milebench.spec.registry import spec_hash
 
 log = logging.getLogger(__name__)
+
+
+def model_key(spec: Spec) -> str:
+    """The hash an embedding is keyed by: the spec less its lineage, which pairs models and changes no
+    vector."""
+    return spec_hash(spec, exclude=LINEAGE)
 
 
 def content_key(model_hash: str, text: str) -> str:

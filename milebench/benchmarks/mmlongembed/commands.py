@@ -7,6 +7,7 @@ import json
 import logging
 import socket
 from pathlib import Path
+from typing import Any
 
 from milebench.benchmarks.mmlongembed.paths import EmbedPaths
 from milebench.benchmarks.mmlongembed.records import (
@@ -23,7 +24,7 @@ from milebench.benchmarks.mmlongembed.spec import EmbedRunSpec, EmbedSpecs, load
 from milebench.io import atomic_write_json, atomic_write_jsonl, read_jsonl
 from milebench.preprocess.tokenizer import TokenizerError
 from milebench.provenance import environment, kit_version, provenance_path, utc_now
-from milebench.record_files import RecordError, read_records
+from milebench.record_files import RecordError, read_record, read_records
 from milebench.spec.registry import spec_hash
 from milebench.stage_inputs import command, require
 
@@ -181,16 +182,55 @@ def evaluate_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _metrics(run: EmbedRunSpec, paths: EmbedPaths) -> dict[str, dict[str, Any]]:
+    """Every run model's evaluate output; a file that is not JSON raises ``RecordError`` naming it."""
+    out = {}
+    for model in run.models:
+        path = paths.metrics(model)
+        require(path, "metrics", command("embed-evaluate", run=run.name, model=model))
+        try:
+            out[model] = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise RecordError(f"{path}: {err}") from None
+    return out
+
+
+def aggregate_command(args: argparse.Namespace) -> int:
+    from milebench.benchmarks.mmlongembed.aggregate import build_analysis
+    from milebench.benchmarks.mmlongembed.paper import load_embed_paper
+
+    started = utc_now()
+    specs, run, paths = _run(args)
+    paper = load_embed_paper(specs)
+    try:
+        metrics = _metrics(run, paths)
+        queries = _read_set(paths, run)[0]
+    except RecordError as err:
+        log.error("%s", err)
+        return 1
+    try:
+        analysis = build_analysis(run, specs, paper, queries, metrics)
+    except KeyError as err:
+        log.error("%s: a metrics file lacks %s (run embed-evaluate again)", paths.out / "metrics", err)
+        return 1
+    atomic_write_json(paths.analysis, analysis.model_dump(mode="json"))
+    _provenance(
+        paths.analysis, "embed-aggregate", run, {"run": spec_hash(run), "paper": spec_hash(paper)}, started
+    )
+    log.info("analyses and verdict -> %s", paths.analysis)
+    return 0
+
+
 def report_command(args: argparse.Namespace) -> int:
+    from milebench.benchmarks.mmlongembed.aggregate import Analysis
     from milebench.benchmarks.mmlongembed.report import write_report
 
     specs, run, paths = _run(args)
-    for model in run.models:
-        require(paths.metrics(model), "metrics", command("embed-evaluate", run=run.name, model=model))
     try:
-        metrics = {m: json.loads(paths.metrics(m).read_text(encoding="utf-8")) for m in run.models}
-    except (OSError, ValueError) as err:
+        metrics = _metrics(run, paths)
+        analysis = read_record(paths.analysis, Analysis, "analyses", command("embed-aggregate", run=run.name))
+    except RecordError as err:
         log.error("%s", err)
         return 1
-    write_report(run, specs, metrics, paths)
+    write_report(run, specs, metrics, analysis, paths)
     return 0

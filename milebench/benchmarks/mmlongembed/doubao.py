@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from milebench.benchmarks.mmlongembed.cache import cached_embeddings
+from milebench.benchmarks.mmlongembed.cache import cached_embeddings, model_key
 from milebench.benchmarks.mmlongembed.embedders import ModelInput, Scores, picture
 from milebench.benchmarks.mmlongembed.lengths import Piece, load_counting_tokenizer, middle_truncate
 from milebench.benchmarks.mmlongembed.records import Candidate, Pool, Query, TextSegment
@@ -32,7 +32,6 @@ from milebench.infer.adapter import AdapterError, InferenceError
 from milebench.infer.api.base import encode_image
 from milebench.infer.api.client import ApiClient
 from milebench.io import canonical_json
-from milebench.spec.registry import spec_hash
 
 ADAPTER = {
     "kind": "ark-multimodal-embed",
@@ -139,7 +138,7 @@ class ArkEmbedAdapter:
                 )
 
         vectors = cached_embeddings(
-            self.cache, spec_hash(self.spec), list(requests), encode, 4 * self.spec.limits.concurrency
+            self.cache, model_key(self.spec), list(requests), encode, 4 * self.spec.limits.concurrency
         )
         query_vector = {q.id: vectors[key(ModelInput(text=q.text, length=None, needle=""))] for q in queries}
         return {

@@ -21,7 +21,7 @@ from typing import Protocol
 
 import numpy as np
 
-from milebench.benchmarks.mmlongembed.cache import cached_embeddings
+from milebench.benchmarks.mmlongembed.cache import cached_embeddings, model_key
 from milebench.benchmarks.mmlongembed.lengths import (
     Piece,
     load_counting_tokenizer,
@@ -39,7 +39,6 @@ from milebench.errors import KitError
 from milebench.preprocess.tokenizer import HFTokenizer
 from milebench.record_files import RecordError
 from milebench.spec.adapters import adapter_kinds, declared
-from milebench.spec.registry import spec_hash
 
 ADAPTER = [
     {"kind": "sentence-transformers", "does": "embed", "entry": "SentenceTransformerAdapter"},
@@ -138,7 +137,7 @@ class SentenceTransformerAdapter:
     ) -> Scores:
         texts = [q.text for q in queries] + [i.text for i in inputs.values()]
         vectors = cached_embeddings(
-            self.cache, spec_hash(self.spec), texts, self._encode, self.spec.batch_size
+            self.cache, model_key(self.spec), texts, self._encode, self.spec.batch_size
         )
         return {
             q.id: {cid: float(vectors[q.text] @ vectors[inputs[cid].text]) for cid in pools[q.id].candidates}

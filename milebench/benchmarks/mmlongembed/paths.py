@@ -70,6 +70,11 @@ class EmbedPaths:
     def metrics(self, model: str) -> Path:
         return self.out / "metrics" / f"{model}.json"
 
+    @property
+    def analysis(self) -> Path:
+        """Every analysis of the run and its verdict against the paper (``embed-aggregate``)."""
+        return self.out / "analysis.json"
+
     def logs(self, rule: str, name: str) -> Path:
         return self.out / "logs" / rule / f"{name}.log"
 

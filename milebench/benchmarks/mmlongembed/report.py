@@ -1,5 +1,7 @@
-"""The MMLongEmbed report: metric tables (macro over subsets, micro over queries) and, per model, the
-length x depth Hit@k heatmap beside the share of needles that reached the model, in HTML and LaTeX.
+"""The MMLongEmbed report: metric tables (macro over subsets, micro over queries), the verdict against
+the paper, the paper's analyses (model scale, position bias, modality interference, Easy vs Hard) as
+``embed-aggregate`` computed them and, per model, the length x depth Hit@k heatmap beside the share of
+needles that reached the model, in HTML and LaTeX.
 
 Reuses the MileBench report's Jinja environment (filters, LaTeX escaping) and figure style.
 """
@@ -14,12 +16,15 @@ import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 
+from milebench.benchmarks.mmlongembed.aggregate import Analysis
 from milebench.benchmarks.mmlongembed.paths import EmbedPaths
 from milebench.benchmarks.mmlongembed.spec import EmbedRunSpec, EmbedSpecs
+from milebench.benchmarks.mmlongembed.verdict import KINDS
 from milebench.io import atomic_write_bytes, atomic_write_text
 from milebench.package_data import package_path
 from milebench.report.figures import STYLE, Figure, save_figure
 from milebench.report.render import FIGURES, jinja_environment
+from milebench.report.verdict_view import SummaryRow, VerdictRow, summary_row
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +78,53 @@ def heatmap(model: str, metrics: dict[str, Any]) -> Figure:
         )
 
 
+def easy_hard_figure(analysis: Analysis) -> Figure | None:
+    """The paper's Figure 4 layout: a panel per task, its length pools along x, per model an Easy bar
+    (solid) beside a Hard one (hatched); ``None`` for a run without real tasks."""
+    rows = analysis.easy_hard
+    if not rows:
+        return None
+    tasks = sorted({r.task for r in rows})
+    models = list(dict.fromkeys(r.model for r in rows))
+    colours = matplotlib.colormaps["tab10"]
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(
+            1, len(tasks), figsize=(4.2 * len(tasks), 3.2), layout="constrained", squeeze=False
+        )
+        width = 0.8 / (2 * len(models))
+        for ax, task in zip(axes[0], tasks, strict=True):
+            bins = sorted({r.bin for r in rows if r.task == task})
+            for i, model in enumerate(models):
+                found = {r.bin: r for r in rows if r.task == task and r.model == model}
+                for j, kind in enumerate(("easy", "hard")):
+                    values = [getattr(found[b], kind) if b in found else None for b in bins]
+                    x = [k - 0.4 + width * (2 * i + j + 0.5) for k in range(len(bins))]
+                    ax.bar(
+                        x,
+                        [np.nan if v is None else v for v in values],
+                        width,
+                        color=colours(i),
+                        hatch="//" if kind == "hard" else None,
+                        edgecolor="black",
+                        linewidth=0.4,
+                        label=f"{model} ({kind.capitalize()})",
+                    )
+            ax.set_xticks(range(len(bins)), [str(b) for b in bins], fontsize=7)
+            ax.set_xlabel("length pool (tokens)", fontsize=7)
+            ax.set_ylim(0, 100)
+            ax.set_title(task, fontsize=8)
+        axes[0][0].set_ylabel(f"{analysis.metric} (x100)", fontsize=7)
+        axes[0][-1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1))
+        return save_figure(
+            fig,
+            "easy-hard",
+            f"Easy vs Hard pools: {analysis.metric} by length pool",
+            f"{analysis.metric} (x100) of each real task's Easy (solid) and Hard (hatched) queries per "
+            "length pool, per model: the paper's Figure 4 layout. Hard pools hold altered copies of the "
+            "positive (the task's construction); Easy pools hold other documents of the same length.",
+        )
+
+
 def tables(run: EmbedRunSpec, metrics: dict[str, dict[str, Any]]) -> list[Table]:
     k = max(run.cutoffs)
     columns = ["P@1", f"Hit@{run.heatmap_k}", f"Recall@{k}", f"MRR@{k}", f"nDCG@{k}"]
@@ -103,17 +155,35 @@ def _x100(value: float | None) -> float | None:
     return None if value is None else 100 * value
 
 
+def verdict_rows(analysis: Analysis) -> tuple[list[VerdictRow], list[SummaryRow]]:
+    """MileBench's verdict view of every cell, and a summary per kind of number and overall."""
+    verdict = analysis.verdict
+    rows = [VerdictRow(cell=c, display_name=c.model, footnote=None) for c in verdict.cells]
+    summary = [summary_row(key, header, verdict.kinds[key]) for key, header in KINDS.items()]
+    return rows, [*summary, summary_row("table", "All published values", verdict.table)]
+
+
 def write_report(
-    run: EmbedRunSpec, specs: EmbedSpecs, metrics: dict[str, dict[str, Any]], paths: EmbedPaths
+    run: EmbedRunSpec,
+    specs: EmbedSpecs,
+    metrics: dict[str, dict[str, Any]],
+    analysis: Analysis,
+    paths: EmbedPaths,
 ) -> None:
     figures = [heatmap(model, m) for model, m in metrics.items()]
+    pools = easy_hard_figure(analysis)
+    rows, summary = verdict_rows(analysis)
     context = {
         "run": run,
         "models": [specs.models[m] for m in metrics],
         "tables": tables(run, metrics),
         "figures": figures,
+        "easy_hard": pools,
+        "analysis": analysis,
+        "verdict_rows": rows,
+        "verdict_summary": summary,
     }
-    for figure in figures:
+    for figure in [*figures, *([pools] if pools else [])]:
         atomic_write_bytes(paths.report_figures / f"{figure.key}.png", figure.png)
         atomic_write_bytes(paths.report_figures / f"{figure.key}.pdf", figure.pdf)
     html = jinja_environment(True, TEMPLATES).get_template("report.html.j2").render(**context)

@@ -84,6 +84,11 @@ class EmbedRunSpec(Spec):
     )
     visual_grounding: VisualGrounding
     heatmap_k: StrictInt = Field(default=5, ge=1, description="The heatmap's Hit@k (the paper's 'P@5').")
+    tolerance: Number = Field(
+        default=1.0,
+        ge=0,
+        description="Verdict: points (x100) within which ours reproduces a published value.",
+    )
     cutoffs: tuple[StrictInt, ...] = (1, 5, 10)
     real_tasks: tuple[RealTask, ...] = Field(
         default=(), description="Real-task datasets built from the user's files (one set each)."
@@ -110,7 +115,27 @@ class EmbedRunSpec(Spec):
         return self
 
 
-class SentenceTransformersModel(Spec):
+class Lineage(Spec):
+    """Where a model stands in its family: the scale test pairs a family's largest ``scale`` with its
+    smallest. ``scale`` is any number that orders the members (the paper's: billions of parameters); a
+    member whose scale is not published names its family and takes no part in the test."""
+
+    family: str | None = None
+    scale: Number | None = None
+
+    @model_validator(mode="after")
+    def _scale_with_family(self) -> Lineage:
+        if self.scale is not None and self.family is None:
+            raise ValueError("scale needs a family: the scale test compares members of one family")
+        return self
+
+
+LINEAGE = frozenset(Lineage.model_fields)
+"""Fields that pair models for the scale test and change no embedding: kept out of the hashes that key
+the embedding cache and re-run jobs."""
+
+
+class SentenceTransformersModel(Lineage):
     """A text embedding model run with sentence-transformers; images in candidates are dropped."""
 
     name: str
@@ -120,7 +145,7 @@ class SentenceTransformersModel(Spec):
     batch_size: StrictInt = Field(default=32, ge=1)
 
 
-class Bm25Model(Spec):
+class Bm25Model(Lineage):
     """Lexical baseline (bm25s); the index of each pool is the pool itself; images are dropped."""
 
     name: str
@@ -142,7 +167,7 @@ CONTENT = "{content}"
 INSTRUCTION = "{instruction}"
 
 
-class VlmEmbedder(Spec):
+class VlmEmbedder(Lineage):
     """A Qwen2-VL / Qwen3-VL embedding model (GME, Qwen3-VL-Embedding, VLM2Vec, Ops-MM-embedding,
     RzenEmbed, Embed-RL): text and images in document order inside the family's prompt frame,
     last-token pooling, L2 normalisation, cosine similarity. A family differs only in what is stated
@@ -150,7 +175,6 @@ class VlmEmbedder(Spec):
 
     name: str
     kind: Literal["hf-qwen2-vl-embed", "hf-qwen3-vl-embed"]
-    family: str = Field(description="The model family, for reports (e.g. GME).")
     weights: HubTokenizer | TinyEmbedWeights = Field(discriminator="kind")
     window: StrictInt = Field(ge=8, description="Tokens the model reads, frame and image tokens included.")
     loader_window: StrictInt | None = Field(
@@ -191,12 +215,11 @@ class VlmEmbedder(Spec):
         return self
 
 
-class ApiEmbedder(Spec):
+class ApiEmbedder(Lineage):
     """A proprietary multimodal embedding service (Doubao seed1.6-embedding on Volcengine Ark)."""
 
     name: str
     kind: Literal["ark-multimodal-embed"]
-    family: str
     model_id: str = Field(description="The model (or endpoint) id the request names.")
     base_url: str | None = Field(default=None, description="Default endpoint; the environment overrides it.")
     window: StrictInt = Field(ge=8, description="Tokens the service reads (by the paper's counting rule).")

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from milebench.benchmarks.mmlongembed.cache import cached_embeddings
+from milebench.benchmarks.mmlongembed.cache import cached_embeddings, model_key
 from milebench.benchmarks.mmlongembed.embedders import ModelInput, Scores, picture
 from milebench.benchmarks.mmlongembed.lengths import Piece, middle_truncate
 from milebench.benchmarks.mmlongembed.records import Candidate, Pool, Query, TextSegment
@@ -37,7 +37,6 @@ from milebench.io import canonical_json
 from milebench.preprocess.tokenizer import HFTokenizer
 from milebench.record_files import RecordError
 from milebench.spec.adapters import declared
-from milebench.spec.registry import spec_hash
 
 ADAPTER = [
     {
@@ -207,7 +206,7 @@ class VlmEmbedAdapter:
         keyed = {key(i): i for i in [*framed.values(), *inputs.values()]}
         vectors = cached_embeddings(
             self.cache,
-            spec_hash(self.spec),
+            model_key(self.spec),
             list(keyed),
             lambda keys: np.stack([self.embed(keyed[k]) for k in keys]),
             JOURNAL_BATCH,

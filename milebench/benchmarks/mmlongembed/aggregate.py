@@ -1,0 +1,90 @@
+"""``embed-aggregate``: every analysis of a run and its verdict against the paper, in one JSON file.
+
+The report only renders this file, so each number is computed once. The bootstrap draws 10,000
+resamples (the paper's count) from a generator seeded with 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from milebench.benchmarks.mmlongembed.analysis import (
+    METRIC,
+    EasyHard,
+    ModelInterference,
+    ModelPosition,
+    ScaleComparison,
+    easy_hard,
+    interference,
+    macro_interval,
+    position,
+    scale_comparisons,
+    split,
+)
+from milebench.benchmarks.mmlongembed.paper import EmbedPaper
+from milebench.benchmarks.mmlongembed.records import Query
+from milebench.benchmarks.mmlongembed.spec import EmbedRunSpec, EmbedSpecs
+from milebench.benchmarks.mmlongembed.statistics import CONFIDENCE, RESAMPLES
+from milebench.benchmarks.mmlongembed.verdict import EmbedVerdict, OurAverage, build_verdict
+from milebench.spec.base import Spec
+
+SEED = 0
+
+
+class Analysis(Spec):
+    run: str
+    metric: str
+    resamples: int
+    confidence: float
+    seed: int
+    scale: tuple[ScaleComparison, ...]
+    position: tuple[ModelPosition, ...]
+    interference: tuple[ModelInterference, ...]
+    easy_hard: tuple[EasyHard, ...]
+    verdict: EmbedVerdict
+    paper: EmbedPaper
+
+
+def subset_scores(metrics: Mapping[str, Any]) -> dict[str, float]:
+    """The evaluate stage's P@1 per subset (0-1), by subset name."""
+    averages = metrics["averages"]
+    return {k.removeprefix("subset "): v[METRIC] for k, v in averages.items() if k.startswith("subset ")}
+
+
+def build_analysis(
+    run: EmbedRunSpec,
+    specs: EmbedSpecs,
+    paper: EmbedPaper,
+    queries: Sequence[Query],
+    metrics: Mapping[str, Mapping[str, Any]],
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> Analysis:
+    """``metrics``: per run model, the evaluate stage's output (per-query metrics and averages)."""
+    per_query = {m: v["queries"] for m, v in metrics.items()}
+    models = {m: specs.models[m] for m in run.models}
+    scale = scale_comparisons(models, per_query, queries, resamples, seed)
+    vg, real = split(queries)
+    spreads = {m: interference(m, subset_scores(metrics[m]), vg) for m in run.models}
+    averages = {}
+    for m in run.models:
+        low, high = macro_interval(per_query[m], queries, resamples, seed)
+        macro = metrics[m]["averages"]["macro"][METRIC]
+        averages[m] = OurAverage(
+            value=100 * macro, subsets=len(subset_scores(metrics[m])), ci_low=low, ci_high=high
+        )
+    verdict = build_verdict(paper, averages, scale, spreads, run.tolerance, CONFIDENCE, resamples, seed)
+    return Analysis(
+        run=run.name,
+        metric=METRIC,
+        resamples=resamples,
+        confidence=CONFIDENCE,
+        seed=seed,
+        scale=tuple(scale),
+        position=tuple(position(m, per_query[m], vg) for m in run.models),
+        interference=tuple(spreads[m] for m in run.models),
+        easy_hard=tuple(row for m in run.models for row in easy_hard(m, per_query[m], real)),
+        verdict=verdict,
+        paper=paper,
+    )

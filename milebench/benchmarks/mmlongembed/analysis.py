@@ -1,0 +1,206 @@
+"""The paper's analyses of one run, computed once from the per-query metrics (``embed-aggregate``).
+
+- Model scale: within each model family of the run (the model specs' ``family``), the largest ``scale``
+  against the smallest (ties broken by name), a paired test on query-level P@1 over every query.
+The first two tests read every query; position bias and interference read the Visual Grounding queries,
+Easy vs Hard the real-task ones.
+
+- Position bias: per model, the mixed model of query P@1 on depth (as levels, and quadratic) with the
+  length bin as levels and a random intercept per needle instance (needle modality, family and entity:
+  the same needle across lengths, depths and haystacks).
+- Modality interference: per model, P@1 under each haystack modality (the mean of its needle-modality
+  subsets, so text and image needles weigh equally, as in the macro average), mean and sample SD.
+- Easy vs Hard pools (the paper's Figure 4): per model, task and length pool, P@1 of the Easy and of the
+  Hard queries; a run without real tasks has none, and its report says so.
+
+Scores are in points (x100); the tests' statistics (t, p, d, chi2) are as computed.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from scipy import stats
+
+from milebench.benchmarks.mmlongembed.records import Query
+from milebench.benchmarks.mmlongembed.spec import Lineage
+from milebench.benchmarks.mmlongembed.statistics import (
+    CONFIDENCE,
+    RESAMPLES,
+    DepthEffects,
+    PairedTest,
+    Spread,
+    depth_effects,
+    paired_test,
+    spread,
+)
+from milebench.benchmarks.mmlongembed.task_pools import DIFFICULTIES
+from milebench.benchmarks.mmlongembed.task_spec import REAL_TASKS
+from milebench.spec.base import Spec
+
+METRIC = "P@1"
+
+QueryScores = Mapping[str, Mapping[str, float]]
+"""Per query id, its metrics (the evaluate stage's ``queries``)."""
+
+
+class ScaleComparison(Spec):
+    """Larger minus smaller member of a family; the test in P@1 units (x100 in the report)."""
+
+    family: str
+    larger: str
+    smaller: str
+    larger_scale: float
+    smaller_scale: float
+    test: PairedTest
+
+
+class ModelPosition(Spec):
+    model: str
+    effects: DepthEffects
+
+
+class ModelInterference(Spec):
+    model: str
+    spread: Spread
+
+
+class EasyHard(Spec):
+    """One model's P@1 (x100) in one task's Easy and Hard pools at one length; ``None``: no query."""
+
+    model: str
+    task: str
+    bin: int
+    easy: float | None
+    hard: float | None
+    n_easy: int
+    n_hard: int
+
+
+def split(queries: Sequence[Query]) -> tuple[list[Query], list[Query]]:
+    """(Visual Grounding queries, real-task queries): a real-task query's ``family`` is its task."""
+    real = [q for q in queries if q.family in REAL_TASKS]
+    return [q for q in queries if q.family not in REAL_TASKS], real
+
+
+def easy_hard(model: str, scores: QueryScores, real: Sequence[Query]) -> list[EasyHard]:
+    """Per task and length pool, in task then length order."""
+    cells: dict[tuple[str, int], dict[str, list[float]]] = defaultdict(lambda: {d: [] for d in DIFFICULTIES})
+    for q in real:
+        cells[(q.family, q.bin)][q.interference].append(scores[q.id][METRIC])
+    rows = []
+    for (task, length), by in sorted(cells.items()):
+        easy, hard = by["easy"], by["hard"]
+        rows.append(
+            EasyHard(
+                model=model,
+                task=task,
+                bin=length,
+                easy=100 * float(np.mean(easy)) if easy else None,
+                hard=100 * float(np.mean(hard)) if hard else None,
+                n_easy=len(easy),
+                n_hard=len(hard),
+            )
+        )
+    return rows
+
+
+def scale_pairs(models: Mapping[str, Lineage]) -> list[tuple[str, str, str]]:
+    """(family, larger, smaller) for each family with at least two scales among ``models``."""
+    families: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for name, spec in models.items():
+        if spec.family is not None and spec.scale is not None:
+            families[spec.family].append((spec.scale, name))
+    pairs = []
+    for family, members in sorted(families.items()):
+        ordered = sorted(members)
+        (small, smaller), (large, larger) = ordered[0], ordered[-1]
+        if large > small:
+            pairs.append((family, larger, smaller))
+    return pairs
+
+
+def scale_comparisons(
+    models: Mapping[str, Lineage],
+    scores: Mapping[str, QueryScores],
+    queries: Sequence[Query],
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> list[ScaleComparison]:
+    out = []
+    for family, larger, smaller in scale_pairs(models):
+        a = [scores[larger][q.id][METRIC] for q in queries]
+        b = [scores[smaller][q.id][METRIC] for q in queries]
+        larger_scale, smaller_scale = models[larger].scale, models[smaller].scale
+        assert larger_scale is not None and smaller_scale is not None  # scale_pairs keeps scaled models
+        out.append(
+            ScaleComparison(
+                family=family,
+                larger=larger,
+                smaller=smaller,
+                larger_scale=larger_scale,
+                smaller_scale=smaller_scale,
+                test=paired_test(a, b, resamples, seed),
+            )
+        )
+    return out
+
+
+def needle_instance(query: Query) -> str:
+    return f"{query.needle_modality}/{query.family}/{query.entity}"
+
+
+def position(model: str, scores: QueryScores, queries: Sequence[Query]) -> ModelPosition:
+    effects = depth_effects(
+        [scores[q.id][METRIC] for q in queries],
+        [q.depth for q in queries],
+        [q.bin for q in queries],
+        [needle_instance(q) for q in queries],
+    )
+    return ModelPosition(model=model, effects=effects)
+
+
+def interference(model: str, subsets: Mapping[str, float], queries: Sequence[Query]) -> ModelInterference:
+    """``subsets``: the evaluate stage's P@1 per subset (0-1); each haystack modality the mean of its
+    needle-modality subsets."""
+    members: dict[str, set[str]] = defaultdict(set)
+    for q in queries:
+        members[q.interference].add(q.subset)
+    by_modality = {
+        modality: 100 * float(np.mean([subsets[s] for s in sorted(names)]))
+        for modality, names in sorted(members.items())
+    }
+    return ModelInterference(model=model, spread=spread(by_modality))
+
+
+def _macro(*subsets: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean([s.mean(axis=axis) for s in subsets], axis=0)
+
+
+def macro_interval(
+    scores: QueryScores,
+    queries: Sequence[Query],
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    confidence: float = CONFIDENCE,
+) -> tuple[float | None, float | None]:
+    """Bootstrap interval (x100) of the macro P@1, each subset's queries resampled on their own;
+    ``None`` where no subset's scores vary."""
+    by_subset: dict[str, list[float]] = defaultdict(list)
+    for q in queries:
+        by_subset[q.subset].append(scores[q.id][METRIC])
+    samples = [np.asarray(v) for _, v in sorted(by_subset.items())]
+    if not any(np.ptp(s) > 0 for s in samples):
+        return None, None
+    boot = stats.bootstrap(
+        samples,
+        _macro,
+        n_resamples=resamples,
+        confidence_level=confidence,
+        method="percentile",
+        batch=1000,
+        rng=np.random.default_rng(seed),
+    )
+    return 100 * float(boot.confidence_interval.low), 100 * float(boot.confidence_interval.high)

@@ -1,0 +1,208 @@
+"""The MMLongEmbed paper spec and the verdict cells: MileBench's states for known published values,
+every published value shown, and a paper spec naming an unknown model refused by file and field."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pytest
+import yaml
+
+from milebench.benchmarks.mmlongembed.analysis import (
+    ModelInterference,
+    ScaleComparison,
+    easy_hard,
+    scale_pairs,
+    split,
+)
+from milebench.benchmarks.mmlongembed.paper import EmbedPaper, load_embed_paper, paper_path
+from milebench.benchmarks.mmlongembed.records import Query
+from milebench.benchmarks.mmlongembed.spec import (
+    LINEAGE,
+    Bm25Model,
+    SentenceTransformersModel,
+    load_embed_specs,
+)
+from milebench.benchmarks.mmlongembed.statistics import PairedTest, spread
+from milebench.benchmarks.mmlongembed.verdict import EmbedVerdict, OurAverage, build_verdict
+from milebench.score.verdict import Agreement, VerdictCell
+from milebench.spec.base import SpecError
+from milebench.spec.registry import DEFAULT_SPECS, spec_hash
+
+
+def paper(**models: str) -> EmbedPaper:
+    """The shipped paper spec with kit models named (paper name -> kit name)."""
+    data = yaml.safe_load(paper_path(DEFAULT_SPECS).read_text(encoding="utf-8"))
+    for row in [*data["averages"]["rows"], *data["interference"]]:
+        row["model"] = models.get(row["paper_name"])
+    return EmbedPaper.model_validate(data)
+
+
+def verdict(
+    p: EmbedPaper,
+    tolerance: float = 0.5,
+    averages: Mapping[str, OurAverage] | None = None,
+    scale: Sequence[ScaleComparison] = (),
+    interference: Mapping[str, ModelInterference] | None = None,
+) -> EmbedVerdict:
+    return build_verdict(p, averages or {}, scale, interference or {}, tolerance, 0.95, 100, 0)
+
+
+def cell(v: EmbedVerdict, model: str, column: str) -> VerdictCell:
+    return next(c for c in v.cells if c.model == model and c.column == column)
+
+
+@pytest.mark.parametrize(
+    ("ours", "interval", "state"),
+    [
+        (58.40, (55.0, 61.0), Agreement.REPRODUCED),  # within 0.5 of 58.61
+        (57.00, (55.0, 61.0), Agreement.CONSISTENT),  # outside, but 58.61 lies in our interval
+        (57.00, (55.0, 58.0), Agreement.NOT_REPRODUCED),
+    ],
+)
+def test_average_p1_of_a_known_published_value(
+    ours: float, interval: tuple[float, float], state: Agreement
+) -> None:
+    p = paper(**{"RzenEmbed-v2-7B": "rzen"})
+    ours_row = OurAverage(value=ours, subsets=14, ci_low=interval[0], ci_high=interval[1])
+    c = cell(verdict(p, averages={"rzen": ours_row}), "RzenEmbed-v2-7B", "average")
+    assert c.published == 58.61 and c.ours == ours and c.difference == pytest.approx(ours - 58.61)
+    assert c.agreement is state and c.coverage == 1.0
+
+
+def test_an_average_over_fewer_subsets_than_the_papers_has_no_score() -> None:
+    p = paper(**{"RzenEmbed-v2-7B": "rzen"})
+    v = verdict(p, averages={"rzen": OurAverage(value=58.61, subsets=6, ci_low=55.0, ci_high=61.0)})
+    c = cell(v, "RzenEmbed-v2-7B", "average")
+    assert c.ours is None and c.agreement is Agreement.NO_SCORE and c.coverage == pytest.approx(6 / 14)
+
+
+def test_every_published_value_is_a_cell_even_without_a_run_model() -> None:
+    v = verdict(paper())
+    assert len([c for c in v.cells if c.column == "average"]) == 7
+    assert {c.agreement for c in v.cells} == {Agreement.NO_SCORE}
+    # Rzen: range low, high, SD; Ops-MM: three scores and SD; VLM2Vec: SD; one scale test.
+    assert len(v.cells) == 7 + 1 + 3 + 4 + 1
+    assert v.table.state is Agreement.NO_SCORE
+
+
+def test_interference_sd_from_the_papers_own_scores() -> None:
+    """Ops-MM's printed scores 82.5 / 83.54 / 89.51 give a sample SD of 3.78; the paper prints 3.83."""
+    p = paper(**{"Ops-MM-embedding-v1-7B": "ops"})
+    ours = ModelInterference(model="ops", spread=spread({"text": 82.5, "mixed": 83.54, "image": 89.51}))
+    loose = verdict(p, tolerance=0.1, interference={"ops": ours})
+    assert cell(loose, "Ops-MM-embedding-v1-7B", "interference:sd").ours == pytest.approx(3.7829, abs=1e-4)
+    assert cell(loose, "Ops-MM-embedding-v1-7B", "interference:sd").agreement is Agreement.REPRODUCED
+    assert cell(loose, "Ops-MM-embedding-v1-7B", "interference:image").agreement is Agreement.REPRODUCED
+    strict = verdict(p, tolerance=0.01, interference={"ops": ours})
+    assert cell(strict, "Ops-MM-embedding-v1-7B", "interference:sd").agreement is Agreement.NOT_REPRODUCED
+    assert strict.kinds["interference"].state is Agreement.NOT_REPRODUCED
+
+
+def test_scale_difference_is_judged_in_points_against_its_interval() -> None:
+    p = paper(**{"Qwen3-VL-Embedding-8B": "q8", "Qwen3-VL-Embedding-2B": "q2"})
+    test = PairedTest(n=100, mean_difference=0.02, ci_low=-0.01, ci_high=0.05, t=1.0, p_value=0.3,
+                      cohens_d=0.1, resamples=100, confidence=0.95, seed=0)  # fmt: skip
+    found = ScaleComparison(
+        family="qwen3", larger="q8", smaller="q2", larger_scale=8, smaller_scale=2, test=test
+    )
+    c = verdict(p, scale=[found]).cells[7]
+    assert (c.published, c.ours, c.ci_low, c.ci_high) == (0.33, 2.0, -1.0, 5.0)
+    assert c.agreement is Agreement.CONSISTENT
+
+
+def test_scale_pairs_the_largest_and_smallest_of_each_family() -> None:
+    def model(name: str, family: str | None, scale: float | None) -> Bm25Model:
+        return Bm25Model(name=name, kind="bm25", family=family, scale=scale)
+
+    members = [
+        ("a2", "a", 2),
+        ("a8", "a", 8),
+        ("a4", "a", 4),
+        ("a?", "a", None),
+        ("b", "b", 1),
+        ("c", None, None),
+    ]
+    models = {name: model(name, family, scale) for name, family, scale in members}
+    assert scale_pairs(models) == [("a", "a8", "a2")]
+    with pytest.raises(ValueError, match="scale needs a family"):
+        model("d", None, 3)
+
+
+def test_shipped_paper_spec_loads_and_an_unknown_model_is_named(tmp_path: Path) -> None:
+    specs = load_embed_specs(DEFAULT_SPECS)
+    assert load_embed_paper(specs).averages.subsets == 14
+    shutil.copytree(DEFAULT_SPECS, tmp_path / "specs")
+    path = paper_path(tmp_path / "specs")
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["averages"]["rows"][2]["model"] = "no-such-model"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    with pytest.raises(
+        SpecError, match=r"paper\.yaml: averages\.rows\.2\.model: unknown model 'no-such-model'"
+    ):
+        load_embed_paper(load_embed_specs(tmp_path / "specs"))
+
+
+def test_aggregate_names_a_metrics_file_that_is_not_json(tmp_path: Path) -> None:
+    metrics = tmp_path / "results" / "embed-smoke" / "metrics" / "all-minilm-l6-v2.json"
+    metrics.parent.mkdir(parents=True)
+    metrics.write_text("{not json", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "milebench",
+            "--specs",
+            str(DEFAULT_SPECS),
+            "embed-aggregate",
+            "--run",
+            "embed-smoke",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert (
+        f"ERROR milebench.benchmarks.mmlongembed.commands: {metrics.relative_to(tmp_path)}: " in done.stderr
+    )
+    assert not (tmp_path / "results" / "embed-smoke" / "analysis.json").exists()
+
+
+def query(qid: str, family: str, length: int, interference: str) -> Query:
+    return Query(id=qid, text=qid, subset=f"{family}/{interference}", bin=length, depth=0,
+                 needle_modality="text", interference=interference, family=family, entity=qid)  # fmt: skip
+
+
+def test_easy_and_hard_by_task_and_length_pool() -> None:
+    queries = [
+        query("vg", "band", 256, "text"),
+        *(query(f"e{i}", "multi-source-reasoning", 8192, "easy") for i in range(4)),
+        *(query(f"h{i}", "multi-source-reasoning", 8192, "hard") for i in range(2)),
+        query("h16", "multi-source-reasoning", 16384, "hard"),
+    ]
+    scores = {q.id: {"P@1": float(q.id in ("e0", "e1", "e2", "h0"))} for q in queries}
+    vg, real = split(queries)
+    assert [q.id for q in vg] == ["vg"]
+    rows = easy_hard("m", scores, real)
+    assert [(r.bin, r.easy, r.hard, r.n_easy, r.n_hard) for r in rows] == [
+        (8192, 75.0, 50.0, 4, 2),
+        (16384, None, 0.0, 0, 1),
+    ]
+
+
+def test_family_and_scale_change_no_embedding_cache_key() -> None:
+    plain = SentenceTransformersModel(
+        name="m", kind="sentence-transformers", weights={"kind": "package", "package": "p"}, window=128
+    )
+    paired = plain.model_copy(update={"family": "f", "scale": 2.0})
+    assert spec_hash(paired, exclude=LINEAGE) == spec_hash(plain, exclude=LINEAGE)
+    assert spec_hash(paired) != spec_hash(plain)  # the run's own hash sees the pairing
