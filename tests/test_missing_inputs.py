@@ -38,7 +38,11 @@ VALUES_OF = {name: {"run": "embed-smoke", "model": "bm25"} for name in ("embed-r
 VALUES_OF["embed-report"] = {"run": "embed-smoke"}
 VALUES_OF["render-input"] = {"model": "tiny-llava"}
 """Commands that need other values: another benchmark's runs and models, a model render-input shows."""
-EXTRA = {"score": ["--task", "ActionSequence"], "compare": ["--model-b", "tiny-llava"]}
+EXTRA = {
+    "score": ["--task", "ActionSequence"],
+    "compare": ["--model-b", "tiny-llava"],
+    "audit drift": ["--model-b", "tiny-llava"],
+}
 """Optional arguments without which a command would stop for another reason than a missing input."""
 ERROR_LINE = re.compile(r" ERROR \S+: (?P<path>\S+): (?P<what>.+) not found; run (?P<made_by>.+) first$")
 
