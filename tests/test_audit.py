@@ -191,36 +191,36 @@ def test_batch_audit_on_the_tiny_llava(specs: Specs, tmp_path: Path) -> None:
     paths = RunPaths.for_run(run, base=tmp_path)
     build_tiny(specs.models["tiny-llava"], paths.model_dir("tiny-llava"))
     tasks = [specs.tasks[t] for t in TASKS[:2]]
-    prepared = write_prepared(specs, paths, "tiny-llava", tasks, 3)
+    prepared = write_prepared(specs, paths, "tiny-llava", tasks, 2)
     samples = [s for rows in prepared.values() for s in rows]
     spec = for_run(specs.models["tiny-llava"], run)
     assert spec.execution is not None
     adapter = load_adapter(
         spec.model_copy(update={"execution": spec.execution.with_variant("batched")}), paths, paths.data_root
     )
-    traces = traced(adapter, samples[:3])
-    assert [t.text for t in traces] == adapter.generate(samples[:3])
+    traces = traced(adapter, samples)
+    assert [t.text for t in traces] == adapter.generate(samples)
     assert all(t.tokens and t.margins and len(t.tokens) == len(t.margins) for t in traces)
     assert all(m >= 0 for t in traces for m in t.margins or ())
 
     out = tmp_path / "batch.json"
     argv = ["audit", "batch", "--run", "smoke", "--root", str(tmp_path), "--model", "tiny-llava"]
-    argv += ["--task", TASKS[0], "--task", TASKS[1], "--variant", "batched", "--batch-sizes", "1,3"]
+    argv += ["--task", TASKS[0], "--task", TASKS[1], "--variant", "batched", "--batch-sizes", "1,2"]
     assert main([*argv, "--repeats", "1", "--out", str(out)]) == 0
     audit = json.loads(out.read_text())
     assert audit["execution"] == "batched"
     rows = {(row["task"], row["batch_size"]): row for row in audit["summary"]}
-    assert set(rows) == {(t, n) for t in (*TASKS[:2], "all") for n in (1, 3)}
+    assert set(rows) == {(t, n) for t in (*TASKS[:2], "all") for n in (1, 2)}
     assert rows["all", 1]["texts"] == {
         "changed": 0,
-        "total": 6,
+        "total": 4,
         "rate": 0.0,
         "low": 0.0,
-        "high": pytest.approx(0.390, abs=1e-3),
+        "high": pytest.approx(0.490, abs=1e-3),
     }
-    assert rows["all", 3]["texts"]["total"] == 6
+    assert rows["all", 2]["texts"]["total"] == 4
     for change in audit["samples"]:
         if change["first_divergence"] is not None:
             assert change["reference_margin"] is not None
             assert change["near_tie"] == (change["reference_margin"] < 0.05)
-    assert "| all | 3 |" in out.with_suffix(".md").read_text()
+    assert "| all | 2 |" in out.with_suffix(".md").read_text()
