@@ -8,8 +8,11 @@ the transformers run (kernels, batching, stop handling) is measured by ``mileben
 
 vLLM serves LLaVA-1.5 and LLaVA-NeXT (llava-hf checkpoints) and Qwen2-VL with several images per
 prompt; ``limit_mm_per_prompt`` is the spec's ``max_images``, else the most images a MileBench sample
-has. vLLM is an optional dependency (its own image, ``containers/vllm``); without it the adapter stops
-at load with the reason.
+has. The answer is vLLM's ids decoded by the same tokenizer call as the transformers adapter's: vLLM's
+own text drops a trailing incomplete UTF-8 character, which would count as a changed answer.
+
+vLLM is an optional dependency (its own image, ``containers/vllm``); without it the adapter stops at
+load with the reason.
 """
 
 from __future__ import annotations
@@ -133,4 +136,8 @@ class VllmAdapter:
 
     def generate(self, samples: Sequence[PreparedSample]) -> list[str]:
         outputs = self.llm.generate([self.request(s) for s in samples], self.sampling(), use_tqdm=False)
-        return [self.inputs.clean(out.outputs[0].text) for out in outputs]
+        tokenizer = self.inputs.processor.tokenizer
+        return [
+            self.inputs.clean(tokenizer.decode(list(out.outputs[0].token_ids), skip_special_tokens=True))
+            for out in outputs
+        ]
