@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from milebench.audit.batch import batch_audit, first_divergence
+from milebench.audit.batch import batch_audit, compare_sample, first_divergence
 from milebench.audit.stats import wilson_rate
-from milebench.audit.trace import row_length, traced
+from milebench.audit.trace import Trace, row_length, traced
 from milebench.cli import main
 from milebench.fixture.prepared import prepared_fixture
 from milebench.infer.engine import run_model
@@ -80,6 +80,29 @@ def test_first_divergence_and_answer_length() -> None:
     assert row_length([7, 2, 3, 3], eos={2}, pad=3) == 2, "up to and including the end of sequence"
     assert row_length([7, 8, 3, 3], eos={2}, pad=3) == 2, "a finished row's padding is not answer"
     assert row_length([7, 8, 2, 2], eos={2}, pad=2) == 3
+
+
+def test_divergence_names_the_step_and_tells_near_ties_from_real_changes(
+    fixture_samples: tuple[RunPaths, dict[str, list[PreparedSample]]],
+) -> None:
+    """Two repeats part from the reference at steps 2 and 1: the earliest counts, with the reference's
+    margin there; a margin below the tie margin is a near-tie, one at it is not."""
+    _, by_task = fixture_samples
+    sample = by_task[TASKS[0]][1]
+    reference = Trace(text="ab", tokens=(5, 6, 7), margins=(3.0, 0.05, 0.01))
+    late = Trace(text="ax", tokens=(5, 6, 9), margins=(3.0, 0.05, 0.02))
+    early = Trace(text="ay", tokens=(5, 8, 9), margins=(3.0, 0.04, 0.5))
+
+    def score(text: str | None) -> float:
+        return float(text == "ab")
+
+    change = compare_sample(sample, reference, [late, early], 4, score, tie_margin=0.05)
+    assert (change.text_changes, change.score_changes) == (2, 2)
+    assert (change.first_divergence, change.reference_margin, change.margin) == (1, 0.05, 0.04)
+    assert change.near_tie is False, "a margin at the tie margin is a real change"
+    assert compare_sample(sample, reference, [late], 4, score, tie_margin=0.05).near_tie is True
+    same = compare_sample(sample, reference, [reference], 4, score, tie_margin=0.05)
+    assert (same.text_changes, same.first_divergence, same.near_tie) == (0, None, None)
 
 
 @pytest.fixture(scope="module")

@@ -50,6 +50,17 @@ def test_fidelity_table_names_the_backend() -> None:
     assert shown(vllm, Aspect.DECODING) == "batched; backend vllm"
 
 
+def test_choices_vllm_cannot_carry_out_stop_the_job_at_load(tmp_path: Path) -> None:
+    """The paper choices (per-chunk ids, per-sample decoding, a stop string) with the vllm engine."""
+    spec = load_specs().models["tiny-llava"]
+    execution = execution_of(spec)
+    assert execution is not None
+    vllm_paper = spec.model_copy(update={"execution": execution.model_copy(update={"backend": Backend.VLLM})})
+    paths = RunPaths(out=tmp_path, reports=tmp_path)
+    with pytest.raises(AdapterError, match="tokenization per_chunk, decoding per_sample, stop_strings"):
+        load_adapter(vllm_paper, paths, paths.data_root)
+
+
 @pytest.mark.skipif(VLLM, reason="vllm is installed here: the refusal is for hosts without it")
 def test_without_vllm_the_variant_stops_at_load_with_the_reason(tmp_path: Path) -> None:
     spec = with_variant(load_specs().models["tiny-llava"], "vllm")

@@ -3,7 +3,8 @@
 The inputs are the ones the spec's transformers adapter builds (its prompt rendering, with the image
 tokens in place, and its image preprocessing), loaded without the model; vLLM then tokenizes the whole
 prompt, runs its own processor on the pictures and decodes greedily, the whole batch at once. So the
-variant should state ``tokenization: whole`` and ``decoding: batched``; what it still changes against
+variant must state ``tokenization: whole``, ``decoding: batched``, no stop strings and no vocabulary
+limit (any other choice stops the job at load, never silently dropped); what it still changes against
 the transformers run (kernels, batching, stop handling) is measured by ``milebench audit drift``.
 
 vLLM serves LLaVA-1.5 and LLaVA-NeXT (llava-hf checkpoints) and Qwen2-VL with several images per
@@ -30,7 +31,7 @@ from milebench.infer.hf_image_text_to_text import HfImageTextToTextAdapter
 from milebench.infer.tiny import as_released
 from milebench.paths import RunPaths
 from milebench.records import PreparedSample
-from milebench.spec.execution import Backend, execution_of
+from milebench.spec.execution import Backend, Decoding, Execution, Tokenization, execution_of
 from milebench.spec.model import ModelSpec
 
 MEMORY_FRACTION = "MILEBENCH_VLLM_MEMORY_FRACTION"
@@ -65,6 +66,21 @@ def tiny_for_vllm(folder: Path) -> None:
     config_file.write_text(json.dumps(config, indent=2), encoding="utf-8")
 
 
+def unsupported_choices(execution: Execution) -> list[str]:
+    """The execution's choices vLLM would not honour: it tokenizes the whole prompt, decodes every batch
+    at once, and has no LLaVA stop rule or vocabulary limit here."""
+    found = []
+    if execution.tokenization is not Tokenization.WHOLE:
+        found.append(f"tokenization {execution.tokenization}")
+    if execution.decoding is not Decoding.BATCHED:
+        found.append(f"decoding {execution.decoding}")
+    if execution.stop_strings:
+        found.append("stop_strings")
+    if execution.original_vocab_only:
+        found.append("original_vocab_only")
+    return found
+
+
 class VllmAdapter:
     """Greedy answers from vLLM for a batch of samples built by the spec's transformers adapter."""
 
@@ -76,13 +92,19 @@ class VllmAdapter:
         if spec.adapter.value not in FAMILIES:
             known = ", ".join(sorted(FAMILIES))
             raise AdapterError(f"model spec {spec.name!r}: the vllm backend runs adapters {known} only")
+        execution = execution_of(spec)
+        assert execution is not None and execution.backend is Backend.VLLM
+        unsupported = unsupported_choices(execution)
+        if unsupported:
+            raise AdapterError(
+                f"model spec {spec.name!r}, execution {execution.label}: the vllm backend cannot carry out "
+                f"{', '.join(unsupported)}"
+            )
         if vllm_version() is None:
             raise AdapterError(
                 f"model spec {spec.name!r}: execution backend vllm, but vllm is not installed here "
                 "(run it in the vllm image, containers/vllm)"
             )
-        execution = execution_of(spec)
-        assert execution is not None and execution.backend is Backend.VLLM
         transformers_execution = execution.model_copy(update={"backend": Backend.TRANSFORMERS})
         builder = kind_class(spec)
         assert issubclass(builder, HfImageTextToTextAdapter)
