@@ -28,6 +28,8 @@ MADE_BY: dict[str, tuple[str, ...]] = {
     "report": ("milebench score", "milebench aggregate"),
     "aggregate": ("milebench score",),
     "compare": ("milebench score",),
+    "audit batch": ("milebench preprocess", "milebench tiny-model"),
+    "audit drift": ("milebench score",),
     "import-official": (OFFICIAL_CODE, "milebench fetch"),
     "image build": (),
     "image uri": (),

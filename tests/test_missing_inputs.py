@@ -39,7 +39,11 @@ VALUES_OF["embed-report"] = VALUES_OF["embed-aggregate"] = {"run": "embed-smoke"
 VALUES_OF["embed-pools"] = {"run": "embed-smoke", "dataset": "none"}
 VALUES_OF["render-input"] = {"model": "tiny-llava"}
 """Commands that need other values: another benchmark's runs and models, a model render-input shows."""
-EXTRA = {"score": ["--task", "ActionSequence"], "compare": ["--model-b", "tiny-llava"]}
+EXTRA = {
+    "score": ["--task", "ActionSequence"],
+    "compare": ["--model-b", "tiny-llava"],
+    "audit drift": ["--model-b", "tiny-llava"],
+}
 """Optional arguments without which a command would stop for another reason than a missing input."""
 ERROR_LINE = re.compile(r" ERROR \S+: (?P<path>\S+): (?P<what>.+) not found; run (?P<made_by>.+) first$")
 

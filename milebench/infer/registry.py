@@ -9,6 +9,7 @@ from pathlib import Path
 from milebench.infer.adapter import Adapter, AdapterError, ChecksWindow
 from milebench.paths import RunPaths
 from milebench.spec.adapters import UNPORTED, declared, declared_adapters
+from milebench.spec.execution import Backend, execution_of
 from milebench.spec.model import AdapterKind, ModelSpec
 from milebench.spec.run import ContextOverflow
 
@@ -20,7 +21,21 @@ ADAPTERS: dict[AdapterKind, str] = {
 """``module:Class`` of each generating kind, as its module declares it."""
 
 
+VLLM_ADAPTER = "milebench.infer.vllm_backend:VllmAdapter"
+"""The adapter of an execution with ``backend: vllm`` (a variant), whatever the spec's adapter kind."""
+
+
 def adapter_class(spec: ModelSpec) -> type[Adapter]:
+    """The class that runs ``spec``: vLLM's under a ``backend: vllm`` execution, else its kind's."""
+    execution = execution_of(spec)
+    if execution is not None and execution.backend is Backend.VLLM:
+        module_name, class_name = VLLM_ADAPTER.split(":")
+        return getattr(importlib.import_module(module_name), class_name)
+    return kind_class(spec)
+
+
+def kind_class(spec: ModelSpec) -> type[Adapter]:
+    """The class the spec's adapter kind declares."""
     target = ADAPTERS.get(spec.adapter)
     if target is None:
         why = f": {spec.notes}" if spec.adapter.value == UNPORTED and spec.notes else ""

@@ -18,7 +18,15 @@ from enum import StrEnum
 from milebench.preprocess.regime import model_regime
 from milebench.report.truncation import why_no_budget
 from milebench.spec.context import REQUIRED_FIELDS, SourceKind
-from milebench.spec.execution import ASPECT_FIELDS, PAPER, Aspect, Execution, execution_of, for_run
+from milebench.spec.execution import (
+    ASPECT_FIELDS,
+    PAPER,
+    Aspect,
+    Backend,
+    Execution,
+    execution_of,
+    for_run,
+)
 from milebench.spec.model import AdapterKind, ApiModel, ModelSpec, Section
 from milebench.spec.registry import Specs
 from milebench.spec.run import RunSpec
@@ -86,6 +94,9 @@ def shown(execution: Execution, aspect: Aspect) -> str:
         value = getattr(execution, name)
         if isinstance(value, tuple):
             values.append(", ".join(repr(v) for v in value) or "none")
+        elif name == "backend":
+            if value is not Backend.TRANSFORMERS:
+                values.append(f"backend {value}")
         elif isinstance(value, bool):
             if value:
                 values.append(name.replace("_", " "))

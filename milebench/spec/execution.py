@@ -88,6 +88,14 @@ class Decoding(StrEnum):
     """One ``generate`` call per batch with left padding: faster; padding can change greedy outputs."""
 
 
+class Backend(StrEnum):
+    """The engine that runs the model: ``transformers`` (the kit's adapters) or vLLM (a variant only;
+    ``milebench.infer.vllm_backend``)."""
+
+    TRANSFORMERS = "transformers"
+    VLLM = "vllm"
+
+
 class Dtype(StrEnum):
     FLOAT16 = "float16"
     BFLOAT16 = "bfloat16"
@@ -120,7 +128,7 @@ ASPECT_FIELDS: dict[Aspect, tuple[str, ...]] = {
     Aspect.PROMPT: ("prompt_template",),
     Aspect.IMAGES: ("image_preprocessing", "image_backend"),
     Aspect.TOKENIZATION: ("tokenization", "original_vocab_only"),
-    Aspect.DECODING: ("decoding",),
+    Aspect.DECODING: ("decoding", "backend"),
     Aspect.PRECISION: ("dtype", "autocast"),
     Aspect.STOP: ("stop_strings",),
     Aspect.TOKENIZER: (),
@@ -141,6 +149,8 @@ class ExecutionVariant(Spec):
     autocast: Autocast | None = None
     stop_strings: tuple[str, ...] | None = None
     original_vocab_only: bool | None = None
+    backend: Backend | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Left out of dumps when unset, so the variants written before it keep their hashes."""
 
 
 class Execution(Spec):
@@ -166,6 +176,12 @@ class Execution(Spec):
         default=False,
         description="Never generate ids at or above the tokenizer's base vocabulary: the tokens a hub "
         "conversion added (llava-hf's <image>, <pad> and embedding padding) that the original model lacks.",
+    )
+    backend: Backend = Field(
+        default=Backend.TRANSFORMERS,
+        exclude_if=lambda value: value is Backend.TRANSFORMERS,
+        description="The engine: transformers, or vllm for a variant. Left out of dumps when it is "
+        "transformers, so the specs written before it keep their hashes and cache keys.",
     )
     deviations: dict[Aspect, str] = Field(
         default_factory=dict,

@@ -1,0 +1,168 @@
+"""``milebench audit batch`` and ``milebench audit drift``: the tables to stdout, the full result as
+JSON and the tables as Markdown under ``reports/<run>/audit/`` (or ``--out``)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from milebench.audit.batch import BatchAudit, batch_audit
+from milebench.audit.drift import DriftAudit, Side, drift_audit
+from milebench.audit.render import batch_markdown, drift_markdown
+from milebench.io import atomic_write_json, atomic_write_text
+from milebench.paths import RunPaths
+from milebench.plan import applies
+from milebench.record_files import read_prepared
+from milebench.score.inputs import read_predictions
+from milebench.score.registry import SCORERS
+from milebench.score.run_aggregate import RunFiles
+from milebench.spec.base import SpecError
+from milebench.spec.execution import PAPER, execution_of, for_run, variant_problem
+from milebench.spec.registry import Specs, load_specs
+from milebench.spec.run import Mode
+from milebench.stage_inputs import MissingInput, command, preprocess_command
+
+log = logging.getLogger(__name__)
+
+
+def run_file(specs: Specs, run: str) -> Path:
+    return specs.root / "runs" / f"{run}.yaml"
+
+
+def check_model(specs: Specs, run: str, model: str) -> None:
+    if model not in specs.run(run).models:
+        raise SpecError(run_file(specs, run), [("models", f"model {model!r} is not part of run {run!r}")])
+
+
+def check_scorer(specs: Specs, run: str, scorer: str) -> None:
+    if scorer not in SCORERS:
+        known = ", ".join(SCORERS)
+        raise SpecError(run_file(specs, run), [("scorer", f"unknown scorer {scorer!r} (known: {known})")])
+
+
+def write_outputs(out: Path, record: BatchAudit | DriftAudit, markdown: str) -> None:
+    """The record as JSON at ``out`` and its tables beside it (``.md``); the tables to stdout."""
+    atomic_write_json(out, record.model_dump(mode="json"))
+    atomic_write_text(out.with_suffix(".md"), markdown)
+    sys.stdout.write(markdown)
+    log.info("wrote %s and %s", out, out.with_suffix(".md"))
+
+
+def sizes_of(text: str) -> tuple[int, ...]:
+    """``--batch-sizes 1,4,8`` as numbers; anything else stops the command with its message."""
+    try:
+        sizes = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        sizes = ()
+    if not sizes or min(sizes) < 1:
+        raise SystemExit(f"milebench audit batch: --batch-sizes {text!r}: comma-separated sizes of 1 or more")
+    return sizes
+
+
+def batch_command(args: argparse.Namespace) -> int:
+    from milebench.audit.trace import traced
+    from milebench.infer.commands import model_spec, pin_weights
+    from milebench.infer.registry import load_adapter
+    from milebench.preprocess.commands import task_spec
+    from milebench.preprocess.regime import model_regime
+
+    sizes = sizes_of(args.batch_sizes)
+    if args.repeats < 1:
+        raise SystemExit(f"milebench audit batch: --repeats {args.repeats}: at least 1")
+    specs = load_specs(args.specs)
+    run = specs.run(args.run)
+    check_model(specs, run.name, args.model)
+    check_scorer(specs, run.name, args.scorer)
+    spec = for_run(pin_weights(model_spec(specs, args.model), specs.root), run)
+    if args.variant is not None:
+        problem = variant_problem(spec, args.variant)
+        execution = execution_of(spec)
+        if problem is not None:
+            raise SpecError(specs.root / "models" / f"{spec.name}.yaml", [("execution.variants", problem)])
+        if execution is not None and args.variant != PAPER:
+            spec = spec.model_copy(update={"execution": execution.with_variant(args.variant)})
+    mode = Mode(args.mode)
+    tasks = {name: task_spec(specs, name) for name in args.task}
+    paths = RunPaths.for_run(run, base=args.root)
+    regime = model_regime(specs, run, spec.name, mode).id
+    samples = [
+        s
+        for name in tasks
+        for s in read_prepared(
+            paths.prepared(name, mode, regime), preprocess_command(run.name, name, mode, regime)
+        )
+    ]
+    adapter = load_adapter(spec, paths, paths.data_root, run.context_overflow)
+    summary, changes = batch_audit(
+        lambda batch: traced(adapter, batch),
+        samples,
+        tasks,
+        SCORERS[args.scorer],
+        sizes,
+        args.repeats,
+        args.seed,
+        args.tie_margin,
+    )
+    execution = execution_of(spec)
+    record = BatchAudit(
+        model=spec.name,
+        execution=execution.label if execution is not None else PAPER,
+        scorer=args.scorer,
+        batch_sizes=sizes,
+        repeats=args.repeats,
+        seed=args.seed,
+        tie_margin=args.tie_margin,
+        summary=tuple(summary),
+        samples=tuple(changes),
+    )
+    out = args.out or paths.reports / "audit" / f"batch-{spec.name}-{mode.value}.json"
+    write_outputs(out, record, batch_markdown(record))
+    return 0
+
+
+def side(specs: Specs, run: str, model: str, root: Path, mode: Mode, scorer: str) -> Side:
+    """One side's judgments (under ``scorer``) and predictions of every task of its run in ``mode``."""
+    paths = RunPaths.for_run(specs.run(run), base=root)
+    files = RunFiles(paths)
+    tasks = [t for t in specs.run_tasks(specs.run(run)) if applies(t, mode)]
+    judgments = {
+        t.name: [j for j in files.judgments(model, t.name, mode) if j.scorer == scorer] for t in tasks
+    }
+    judgments = {name: rows for name, rows in judgments.items() if rows}
+    if not judgments:
+        made_by = command("score", run=run, model=model, task="<Task>", mode=mode)
+        raise MissingInput(paths.judgments(model, "<Task>", mode), f"{scorer} judgments", made_by)
+    predictions = {
+        name: read_predictions(paths.predictions(model, name, mode), name, model, mode)
+        for name in judgments
+        if paths.predictions(model, name, mode).exists()
+    }
+    label = f"{run}/{model}" + ("" if root == Path(".") else f" ({root})")
+    return Side(label, judgments, predictions)
+
+
+def drift_command(args: argparse.Namespace) -> int:
+    specs = load_specs(args.specs)
+    run_b = args.run_b or args.run
+    model_b = args.model_b or args.model_a
+    root_b = args.root_b or args.root
+    if (args.run, args.model_a, args.root) == (run_b, model_b, root_b):
+        raise SpecError(
+            run_file(specs, args.run), [("models", "drift needs two sides: another model, run or --root-b")]
+        )
+    check_model(specs, args.run, args.model_a)
+    check_model(specs, run_b, model_b)
+    check_scorer(specs, args.run, args.scorer)
+    mode = Mode(args.mode)
+    a = side(specs, args.run, args.model_a, args.root, mode, args.scorer)
+    b = side(specs, run_b, model_b, root_b, mode, args.scorer)
+    record = drift_audit(a, b, list(specs.tasks.values()), args.scorer, args.resamples, args.seed)
+    if len(record.tasks) < 2:
+        log.error("no task has samples judged on both sides (run the score stage for both first)")
+        return 1
+    paths = RunPaths.for_run(specs.run(args.run), base=args.root)
+    out = args.out or paths.reports / "audit" / f"drift-{args.model_a}-{model_b}-{mode.value}.json"
+    write_outputs(out, record, drift_markdown(record))
+    return 0

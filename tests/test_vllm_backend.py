@@ -1,0 +1,99 @@
+"""The ``vllm`` execution variant: chosen by name only, shown in the fidelity table, refused with its
+reason where vLLM is absent, and, where it is installed, answering the tiny LLaVA on the CPU with its
+drift against the transformers backend measured."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from milebench.audit.drift import Side, drift_audit
+from milebench.fixture.prepared import prepared_fixture
+from milebench.infer.adapter import AdapterError
+from milebench.infer.registry import adapter_class, load_adapter
+from milebench.infer.tiny import build_tiny
+from milebench.paths import RunPaths
+from milebench.records import Prediction
+from milebench.report.fidelity import shown
+from milebench.score.commands import score_task
+from milebench.spec.execution import Aspect, Backend, execution_of
+from milebench.spec.model import ModelSpec
+from milebench.spec.registry import load_specs
+from milebench.spec.run import Mode
+
+VLLM = importlib.util.find_spec("vllm") is not None
+
+
+def with_variant(spec: ModelSpec, variant: str) -> ModelSpec:
+    execution = execution_of(spec)
+    assert execution is not None
+    return spec.model_copy(update={"execution": execution.with_variant(variant)})
+
+
+@pytest.mark.parametrize("model", ["llava-1.5-7b", "llava-1.5-13b", "tiny-llava"])
+def test_vllm_is_a_named_variant_never_the_paper_run(model: str) -> None:
+    spec = load_specs().models[model]
+    execution = execution_of(spec)
+    assert execution is not None and execution.backend is Backend.TRANSFORMERS
+    assert "backend" not in execution.model_dump(), "a transformers execution dumps (and hashes) as before"
+    assert adapter_class(spec).__name__ != "VllmAdapter"
+    assert adapter_class(with_variant(spec, "vllm")).__name__ == "VllmAdapter"
+
+
+def test_fidelity_table_names_the_backend() -> None:
+    spec = load_specs().models["llava-1.5-7b"]
+    paper, vllm = execution_of(spec), execution_of(with_variant(spec, "vllm"))
+    assert paper is not None and vllm is not None
+    assert shown(paper, Aspect.DECODING) == "per_sample"
+    assert shown(vllm, Aspect.DECODING) == "batched; backend vllm"
+
+
+def test_choices_vllm_cannot_carry_out_stop_the_job_at_load(tmp_path: Path) -> None:
+    """The paper choices (per-chunk ids, per-sample decoding, a stop string) with the vllm engine."""
+    spec = load_specs().models["tiny-llava"]
+    execution = execution_of(spec)
+    assert execution is not None
+    vllm_paper = spec.model_copy(update={"execution": execution.model_copy(update={"backend": Backend.VLLM})})
+    paths = RunPaths(out=tmp_path, reports=tmp_path)
+    with pytest.raises(AdapterError, match="tokenization per_chunk, decoding per_sample, stop_strings"):
+        load_adapter(vllm_paper, paths, paths.data_root)
+
+
+@pytest.mark.skipif(VLLM, reason="vllm is installed here: the refusal is for hosts without it")
+def test_without_vllm_the_variant_stops_at_load_with_the_reason(tmp_path: Path) -> None:
+    spec = with_variant(load_specs().models["tiny-llava"], "vllm")
+    paths = RunPaths(out=tmp_path, reports=tmp_path)
+    with pytest.raises(AdapterError, match="vllm is not installed"):
+        load_adapter(spec, paths, paths.data_root)
+
+
+@pytest.mark.skipif(not VLLM, reason="vllm is not installed (the optional vllm extra: containers/vllm)")
+def test_vllm_answers_the_tiny_llava_and_its_drift_is_reported(tmp_path: Path) -> None:
+    specs = load_specs()
+    base = specs.models["tiny-llava"]
+    paths = RunPaths(out=tmp_path, reports=tmp_path / "reports")
+    build_tiny(base, paths.model_dir(base.name))
+    from milebench.infer.vllm_backend import tiny_for_vllm
+
+    tiny_for_vllm(paths.model_dir(base.name))
+    task = specs.tasks["ActionLocalization"]
+    samples = prepared_fixture(paths, [task], 4)[task.name]
+    sides = []
+    for variant in ("paper", "vllm"):
+        adapter = load_adapter(with_variant(base, variant), paths, paths.data_root)
+        answers = adapter.generate(samples)
+        assert len(answers) == len(samples) and all(isinstance(a, str) for a in answers)
+        preds = {
+            s.sample_id: Prediction(
+                task=s.task, mode=s.mode, model=base.name, sample_id=s.sample_id, response=str(a),
+                cache_key=variant, seconds=0.0,
+            )
+            for s, a in zip(samples, answers, strict=True)
+        }  # fmt: skip
+        judgments, _ = score_task(task, base.name, Mode.MULTI_IMAGE, samples, preds)
+        sides.append(Side(variant, {task.name: judgments}, {task.name: preds}))
+    audit = drift_audit(*sides, [task], "paper", resamples=200)
+    pooled = audit.tasks[-1]
+    assert pooled.task == "all" and pooled.flips.total == len(samples) and pooled.texts.total == len(samples)
