@@ -32,7 +32,7 @@ from milebench.benchmarks import benchmark_of_run
 from milebench.containers.image import RECORDS_DIR, content_key, family
 from milebench.job_resources import infer_resources
 from milebench.paths import RunPaths
-from milebench.plan import cells, model_regimes, prepare_jobs, regimes
+from milebench.plan import cells, loads_weights, mode_tasks, model_regimes, prepare_jobs, regimes
 from milebench.preprocess.regime import tokenizer_dirs
 from milebench.spec.model import TinyWeights
 from milebench.spec.registry import DEFAULT_SPECS, load_specs, spec_hash
@@ -58,6 +58,11 @@ TINY = [name for name, m in MODELS.items() if isinstance(m.weights, TinyWeights)
 REGIMES = regimes(SPECS, RUN)
 MODEL_REGIME = model_regimes(SPECS, RUN)
 RESOURCES = {name: infer_resources(m) for name, m in MODELS.items()}
+MODE_TASKS = {mode: tasks for mode, tasks in mode_tasks(SPECS, RUN).items() if tasks}
+# The models whose infer job loads weights (one job per model and mode), and the others (one per cell);
+# a wildcard pattern each (an empty one matches no model).
+LOADED_MODELS = "|".join(name for name, m in MODELS.items() if loads_weights(m))
+PER_CELL_MODELS = "|".join(name for name, m in MODELS.items() if not loads_weights(m))
 KIT_FAMILY = "kit"
 FAMILIES = sorted({KIT_FAMILY} | {m.container for m in MODELS.values() if m.container})
 
@@ -254,14 +259,10 @@ rule preprocess:
         " --regime {wildcards.regime} --workers {threads} > {log} 2>&1"
 
 
+# One job per cell for the models that load nothing (built-in baselines, APIs): cells run side by side.
 rule infer:
     input:
-        prepared=lambda w: P.prepared(w.task, w.mode, regime_of(w)),
-        # The images (and the kit's combined pictures) the prepared samples name; built-in baselines read none.
-        images=lambda w: [] if MODELS[w.model].builtin else [P.data_root, P.tiles(w.task, w.mode, regime_of(w))],
-        model=lambda w: [P.model_dir(w.model)] if w.model in TINY else [],
-        image=lambda w: [RECORDS_DIR / f"{MODELS[w.model].container}.json"] if DOCKER else [],
-        data=P.fetch_manifest,
+        unpack(lambda w: infer_inputs(w.model, Mode(w.mode), [w.task])),
     output:
         predictions=P.predictions("{model}", "{task}", "{mode}"),
         provenance=P.infer_provenance("{model}", "{task}", "{mode}"),
@@ -271,6 +272,8 @@ rule infer:
         root=job_root(P.predictions("{model}", "{task}", "{mode}")),
         command=infer_command,
         spec=lambda w: spec_hash(MODELS[w.model]),
+    wildcard_constraints:
+        model=PER_CELL_MODELS,
     threads: lambda w: RESOURCES[w.model].threads
     log:
         P.logs("infer", "{model}.{mode}.{task}"),
@@ -285,6 +288,43 @@ rule infer:
     shell:
         "{params.mb} {params.command} --run {params.run} --root {params.root} --model {wildcards.model}"
         " --task {wildcards.task} --mode {wildcards.mode} --threads {threads} > {log} 2>&1"
+
+
+# One job per (model, mode) for the models that load weights: loaded once, it answers every task of the
+# mode, each cell with its own journal, predictions and provenance (`milebench infer` with many --task).
+for mode, mode_task_names in (MODE_TASKS.items() if LOADED_MODELS else ()):
+
+    rule:
+        name:
+            f"infer_model_{mode.name.lower()}"
+        input:
+            unpack(lambda w, mode=mode, tasks=mode_task_names: infer_inputs(w.model, mode, tasks)),
+        output:
+            predictions=[P.predictions("{model}", task, mode) for task in mode_task_names],
+            provenance=[P.infer_provenance("{model}", task, mode) for task in mode_task_names],
+        params:
+            mb=MB,
+            run=RUN.name,
+            root=job_root(P.predictions("{model}", mode_task_names[0], mode)),
+            command=infer_command,
+            spec=lambda w: spec_hash(MODELS[w.model]),
+            tasks=" ".join(f"--task {task}" for task in mode_task_names),
+        wildcard_constraints:
+            model=LOADED_MODELS,
+        threads: lambda w: RESOURCES[w.model].threads
+        log:
+            P.logs("infer", f"{{model}}.{mode}"),
+        benchmark:
+            P.benchmark("infer", f"{{model}}.{mode}")
+        container:
+            lambda w: IMAGES[model_family(w.model)]
+        resources:
+            gpu=lambda w: RESOURCES[w.model].gpu,
+            mem_mb=lambda w: RESOURCES[w.model].mem_mb,
+            runtime=lambda w, n=len(mode_task_names): RESOURCES[w.model].runtime * n,
+        shell:
+            "{params.mb} {params.command} --run {params.run} --root {params.root} --model {wildcards.model}"
+            f" {{params.tasks}} --mode {mode} --threads {{threads}} > {{log}} 2>&1"
 
 
 rule score:

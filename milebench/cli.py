@@ -44,12 +44,22 @@ def _threads_arg(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _job_args(p: argparse.ArgumentParser, model: bool, task_required: bool = True) -> None:
+def _job_args(
+    p: argparse.ArgumentParser, model: bool, task_required: bool = True, many_tasks: bool = False
+) -> None:
     _run_args(p)
     _root_arg(p)
     if model:
         p.add_argument("--model", required=True)
-    p.add_argument("--task", required=task_required)
+    if many_tasks:
+        p.add_argument(
+            "--task",
+            action="append",
+            required=True,
+            help="A task; repeat it to answer several, loading once.",
+        )
+    else:
+        p.add_argument("--task", required=task_required)
     p.add_argument("--mode", required=True, type=Mode, choices=list(Mode))
 
 
@@ -124,8 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--regime", default="full", help="Input regime id (see `milebench.preprocess.regime`).")
     p.add_argument("--workers", type=int, default=1, help="Threads for combined-image tiling.")
 
-    p = add("infer", "milebench.infer.commands:infer", "Run one model over one prepared task.")
-    _job_args(p, model=True)
+    p = add("infer", "milebench.infer.commands:infer", "Run one model over prepared tasks of one mode.")
+    _job_args(p, model=True, many_tasks=True)
     _threads_arg(p)
 
     p = add(
@@ -197,6 +207,11 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--model", required=True)
         if name == "embed-run":
             p.add_argument("--threads", type=int, default=None, help="CPU threads of the model.")
+    pools = "milebench.benchmarks.mmlongembed.task_commands:pools_command"
+    p = add("embed-pools", pools, "MMLongEmbed: build one real-task dataset's Easy and Hard pools.")
+    p.add_argument("--run", required=True, help="Run spec name (specs/mmlongembed/runs/<name>.yaml).")
+    _root_arg(p)
+    p.add_argument("--dataset", required=True, help="A dataset of the run's real_tasks.")
 
     p = add("archive", "milebench.archive.commands:archive", "Pack a finished run into an artifact bundle.")
     _run_args(p)
@@ -222,7 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--expect-id", default=None, help="Refuse a bundle whose id (manifest sha256) differs.")
 
     p = add("container-infer", "milebench.containers.commands:container_infer", "Run `infer` in its image.")
-    _job_args(p, model=True)
+    _job_args(p, model=True, many_tasks=True)
     _threads_arg(p)
     p.add_argument("--runtime", choices=["local", "docker"], default="docker")
     p.add_argument("--gpus", default=None, help='"all" or comma-separated device ids (default: none).')

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from milebench.preprocess.regime import Regime, run_regimes
+from milebench.spec.model import ApiModel, BuiltinModel, ModelSpec
 from milebench.spec.registry import Specs
 from milebench.spec.run import Mode, RunSpec
 from milebench.spec.task import TaskSpec
@@ -34,6 +35,21 @@ def task_modes(specs: Specs, run: RunSpec) -> list[TaskMode]:
 def cells(specs: Specs, run: RunSpec) -> list[Cell]:
     """Every (model, task, mode) cell the run infers and scores."""
     return [Cell(model, tm.task, tm.mode) for model in run.models for tm in task_modes(specs, run)]
+
+
+def loads_weights(model: ModelSpec) -> bool:
+    """Whether the model's job loads weights (tiny, hub or external): then one job per (model, mode)
+    answers every task of the mode, paying the imports and the load once instead of once per task.
+    Built-in baselines and API models load nothing; they keep one job per cell, so cells run side by side."""
+    return not isinstance(model.weights, (BuiltinModel, ApiModel))
+
+
+def mode_tasks(specs: Specs, run: RunSpec) -> dict[Mode, list[str]]:
+    """Per mode, the tasks the run answers in it: what one (model, mode) job answers."""
+    tasks: dict[Mode, list[str]] = {mode: [] for mode in run.modes}
+    for tm in task_modes(specs, run):
+        tasks[tm.mode].append(tm.task)
+    return tasks
 
 
 class Prepare(NamedTuple):

@@ -34,6 +34,7 @@ MADE_BY: dict[str, tuple[str, ...]] = {
     "container-infer": ("milebench preprocess", "milebench image build"),
     "render-input": ("milebench preprocess", "milebench tiny-model"),
     "embed-generate": (),
+    "embed-pools": (),
     "embed-run": ("milebench embed-generate",),
     "embed-evaluate": ("milebench embed-run",),
     "embed-report": ("milebench embed-evaluate",),

@@ -75,6 +75,20 @@ def regime_of(w):
     return MODEL_REGIME[(w.model, Mode(w.mode))]
 
 
+def infer_inputs(model, mode, tasks):
+    """What an infer job of `model` reads for `tasks` in `mode`: their prepared samples, the images (and
+    the kit's combined pictures) those name (built-in baselines read none), a tiny model's weights, the
+    model's image record under docker, and the fetch manifest (provenance)."""
+    regime = MODEL_REGIME[(model, mode)]
+    return {
+        "prepared": [P.prepared(task, mode, regime) for task in tasks],
+        "images": [] if MODELS[model].builtin else [P.data_root, *(P.tiles(t, mode, regime) for t in tasks)],
+        "model": [P.model_dir(model)] if model in TINY else [],
+        "image": [RECORDS_DIR / f"{MODELS[model].container}.json"] if DOCKER else [],
+        "data": P.fetch_manifest,
+    }
+
+
 def infer_command(w):
     """`infer` on the host or in Snakemake's container; `container-infer` in the family's Docker image."""
     if not DOCKER:

@@ -1,4 +1,5 @@
-"""MMLongEmbed rules: generate the Visual Grounding set, score it with each embedder, evaluate, report.
+"""MMLongEmbed rules: generate the Visual Grounding set, build the run's real-task pools, score them with
+each embedder, evaluate, report.
 
 Included by the top Snakefile when ``--config run=<name>`` names a run spec with ``benchmark: mmlongembed``
 (milebench.benchmarks.mmlongembed declares this file). Every rule is one ``milebench embed-*`` command;
@@ -9,7 +10,9 @@ command is given the ``--root`` its paths are laid out under.
 """
 
 from milebench.benchmarks.mmlongembed.paths import EmbedPaths
+from milebench.benchmarks.mmlongembed.records import IMAGES as EMBED_IMAGES
 from milebench.benchmarks.mmlongembed.spec import load_embed_specs
+from milebench.benchmarks.mmlongembed.task_inputs import declared_inputs
 from milebench.provenance import provenance_path
 from milebench.spec.registry import spec_hash as embed_spec_hash
 
@@ -18,12 +21,17 @@ ER = EMBED_SPECS.run(BENCHMARK_RUN)
 EP = EmbedPaths.for_run(ER)
 VG_SET = {"files": EP.vg_files, "manifest": EP.vg_manifest}
 """The Visual Grounding set as its readers take it: queries, candidates, pools, qrels and the manifest."""
+TASK_SETS = {t.dataset: t for t in ER.real_tasks}
+"""The run's real-task datasets, each built into its own set by ``embed_pools``."""
+TASK_FILES = [f for d in TASK_SETS for f in [*EP.task_files(d), EP.task_manifest(d)]]
+"""Every real-task set, read by the scoring and evaluation jobs beside the Visual Grounding set."""
 BENCHMARK_TARGETS = [EP.report_html, EP.report_tex]
 """The run's default target (Snakemake keeps an included file's default_target from counting)."""
 
 
 wildcard_constraints:
     embedder="|".join(ER.models),
+    dataset="|".join(TASK_SETS),
 
 
 rule embed_generate:
@@ -50,9 +58,39 @@ rule embed_generate:
         "{params.mb} embed-generate --run {params.run} --root {params.root} > {log} 2>&1"
 
 
+rule embed_pools:
+    input:
+        lambda w: declared_inputs(TASK_SETS[w.dataset], SPECS_DIR),
+    output:
+        files=EP.task_files("{dataset}"),
+        manifest=EP.task_manifest("{dataset}"),
+        images=directory(EP.task_set("{dataset}") / EMBED_IMAGES),
+        provenance=provenance_path(EP.task_manifest("{dataset}")),
+    params:
+        mb=MB,
+        run=ER.name,
+        root=job_root(EP.task_files("{dataset}")[0]),
+        spec=lambda w: embed_spec_hash(TASK_SETS[w.dataset]),
+        tokenizer=embed_spec_hash(ER.counting_tokenizer),
+    log:
+        EP.logs("embed_pools", "{dataset}"),
+    benchmark:
+        EP.benchmark("embed_pools", "{dataset}")
+    container:
+        IMAGES[KIT_FAMILY]
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    shell:
+        "{params.mb} embed-pools --run {params.run} --root {params.root} --dataset {wildcards.dataset}"
+        " > {log} 2>&1"
+
+
 rule embed_run:
     input:
         **VG_SET,
+        tasks=TASK_FILES,
+        images=[EP.vg_images, *(EP.task_set(d) / EMBED_IMAGES for d in TASK_SETS)],
     output:
         scores=EP.scores("{embedder}"),
         inputs=EP.inputs("{embedder}"),
@@ -80,6 +118,7 @@ rule embed_run:
 rule embed_evaluate:
     input:
         **VG_SET,
+        tasks=TASK_FILES,
         scores=EP.scores("{embedder}"),
         inputs=EP.inputs("{embedder}"),
     output:

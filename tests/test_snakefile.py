@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from milebench.plan import cells, prepare_jobs
+from milebench.plan import cells, loads_weights, prepare_jobs
 from milebench.provenance import read_provenance
 from milebench.spec.registry import DEFAULT_SPECS, load_specs, spec_hash
 
@@ -47,7 +47,13 @@ def test_paper_dry_run_lists_every_job_without_data(tmp_path: Path) -> None:
     run = specs.run("paper")
     n_cells = len(cells(specs, run))
     counts = dry_run("paper", tmp_path)
-    assert counts["infer"] == n_cells
+    # A model that loads weights has one infer job per mode, answering all the mode's tasks (one load);
+    # the others (baselines, APIs) one per cell.
+    loaded = [m.name for m in specs.run_models(run) if loads_weights(m)]
+    assert 0 < len(loaded) < len(run.models)
+    for mode in run.modes:
+        assert counts[f"infer_model_{mode.name.lower()}"] == len(loaded)
+    assert counts["infer"] == sum(c.model not in loaded for c in cells(specs, run))
     assert counts["score"] == n_cells
     # One preprocess job per (task, mode, input regime): in every mode the unlimited regime plus one per
     # model with a budget and a tokenizer to count with: llava-1.5-7b and -13b, llava-1.6-7b and -13b,
@@ -61,7 +67,8 @@ def test_smoke_dry_run_builds_fixture_and_tiny_models(tmp_path: Path) -> None:
     counts = dry_run("smoke", tmp_path)
     assert counts["fixture"] == 1
     assert counts["tiny_model"] == 2
-    assert counts["infer"] == 3 * 29
+    assert counts["infer"] == 29  # the random baseline, one job per task
+    assert counts["infer_model_multi_image"] == 2  # each tiny model loaded once, for all 29 tasks
     assert counts["preprocess"] == 3 * 29  # random reads the unlimited regime, each tiny model its own
 
 

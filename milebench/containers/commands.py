@@ -92,7 +92,7 @@ def provenance_env(image_id: str) -> dict[str, str]:
 
 
 def container_infer(args: argparse.Namespace) -> int:
-    """``infer`` for one cell, in this process (``--runtime local``) or in the family's image."""
+    """``infer`` for its cells, in this process (``--runtime local``) or in the family's image."""
     if args.runtime == "local":
         from milebench.infer.commands import infer
 
@@ -103,11 +103,12 @@ def container_infer(args: argparse.Namespace) -> int:
     run = specs.run(args.run)
     paths = RunPaths.for_run(run, base=args.root)
     regime = model_regime(specs, run, model.name, Mode(args.mode)).id
-    prepared = paths.prepared(args.task, args.mode, regime)
-    require(prepared, "prepared samples", preprocess_command(run.name, args.task, args.mode, regime))
+    for task in args.task:
+        prepared = paths.prepared(task, args.mode, regime)
+        require(prepared, "prepared samples", preprocess_command(run.name, task, args.mode, regime))
     paths.out.mkdir(parents=True, exist_ok=True)
     cell: tuple[str, ...] = ("--run", run.name, "--root", str(args.root), "--model", model.name)
-    cell += ("--task", args.task, "--mode", str(args.mode))
+    cell += (*(arg for task in args.task for arg in ("--task", task)), "--mode", str(args.mode))
     threads = ("--threads", str(args.threads)) if args.threads else ()
     command = (*(("-v",) if args.verbose else ()), "infer", *cell, *threads)
 

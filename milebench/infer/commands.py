@@ -8,9 +8,11 @@ import os
 import shutil
 import sys
 import tempfile
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from milebench.infer.adapter import AdapterError
+from milebench.infer.adapter import Adapter, AdapterError
 from milebench.infer.engine import InferSummary
 from milebench.infer.journal import CellBusy
 from milebench.paths import RunPaths
@@ -22,7 +24,8 @@ from milebench.spec.base import SpecError
 from milebench.spec.execution import for_run
 from milebench.spec.model import BuiltinModel, HubWeights, ModelSpec
 from milebench.spec.registry import Specs, load_specs
-from milebench.spec.run import Mode
+from milebench.spec.run import Mode, RunSpec
+from milebench.spec.task import TaskSpec
 from milebench.spec.weights_lock import WEIGHTS_LOCK, locked_revision
 from milebench.stage_inputs import preprocess_command
 
@@ -109,56 +112,82 @@ def tiny_model(args: argparse.Namespace) -> int:
 
 
 def infer(args: argparse.Namespace) -> int:
-    from milebench.infer.engine import run_model
+    """Answer every ``--task`` given in ``--mode``, each cell with its own journal, lock, predictions and
+    provenance, after loading the model once: one job per (model, mode) pays the load once, not once per
+    task. A cell that cannot run (its prepared file unreadable, another job on it) is named and the other
+    cells still run; the exit status is the worst of the cells'."""
     from milebench.infer.registry import load_adapter
 
-    started = utc_now()
     specs = load_specs(args.specs)
     run = specs.run(args.run)
     paths = RunPaths.for_run(run, base=args.root)
     spec = for_run(pin_weights(model_spec(specs, args.model), specs.root), run)
-    task = task_spec(specs, args.task)
+    tasks = [task_spec(specs, name) for name in args.task]
     mode = Mode(args.mode)
     model_threads, input_workers = split_threads(args.threads)
     limit_threads(model_threads)
     try:
         regime = model_regime(specs, run, spec.name, mode)
-        made_by = preprocess_command(args.run, task.name, mode, regime.id)
-        samples = read_prepared(paths.prepared(task.name, mode, regime.id), made_by)
+        start = time.perf_counter()
         adapter = load_adapter(spec, paths, paths.data_root, run.context_overflow)
-    except (RecordError, AdapterError) as err:
+    except AdapterError as err:
         log.error("%s", err)
         return 1
-    out = paths.predictions(spec.name, task.name, mode)
-    images = None if isinstance(spec.weights, BuiltinModel) else paths.data_root  # baselines read none
-    try:
-        journal = paths.journal(spec.name, task.name, mode)
-        summary = run_model(
-            adapter,
-            spec,
-            samples,
-            out,
-            journal,
-            input_workers=input_workers,
-            data_root=images,
-            overflow=run.context_overflow,
+    log.info("%s: model loaded in %.1f s for %d task(s)", spec.name, time.perf_counter() - start, len(tasks))
+    cell = CellJob(specs, run, paths, spec, mode, regime.id, adapter, input_workers)
+    return max(cell.answer(task) for task in tasks)
+
+
+@dataclass(frozen=True)
+class CellJob:
+    """What every cell of one ``infer`` process shares: the specs, the loaded model, the threads."""
+
+    specs: Specs
+    run: RunSpec
+    paths: RunPaths
+    spec: ModelSpec
+    mode: Mode
+    regime: str
+    adapter: Adapter
+    input_workers: int
+
+    def answer(self, task: TaskSpec) -> int:
+        """Answer one cell and write its provenance; its exit status (0, 1 or 3 as ``failure_verdict``)."""
+        from milebench.infer.engine import run_model
+
+        started = utc_now()
+        spec, paths, mode = self.spec, self.paths, self.mode
+        made_by = preprocess_command(self.run.name, task.name, mode, self.regime)
+        out = paths.predictions(spec.name, task.name, mode)
+        images = None if isinstance(spec.weights, BuiltinModel) else paths.data_root  # baselines read none
+        try:
+            samples = read_prepared(paths.prepared(task.name, mode, self.regime), made_by)
+            summary = run_model(
+                self.adapter,
+                spec,
+                samples,
+                out,
+                paths.journal(spec.name, task.name, mode),
+                input_workers=self.input_workers,
+                data_root=images,
+                overflow=self.run.context_overflow,
+            )
+        except (RecordError, AdapterError, CellBusy) as err:
+            log.error("%s", err)
+            return 1
+        record = job_provenance(
+            stage="infer",
+            specs=self.specs,
+            run=self.run,
+            model=spec,
+            task=task.name,
+            mode=mode.value,
+            outputs=(paths.relative(out),),
+            fetch_manifest=paths.fetch_manifest,
+            started_at=started,
         )
-    except (AdapterError, CellBusy) as err:
-        log.error("%s", err)
-        return 1
-    record = job_provenance(
-        stage="infer",
-        specs=specs,
-        run=run,
-        model=spec,
-        task=task.name,
-        mode=mode.value,
-        outputs=(paths.relative(out),),
-        fetch_manifest=paths.fetch_manifest,
-        started_at=started,
-    )
-    write_provenance(paths.infer_provenance(spec.name, task.name, mode), record)
-    return failure_verdict(summary, run.max_failure_rate, out)
+        write_provenance(paths.infer_provenance(spec.name, task.name, mode), record)
+        return failure_verdict(summary, self.run.max_failure_rate, out)
 
 
 def failure_verdict(summary: InferSummary, max_rate: float, out: Path) -> int:

@@ -15,7 +15,7 @@ from milebench.spec.model import AdapterKind, HubWeights, ModelSpec, TinyWeights
 TINY_FAMILY: dict[AdapterKind, str] = {
     AdapterKind(kind): declared.declaration.tiny.family
     for kind, declared in declared_adapters().items()
-    if declared.declaration.tiny is not None
+    if declared.declaration.tiny is not None and declared.declaration.does == "generate"
 }
 """Which tiny family an adapter kind may load, as its module declares it; a kind without one loads any."""
 

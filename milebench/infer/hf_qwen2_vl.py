@@ -36,14 +36,23 @@ DEFAULT_IMAGE_TOKEN = "<|image_pad|>"
 class Qwen2VLInputs:
     """The part of Qwen2-VL's processor that images need: chat template, pixels, image token expansion."""
 
-    def __init__(self, tokenizer: PreTrainedTokenizerBase, image_processor: Any, max_tokens_per_image: int):
+    def __init__(
+        self,
+        tokenizer: PreTrainedTokenizerBase,
+        image_processor: Any,
+        max_tokens_per_image: int,
+        min_tokens_per_image: int = 1,
+    ):
         self.tokenizer = tokenizer
         self.image_processor = image_processor
         self.image_token = getattr(tokenizer, "image_token", None) or DEFAULT_IMAGE_TOKEN
         self.image_token_id = tokenizer.convert_tokens_to_ids(self.image_token)
         self.merge = int(image_processor.merge_size)
         token_pixels = (int(image_processor.patch_size) * self.merge) ** 2
-        self.size = {"shortest_edge": token_pixels, "longest_edge": max_tokens_per_image * token_pixels}
+        self.size = {
+            "shortest_edge": min_tokens_per_image * token_pixels,
+            "longest_edge": max_tokens_per_image * token_pixels,
+        }
 
     def apply_chat_template(self, conversation: list[dict[str, Any]], **kwargs: Any) -> str:
         # transformers types every output form; the adapter's calls pass tokenize=False, which gives a str

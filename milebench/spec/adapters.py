@@ -157,10 +157,11 @@ def declared(kind: str) -> DeclaredAdapter | None:
     return declared_adapters().get(kind)
 
 
-def tiny_families() -> dict[str, TinyBuilder]:
-    """Each tiny family's builder, by family, from the adapters that declare one."""
+def tiny_families(does: Literal["generate", "embed"] = "generate") -> dict[str, TinyBuilder]:
+    """Each tiny family's builder, by family, from the adapters that ``does`` and declare one (an
+    embedder's tiny family is no model a MileBench spec can name)."""
     return {
         d.declaration.tiny.family: d.declaration.tiny
         for d in declared_adapters().values()
-        if d.declaration.tiny is not None
+        if d.declaration.tiny is not None and d.declaration.does == does
     }

@@ -87,20 +87,39 @@ def generate_command(args: argparse.Namespace) -> int:
 
 
 def _read_set(
-    paths: EmbedPaths, run: str
+    paths: EmbedPaths, run: EmbedRunSpec
 ) -> tuple[list[Query], list[Candidate], dict[str, Pool], list[Qrel]]:
-    require(paths.vg_manifest, "Visual Grounding set", command("embed-generate", run=run))
-    queries = read_records(paths.vg / QUERIES, Query)
-    candidates = read_records(paths.vg / CANDIDATES, Candidate)
-    pools = {p.query: p for p in read_records(paths.vg / POOLS, Pool)}
-    qrels = read_records(paths.vg / QRELS, Qrel)
-    known = {c.id for c in candidates}
-    for query in queries:
-        pool = pools.get(query.id)
-        if pool is None:
-            raise RecordError(f"{paths.vg / POOLS}: query {query.id} has no pool")
-        if not set(pool.candidates) <= known:
-            raise RecordError(f"{paths.vg / POOLS}: query {query.id}: candidates not in {CANDIDATES}")
+    """The Visual Grounding set and each real-task set of the run, as one set of pools."""
+    sets = [(paths.vg, paths.vg_manifest, "Visual Grounding set", command("embed-generate", run=run.name))]
+    sets += [
+        (
+            paths.task_set(t.dataset),
+            paths.task_manifest(t.dataset),
+            f"{t.task.value} set",
+            command("embed-pools", run=run.name, dataset=t.dataset),
+        )
+        for t in run.real_tasks
+    ]
+    queries: list[Query] = []
+    candidates: list[Candidate] = []
+    pools: dict[str, Pool] = {}
+    qrels: list[Qrel] = []
+    for folder, manifest, what, made_by in sets:
+        require(manifest, what, made_by)
+        these = read_records(folder / QUERIES, Query)
+        read = read_records(folder / CANDIDATES, Candidate)
+        known = {c.id for c in read}
+        candidates += read
+        found = {p.query: p for p in read_records(folder / POOLS, Pool)}
+        for query in these:
+            pool = found.get(query.id)
+            if pool is None:
+                raise RecordError(f"{folder / POOLS}: query {query.id} has no pool")
+            if not set(pool.candidates) <= known:
+                raise RecordError(f"{folder / POOLS}: query {query.id}: candidates not in {CANDIDATES}")
+        queries += these
+        pools.update(found)
+        qrels += read_records(folder / QRELS, Qrel)
     return queries, candidates, pools, qrels
 
 
@@ -114,8 +133,9 @@ def run_command(args: argparse.Namespace) -> int:
         return 1
     spec = specs.models[args.model]
     try:
-        queries, candidates, pools, _ = _read_set(paths, run.name)
-        adapter = load_adapter(spec, paths.cache(spec.name), args.threads)
+        queries, candidates, pools, _ = _read_set(paths, run)
+        folders = [paths.vg, *(paths.task_set(t.dataset) for t in run.real_tasks)]
+        adapter = load_adapter(spec, paths.cache(spec.name), args.threads, folders)
         inputs = {c.id: adapter.read(c) for c in candidates}
         scores = adapter.score(queries, pools, inputs)
     except (RecordError, TokenizerError) as err:
@@ -141,7 +161,7 @@ def evaluate_command(args: argparse.Namespace) -> int:
     require(paths.scores(args.model), "query scores", made_by)
     require(paths.inputs(args.model), "model inputs", made_by)
     try:
-        queries, _, _, qrels = _read_set(paths, run.name)
+        queries, _, _, qrels = _read_set(paths, run)
         scores = {row["query"]: row["scores"] for row in read_jsonl(paths.scores(args.model))}
         needle = {row["candidate"]: row["needle"] for row in read_jsonl(paths.inputs(args.model))}
     except (RecordError, OSError, KeyError, ValueError) as err:

@@ -1,11 +1,13 @@
 """Embedding adapters: what a model reads of a candidate, and its similarity to each query of a pool.
 
-Both shipped adapters read text only: a candidate's images are dropped and its text segments joined
-with spaces. A sentence-transformers model then reads at most its window, cut in the middle at segment
+The two text adapters here read text only: a candidate's images are dropped and its text segments
+joined with spaces (the multimodal ones, which read images in document order, are ``vlm`` and
+``doubao``). A sentence-transformers model then reads at most its window, cut in the middle at segment
 level (head and tail kept); cosine similarity of L2-normalised embeddings ranks a pool. BM25 (bm25s)
 reads the whole text; each pool is its own index, so IDF is over the pool.
 
-``ADAPTER`` declares both (milebench.spec.adapters): a model spec's ``kind`` picks its adapter.
+``ADAPTER`` declares both (milebench.spec.adapters): a model spec's ``kind`` picks its adapter, whichever
+module declares it.
 """
 
 from __future__ import annotations
@@ -27,9 +29,15 @@ from milebench.benchmarks.mmlongembed.lengths import (
     package_model_path,
 )
 from milebench.benchmarks.mmlongembed.records import Candidate, Pool, Query, TextSegment
-from milebench.benchmarks.mmlongembed.spec import Bm25Model, PackageTokenizer, SentenceTransformersModel
+from milebench.benchmarks.mmlongembed.spec import (
+    AnyEmbedder,
+    Bm25Model,
+    PackageTokenizer,
+    SentenceTransformersModel,
+)
 from milebench.errors import KitError
 from milebench.preprocess.tokenizer import HFTokenizer
+from milebench.record_files import RecordError
 from milebench.spec.adapters import adapter_kinds, declared
 from milebench.spec.registry import spec_hash
 
@@ -53,6 +61,8 @@ class ModelInput:
     """Realised length in the model's own tokens (null for a model without a window)."""
     needle: str
     """``whole``, ``part`` or ``dropped``: what of the needle reached the model."""
+    images: tuple[str, ...] = ()
+    """The pictures the text's image placeholders stand for, in order (relative to their set folder)."""
 
 
 class Adapter(Protocol):
@@ -61,6 +71,15 @@ class Adapter(Protocol):
     def score(
         self, queries: Sequence[Query], pools: Mapping[str, Pool], inputs: Mapping[str, ModelInput]
     ) -> Scores: ...
+
+
+def picture(sets: Sequence[Path], name: str) -> Path:
+    """Where a candidate's picture is: pictures are named by content hash (``images/<sha256>.<ext>``), so
+    the same name in any set folder is the same bytes; the first folder holding it is taken."""
+    for folder in sets:
+        if (folder / name).is_file():
+            return folder / name
+    raise RecordError(f"picture {name} is in none of the set folders {', '.join(map(str, sets))}")
 
 
 def text_pieces(candidate: Candidate) -> tuple[list[Piece], int | None]:
@@ -76,7 +95,9 @@ def text_pieces(candidate: Candidate) -> tuple[list[Piece], int | None]:
 
 
 class SentenceTransformerAdapter:
-    def __init__(self, spec: SentenceTransformersModel, cache: Path, threads: int | None) -> None:
+    def __init__(
+        self, spec: SentenceTransformersModel, cache: Path, threads: int | None, sets: Sequence[Path]
+    ) -> None:
         import torch
         from sentence_transformers import SentenceTransformer
 
@@ -126,7 +147,7 @@ class SentenceTransformerAdapter:
 
 
 class Bm25Adapter:
-    def __init__(self, spec: Bm25Model, cache: Path, threads: int | None) -> None:
+    def __init__(self, spec: Bm25Model, cache: Path, threads: int | None, sets: Sequence[Path]) -> None:
         self.spec = spec
 
     def read(self, candidate: Candidate) -> ModelInput:
@@ -157,8 +178,9 @@ class Bm25Adapter:
         return out
 
 
-def load_adapter(spec: SentenceTransformersModel | Bm25Model, cache: Path, threads: int | None) -> Adapter:
-    """The adapter its module declares for the spec's ``kind`` (imported only now)."""
+def load_adapter(spec: AnyEmbedder, cache: Path, threads: int | None, sets: Sequence[Path]) -> Adapter:
+    """The adapter its module declares for the spec's ``kind`` (imported only now); ``sets`` are the set
+    folders candidates' pictures are named relative to (``picture``)."""
     found = declared(spec.kind)
     if found is None or found.declaration.does != "embed":
         known = ", ".join(adapter_kinds("embed"))
@@ -166,5 +188,5 @@ def load_adapter(spec: SentenceTransformersModel | Bm25Model, cache: Path, threa
             f"embedder {spec.name!r}: no module declares embedding adapter {spec.kind!r} (known: {known})"
         )
     module, entry = found.target.split(":")
-    adapter: Adapter = getattr(importlib.import_module(module), entry)(spec, cache, threads)
+    adapter: Adapter = getattr(importlib.import_module(module), entry)(spec, cache, threads, sets)
     return adapter

@@ -8,13 +8,16 @@ from collections.abc import Mapping, Sequence
 from milebench.benchmarks.mmlongembed.metrics import averages, mean, metric_names, query_metrics
 from milebench.benchmarks.mmlongembed.records import Qrel, Query
 from milebench.benchmarks.mmlongembed.spec import EmbedRunSpec
+from milebench.benchmarks.mmlongembed.task_spec import REAL_TASKS
 
 
 def grid(
     run: EmbedRunSpec, queries: Sequence[Query], values: Mapping[str, float]
 ) -> dict[str, list[list[float | None]]]:
-    """Per subset: rows are depths, columns length bins, each cell the mean of ``values`` by query."""
+    """Per Visual Grounding subset: rows are depths, columns length bins, each cell the mean of ``values``
+    by query (real-task queries have no depth: they are left out)."""
     vg = run.visual_grounding
+    queries = [q for q in queries if q.family not in REAL_TASKS]
     cells: dict[tuple[str, int, int], list[float]] = defaultdict(list)
     for q in queries:
         if q.id in values:

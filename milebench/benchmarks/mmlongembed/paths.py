@@ -8,6 +8,9 @@ from pathlib import Path
 from milebench.benchmarks.mmlongembed.records import CANDIDATES, IMAGES, POOLS, QRELS, QUERIES
 from milebench.benchmarks.mmlongembed.spec import EmbedRunSpec
 
+EVIDENCE = "evidence.jsonl"
+"""A real-task set's extra file: per candidate, its source query, construction and evidence segments."""
+
 
 @dataclass(frozen=True)
 class EmbedPaths:
@@ -39,6 +42,17 @@ class EmbedPaths:
     def vg_manifest(self) -> Path:
         """Written last by the generator: counts, the spec's hash and the counting tokenizer."""
         return self.vg / "manifest.json"
+
+    def task_set(self, dataset: str) -> Path:
+        """One real-task dataset's set: the four files of ``records``, ``evidence.jsonl``, images."""
+        return self.out / "tasks" / dataset
+
+    def task_files(self, dataset: str) -> list[Path]:
+        return [self.task_set(dataset) / name for name in (QUERIES, CANDIDATES, POOLS, QRELS, EVIDENCE)]
+
+    def task_manifest(self, dataset: str) -> Path:
+        """Written last by ``embed-pools``: counts, C/Q, the spec's hash and the input file's hash."""
+        return self.task_set(dataset) / "manifest.json"
 
     def cache(self, model: str) -> Path:
         """Embeddings by content hash, appended as batches finish; outside Snakemake's outputs, so a

@@ -9,7 +9,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, RootModel, StrictInt, model_validator
 
+from milebench.benchmarks.mmlongembed.task_spec import RealTask
 from milebench.spec.base import Number, Spec, SpecError, load_spec
+from milebench.spec.model import ApiLimits
 
 BENCHMARK = "mmlongembed"
 PAPER_BINS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
@@ -83,11 +85,28 @@ class EmbedRunSpec(Spec):
     visual_grounding: VisualGrounding
     heatmap_k: StrictInt = Field(default=5, ge=1, description="The heatmap's Hit@k (the paper's 'P@5').")
     cutoffs: tuple[StrictInt, ...] = (1, 5, 10)
+    real_tasks: tuple[RealTask, ...] = Field(
+        default=(), description="Real-task datasets built from the user's files (one set each)."
+    )
 
     @model_validator(mode="after")
     def _default_out(self) -> EmbedRunSpec:
         if not self.out:
             object.__setattr__(self, "out", f"results/{self.name}")
+        return self
+
+    @model_validator(mode="after")
+    def _one_cq_per_task(self) -> EmbedRunSpec:
+        names = [t.dataset for t in self.real_tasks]
+        if len(set(names)) != len(names):
+            raise ValueError(f"real_tasks: dataset names must be unique: {names}")
+        first: dict[str, int] = {}
+        for t in self.real_tasks:
+            if first.setdefault(t.task, t.candidates) != t.candidates:
+                raise ValueError(
+                    f"real_tasks: {t.dataset}: candidates {t.candidates} differs from the {t.task} datasets"
+                    f" before it ({first[t.task]}): C/Q must be the same across a task's pools"
+                )
         return self
 
 
@@ -111,7 +130,90 @@ class Bm25Model(Spec):
     method: Literal["robertson", "atire", "bm25l", "bm25+", "lucene"] = "lucene"
 
 
-EmbedderSpec = Annotated[SentenceTransformersModel | Bm25Model, Field(discriminator="kind")]
+class TinyEmbedWeights(Spec):
+    """A tiny random-weight checkpoint of the spec's backbone, built offline from a config (smoke runs,
+    tests) and loaded through ``from_pretrained`` like a hub one."""
+
+    kind: Literal["tiny"]
+    seed: StrictInt = 0
+
+
+CONTENT = "{content}"
+INSTRUCTION = "{instruction}"
+
+
+class VlmEmbedder(Spec):
+    """A Qwen2-VL / Qwen3-VL embedding model (GME, Qwen3-VL-Embedding, VLM2Vec, Ops-MM-embedding,
+    RzenEmbed, Embed-RL): text and images in document order inside the family's prompt frame,
+    last-token pooling, L2 normalisation, cosine similarity. A family differs only in what is stated
+    here; ``kind`` is the backbone."""
+
+    name: str
+    kind: Literal["hf-qwen2-vl-embed", "hf-qwen3-vl-embed"]
+    family: str = Field(description="The model family, for reports (e.g. GME).")
+    weights: HubTokenizer | TinyEmbedWeights = Field(discriminator="kind")
+    window: StrictInt = Field(ge=8, description="Tokens the model reads, frame and image tokens included.")
+    loader_window: StrictInt | None = Field(
+        default=None, description="The length limit of the family's own loader (raised here to window)."
+    )
+    dimension: StrictInt | None = Field(default=None, ge=1, description="Embedding size, as published.")
+    template: str = Field(
+        description="The prompt frame: one {instruction} and one {content}, everything else literal text."
+    )
+    query_instruction: str = Field(description="The instruction a query is framed with.")
+    document_instruction: str = Field(description="The instruction a candidate is framed with.")
+    image_placeholder: str = Field(
+        default="<|vision_start|><|image_pad|><|vision_end|>",
+        description="What stands for one image in the content; its image pad is expanded per image.",
+    )
+    separator: str = Field(default=" ", description="Between two adjacent text segments.")
+    added_tokens: tuple[str, ...] = Field(
+        default=(),
+        description="Tokens the family's own code adds to the tokenizer at load (Embed-RL: <emb>).",
+    )
+    min_image_tokens: StrictInt = Field(ge=1, description="The image processor's lower bound, in tokens.")
+    max_image_tokens: StrictInt = Field(ge=1, description="The image processor's upper bound, in tokens.")
+    dtype: Literal["float32", "bfloat16", "float16"] = "bfloat16"
+    sources: tuple[str, ...] = Field(default=(), description="Where each stated fact comes from.")
+    notes: str = ""
+
+    @model_validator(mode="after")
+    def _frame(self) -> VlmEmbedder:
+        problems = [
+            f"must hold {marker} exactly once"
+            for marker in (INSTRUCTION, CONTENT)
+            if self.template.count(marker) != 1
+        ]
+        if problems:
+            raise ValueError(f"template {'; '.join(problems)}")
+        if self.min_image_tokens > self.max_image_tokens:
+            raise ValueError("min_image_tokens is above max_image_tokens")
+        return self
+
+
+class ApiEmbedder(Spec):
+    """A proprietary multimodal embedding service (Doubao seed1.6-embedding on Volcengine Ark)."""
+
+    name: str
+    kind: Literal["ark-multimodal-embed"]
+    family: str
+    model_id: str = Field(description="The model (or endpoint) id the request names.")
+    base_url: str | None = Field(default=None, description="Default endpoint; the environment overrides it.")
+    window: StrictInt = Field(ge=8, description="Tokens the service reads (by the paper's counting rule).")
+    tokenizer: TokenizerRef = Field(
+        description="Cuts a text segment on a window boundary (the service's own tokenizer is not public; "
+        "the paper counts with Qwen3's)."
+    )
+    dimension: StrictInt | None = Field(default=None, ge=1)
+    query_instruction: str = ""
+    document_instruction: str = ""
+    limits: ApiLimits = ApiLimits()
+    sources: tuple[str, ...] = ()
+    notes: str = ""
+
+
+AnyEmbedder = SentenceTransformersModel | Bm25Model | VlmEmbedder | ApiEmbedder
+EmbedderSpec = Annotated[AnyEmbedder, Field(discriminator="kind")]
 
 
 class _EmbedderFile(RootModel[EmbedderSpec]):
@@ -122,7 +224,7 @@ class _EmbedderFile(RootModel[EmbedderSpec]):
 class EmbedSpecs:
     root: Path
     runs: dict[str, EmbedRunSpec]
-    models: dict[str, SentenceTransformersModel | Bm25Model]
+    models: dict[str, AnyEmbedder]
 
     def run(self, name: str) -> EmbedRunSpec:
         if name not in self.runs:
@@ -143,7 +245,7 @@ def _named(path: Path, name: str) -> None:
 def load_embed_specs(specs_root: Path) -> EmbedSpecs:
     """Runs and embedders under ``<specs>/mmlongembed/``, with each run's model names checked."""
     root = specs_folder(specs_root)
-    models: dict[str, SentenceTransformersModel | Bm25Model] = {}
+    models: dict[str, AnyEmbedder] = {}
     for path in sorted((root / "models").glob("*.yaml")):
         model = load_spec(path, _EmbedderFile).root
         _named(path, model.name)

@@ -1,0 +1,224 @@
+"""A model that loads weights is loaded once per (model, mode): one ``milebench infer`` answers every task
+given, with the same predictions as one process per task, each cell with its own predictions, journal and
+provenance; killed in the middle, its rerun answers every sample exactly once. The DAG has one such job
+per (model, mode), and one job per cell for the models that load nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from milebench import cli
+from milebench.infer import registry
+from milebench.paths import RunPaths
+from milebench.preprocess.regime import model_regime
+from milebench.provenance import read_provenance
+from milebench.records import PreparedSample
+from milebench.spec.registry import DEFAULT_SPECS, load_specs
+from milebench.spec.run import Mode
+
+REPO = Path(__file__).resolve().parents[1]
+RUN = "once"
+MODEL = "tiny-llava"
+TASKS = ["ActionSequence", "GPR1200", "MMCoQA"]
+"""GPR1200 and MMCoQA are answered one sample per batch (official batching), so a kill lands mid-task."""
+SAMPLES = 4
+MODE = "multi-image"
+DEADLINE_S = 120.0
+"""Upper bound on waiting for the killed job: a guard against hanging, not a timing assertion."""
+
+SLOW_CHILD = textwrap.dedent(
+    """
+    import sys, time
+    from milebench import cli
+    from milebench.infer import registry
+
+    load = registry.load_adapter
+
+    def slow_load(*args, **kwargs):
+        adapter = load(*args, **kwargs)
+        generate = adapter.generate
+
+        def slow(batch):
+            time.sleep(0.5)
+            return generate(batch)
+
+        adapter.generate = slow
+        return adapter
+
+    registry.load_adapter = slow_load
+    sys.exit(cli.main(sys.argv[1:]))
+    """
+)
+"""``milebench infer`` with each batch half a second slower, so it can be killed between two batches."""
+
+
+def mb(*argv: str) -> None:
+    assert cli.main(list(argv)) == 0, argv
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run of the tiny LLaVA on three fixture tasks, fetched and prepared by the kit's own commands."""
+    root = tmp_path_factory.mktemp("once")
+    specs = root / "specs"
+    shutil.copytree(DEFAULT_SPECS, specs)
+    run = {
+        "name": RUN,
+        "description": "load once",
+        "models": [MODEL, "random"],
+        "tasks": TASKS,
+        "modes": [MODE],
+        "data": {"kind": "fixture", "seed": 0, "samples_per_task": SAMPLES},
+    }
+    (specs / "runs" / f"{RUN}.yaml").write_text(yaml.safe_dump(run))
+    paths = RunPaths.for_run(load_specs(specs).run(RUN), base=root)
+    top = ["--specs", str(specs)]
+    job = ["--run", RUN, "--root", str(root)]
+    mb(*top, "fixture", "--out", str(paths.mirror), "--seed", "0", "--samples-per-task", str(SAMPLES))
+    mb(*top, "fetch", *job)
+    mb(*top, "tiny-model", *job, "--model", MODEL)
+    loaded = load_specs(specs)
+    regime = model_regime(loaded, loaded.run(RUN), MODEL, Mode(MODE)).id
+    for task in TASKS:
+        mb(*top, "preprocess", *job, "--task", task, "--mode", MODE, "--regime", regime)
+    return root
+
+
+def copy_run(prepared: Path, into: Path) -> Path:
+    """A fresh copy of the prepared run (no answers yet)."""
+    shutil.copytree(prepared, into, symlinks=True)
+    return into
+
+
+def infer_argv(root: Path, tasks: Sequence[str]) -> list[str]:
+    cells = [arg for task in tasks for arg in ("--task", task)]
+    job = ["--run", RUN, "--root", str(root), "--model", MODEL, *cells, "--mode", MODE, "--threads", "1"]
+    return ["--specs", str(root / "specs"), "infer", *job]
+
+
+def paths_of(root: Path) -> RunPaths:
+    return RunPaths.for_run(load_specs(root / "specs").run(RUN), base=root)
+
+
+def answers(root: Path, task: str) -> list[dict[str, Any]]:
+    """A cell's predictions, each without the time it took (the only field that differs run to run)."""
+    path = paths_of(root).predictions(MODEL, task, MODE)
+    return [
+        {k: v for k, v in json.loads(line).items() if k != "seconds"}
+        for line in path.read_text().splitlines()
+    ]
+
+
+@pytest.fixture
+def loads(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
+    """Models loaded in this process, by name; each answered sample is noted too (under ``task/id``)."""
+    counts: Counter[str] = Counter()
+    load: Callable[..., Any] = registry.load_adapter
+
+    def counting_load(spec: Any, *args: Any, **kwargs: Any) -> Any:
+        counts[spec.name] += 1
+        adapter = load(spec, *args, **kwargs)
+        generate = adapter.generate
+
+        def noting(batch: Sequence[PreparedSample]) -> Any:
+            counts.update(f"{s.task}/{s.sample_id}" for s in batch)
+            return generate(batch)
+
+        adapter.generate = noting
+        return adapter
+
+    monkeypatch.setattr(registry, "load_adapter", counting_load)
+    yield counts
+
+
+def test_one_process_answers_every_task_as_one_process_per_task_does(
+    prepared: Path, tmp_path: Path, loads: Counter[str]
+) -> None:
+    per_cell = copy_run(prepared, tmp_path / "per-cell")
+    for task in TASKS:
+        assert cli.main(infer_argv(per_cell, [task])) == 0
+    assert loads[MODEL] == len(TASKS)
+
+    loads.clear()
+    once = copy_run(prepared, tmp_path / "once")
+    assert cli.main(infer_argv(once, TASKS)) == 0
+    assert loads[MODEL] == 1, "one load for every task of the mode"
+    assert sum(n for key, n in loads.items() if "/" in key) == SAMPLES * len(TASKS)
+
+    for task in TASKS:
+        assert answers(once, task) == answers(per_cell, task)
+        assert [a["sample_id"] for a in answers(once, task)] == list(range(SAMPLES))
+        paths = paths_of(once)
+        record = read_provenance(paths.infer_provenance(MODEL, task, MODE))
+        assert (record.task, record.mode, record.model) == (task, MODE, MODEL)
+        assert record.outputs == (str(paths.relative(paths.predictions(MODEL, task, MODE))),)
+
+
+def test_a_task_that_cannot_run_is_named_and_the_others_are_answered(
+    prepared: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = copy_run(prepared, tmp_path / "run")
+    paths = paths_of(root)
+    specs = load_specs(root / "specs")
+    regime = model_regime(specs, specs.run(RUN), MODEL, Mode(MODE)).id
+    broken = paths.prepared("GPR1200", MODE, regime)
+    broken.write_text("not a prepared sample\n")
+    assert cli.main(infer_argv(root, TASKS)) == 1
+    assert str(broken) in caplog.text
+    assert not paths.predictions(MODEL, "GPR1200", MODE).exists()
+    for task in ("ActionSequence", "MMCoQA"):
+        assert [a["sample_id"] for a in answers(root, task)] == list(range(SAMPLES))
+
+
+def journal_lines(path: Path) -> int:
+    return len(path.read_bytes().splitlines()) if path.exists() else 0
+
+
+def test_sigkill_mid_way_then_rerun_answers_every_sample_exactly_once(
+    prepared: Path, tmp_path: Path, loads: Counter[str]
+) -> None:
+    reference = copy_run(prepared, tmp_path / "reference")
+    assert cli.main(infer_argv(reference, TASKS)) == 0
+    loads.clear()
+
+    root = copy_run(prepared, tmp_path / "killed")
+    paths = paths_of(root)
+    journals = {task: paths.journal(MODEL, task, MODE) for task in TASKS}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    child = subprocess.Popen(
+        [sys.executable, "-c", SLOW_CHILD, *infer_argv(root, TASKS)], env=env, start_new_session=True
+    )
+    deadline = time.monotonic() + DEADLINE_S
+    while journal_lines(journals["GPR1200"]) < 1 and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if child.poll() is not None:
+        pytest.fail(f"the job ended (exit {child.returncode}) before answering GPR1200, its second task")
+    os.killpg(child.pid, signal.SIGKILL)
+    child.wait(timeout=DEADLINE_S)
+    assert child.returncode == -signal.SIGKILL
+    kept = {task: journal_lines(journals[task]) for task in TASKS}
+    assert kept["ActionSequence"] == SAMPLES and 1 <= kept["GPR1200"] < SAMPLES and kept["MMCoQA"] == 0, kept
+    assert paths.predictions(MODEL, "ActionSequence", MODE).exists()
+    assert not paths.predictions(MODEL, "GPR1200", MODE).exists()
+
+    assert cli.main(infer_argv(root, TASKS)) == 0
+    answered = [key for key in loads if "/" in key]
+    assert all(loads[key] == 1 for key in answered), "no sample answered twice"
+    assert not any(key.startswith("ActionSequence/") for key in answered), "a finished task is reused"
+    assert len(answered) == SAMPLES * len(TASKS) - SAMPLES - kept["GPR1200"]
+    for task in TASKS:
+        assert answers(root, task) == answers(reference, task)
