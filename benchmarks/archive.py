@@ -1,12 +1,14 @@
-"""Size of an artifact bundle and the time to archive and verify it.
+"""Size of an artifact bundle and the time to archive and verify it, for the reduced smoke run.
 
-In a scratch folder: a small run (Random on ``--tasks`` fixture tasks, by Snakemake; ``--smoke`` takes the
-smoke run instead, whose tiny models need the hf-current image), the kit image built on ``--base``, then
-``milebench archive --with-data --with-weights --tarball`` and a full ``milebench verify`` (images loaded,
-re-scored, report re-rendered, one cell per model re-run, no network). Without a Docker engine the bundle
-leaves the images out and verify checks the hashes only; the output says which. Times are shown against
-the run's own Snakemake time in the same session.
-Run: ``python benchmarks/archive.py [--tasks N | --smoke] [--base IMAGE] [--ca-bundle PEM]``.
+The run is the one the Docker acceptance test archives (``tests/docker_runs.py``): Random and tiny LLaVA on
+one fixture task, two samples, every job in a container (``docker_jobs: all``): the stages in the kit
+image, the tiny model in hf-current built with the host's CPU torch (the CUDA build is gigabytes more).
+In a scratch folder: both images built on the local base (``.ci/docker-setup.sh``), the run by Snakemake,
+``milebench archive --with-data --with-weights --tarball``, the run's results and both images deleted from
+the engine, then a full ``milebench verify`` of the tarball (unpacked, every hash, images loaded from it,
+re-scored, report re-rendered, every cell re-run, no network). Times are shown against the run's own
+Snakemake time (its images already built). Needs a Docker engine.
+Run: ``python benchmarks/archive.py``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import os
 import shutil
 import subprocess
 import sys
@@ -23,58 +24,47 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import yaml
-
-from milebench import cli
-from milebench.containers.image import RECORDS_DIR, EngineUnavailable, build_image, client_from_env
-from milebench.spec.registry import DEFAULT_SPECS, load_specs
-
 REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
+sys.path.insert(0, str(REPO / "tests"))  # the acceptance test's run, shared rather than written twice
+
+from docker_runs import (  # type: ignore[import-not-found]  # noqa: E402  (the tests are not type-checked)
+    BOXED_RUN,
+    BoxedRun,
+    cpu_checkout_at,
+    run_boxed,
+    torch_wheel,
+)
+
+from milebench import cli  # noqa: E402
+from milebench.archive.manifest import read_manifest  # noqa: E402
+from milebench.containers.image import EngineUnavailable, client_from_env  # noqa: E402
+
+MIB = 2**20
 
 
-def write_run(root: Path, n_tasks: int, smoke: bool) -> str:
-    """A copy of the specs with the run to archive; returns its name."""
-    specs = root / "specs"
-    shutil.copytree(DEFAULT_SPECS, specs)
-    if smoke:
-        return "smoke"
-    tasks = list(load_specs(specs).tasks)[:n_tasks]
-    run = {
-        "name": "bench",
-        "description": "archive benchmark",
-        "models": ["random"],
-        "tasks": tasks,
-        "data": {"kind": "fixture", "seed": 0, "samples_per_task": 3},
-    }
-    (specs / "runs" / "bench.yaml").write_text(yaml.safe_dump(run))
-    return "bench"
-
-
-def timed(step: str, call: Callable[..., int | None], *args: object) -> float:
-    """Seconds ``call`` took; what it prints (the bundle id, the evaluator's summary) is not shown."""
+def timed(step: str, call: Callable[[], object]) -> float:
+    """Seconds ``call`` took; what it prints (the evaluator's summary) is not shown."""
     start = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()):
-        code = call(*args)
+        code = call()
     if code not in (0, None):
         raise SystemExit(f"{step} failed (exit {code})")
     return time.perf_counter() - start
 
 
-def snakemake(root: Path, run: str) -> int:
-    config = ["--config", f"run={run}", f"specs={root / 'specs'}"]
-    return subprocess.run([*SNAKEMAKE, "--cores", "all", *config], cwd=root, capture_output=True).returncode
+def archive(run: BoxedRun, bundle: Path) -> int:
+    """``milebench archive`` with the checkout's package, whose git commit the run's jobs recorded."""
+    argv = [sys.executable, "-m", "milebench", "--specs", str(run.root / "specs"), "archive"]
+    argv += ["--run", BOXED_RUN, "--root", str(run.root), "--out", str(bundle)]
+    argv += ["--with-data", "--with-weights", "--tarball"]
+    done = subprocess.run(argv, cwd=run.root, env=run.env, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.stderr.write(done.stderr[-3000:])
+    return done.returncode
 
 
-def engine_images(root: Path, base: str, ca: Path | None, families: list[str]) -> bool:
-    """Build the run's family images, recorded under the scratch folder; False without an engine."""
-    try:
-        client = client_from_env()
-    except EngineUnavailable:
-        return False
-    for family in families:
-        build_image(family, base=base, ca_bundle=ca, records=root / RECORDS_DIR, client=client)
-    return True
+def row(name: str, seconds: float, run_s: float) -> str:
+    return f"{name:32} {seconds:8.1f} {seconds / run_s:7.2f}"
 
 
 def folder_bytes(folder: Path) -> int:
@@ -82,43 +72,46 @@ def folder_bytes(folder: Path) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=int, default=4, help="Fixture tasks of the small run.")
-    parser.add_argument("--smoke", action="store_true", help="Archive the smoke run instead.")
-    parser.add_argument("--base", default="milebench-base:bookworm", help="Base image of the family images.")
-    parser.add_argument("--ca-bundle", type=Path, default=None, help="Extra CA certificates for the build.")
-    args = parser.parse_args()
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
+    try:
+        client = client_from_env()
+    except EngineUnavailable as err:
+        raise SystemExit(f"needs a Docker engine: {err}") from None
     with tempfile.TemporaryDirectory(prefix="milebench-archive-bench-") as tmp:
-        root = Path(tmp)
-        run = write_run(root, args.tasks, args.smoke)
-        os.chdir(root)
-        run_s = timed("the run", snakemake, root, run)
-        specs = load_specs(root / "specs")
-        families = sorted({"kit"} | {m.container for m in specs.run_models(specs.run(run)) if m.container})
-        docker = engine_images(root, args.base, args.ca_bundle, families)
-        bundle = root / "bundle"
-        archive = ["--specs", str(root / "specs"), "archive", "--run", run, "--out", str(bundle)]
-        archive += ["--with-data", "--with-weights", "--tarball", *([] if docker else ["--no-images"])]
-        archive_s = timed("archive", cli.main, archive)
-        verify = ["verify", str(bundle), *([] if docker else ["--only", "hashes"])]
-        verify_s = timed("verify", cli.main, verify)
-        images = folder_bytes(bundle / "images") if (bundle / "images").is_dir() else 0
-        total, tarball = folder_bytes(bundle), bundle.with_name("bundle.tar").stat().st_size
-    what = "the smoke run" if args.smoke else f"a small run (Random, {args.tasks} fixture tasks)"
-    checks = "every check, no network" if docker else "hashes only: no Docker engine, images left out"
-    mib = 2**20
-    rows = [
-        ("the run (Snakemake, baseline)", run_s),
-        ("milebench archive", archive_s),
-        ("milebench verify", verify_s),
-    ]
-    lines = [
-        f"run: {what}; verify: {checks}",
-        f"bundle: {total / mib:.1f} MiB (images {images / mib:.1f} MiB); tarball {tarball / mib:.1f} MiB",
-        f"{'':32} {'seconds':>8} {'ratio':>7}",
-    ]
-    lines += [f"{name:32} {sec:8.1f} {sec / run_s:7.2f}" for name, sec in rows]
-    sys.stdout.write("\n".join(lines) + "\n")
+        scratch = Path(tmp)
+        (scratch / "wheels").mkdir()
+        wheel = torch_wheel(scratch / "wheels")
+        if wheel is None:
+            raise SystemExit("no wheel of the host's torch from pip (its cache, find-links or index)")
+        checkout, records = cpu_checkout_at(scratch / "checkout", wheel)
+        (scratch / "run").mkdir()
+        start = time.perf_counter()
+        run = run_boxed(checkout, records, scratch / "run")
+        run_s = time.perf_counter() - start
+        bundle = scratch / "bundle"
+        archive_s = timed("archive", lambda: archive(run, bundle))
+        manifest = read_manifest(bundle)
+        tarball = bundle.with_name("bundle.tar")
+        families = ", ".join(f"{i.family} {i.image_id[7:19]}" for i in manifest.images)
+        images_mib = folder_bytes(bundle / "images") / MIB
+        lines = [
+            "run: reduced smoke (Random + tiny LLaVA, 1 task x 2 samples, every job in a container)",
+            f"bundle: {folder_bytes(bundle) / MIB:.1f} MiB in {len(manifest.files) + 1} files (images "
+            f"{images_mib:.1f} MiB: {families}); tarball {tarball.stat().st_size / MIB:.1f} MiB",
+            f"{'':32} {'seconds':>8} {'ratio':>7}",
+            row("the run (Snakemake, baseline)", run_s, run_s),
+            row("milebench archive", archive_s, run_s),
+        ]
+        sys.stdout.write("\n".join(lines) + "\n")  # shown even when verify then fails
+        for folder in ("results", "reports"):
+            shutil.rmtree(run.root / folder)
+        for image in manifest.images:  # with their build's own layers: vfs copies each one whole
+            client.images.remove(image.image_id, force=True)
+        verify_s = timed("verify", lambda: cli.main(["verify", str(tarball)]))
+        sys.stdout.write(row("milebench verify (tarball)", verify_s, run_s) + "\n")
+        sys.stdout.write("verify: every check passed, no network\n")
+        for image in manifest.images:  # loaded from the bundle: not kept
+            client.images.remove(image.image_id, force=True)
     return 0
 
 

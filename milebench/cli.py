@@ -256,7 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tarball", action="store_true", help="Also write <out>.tar, byte-reproducible.")
 
     p = add("verify", "milebench.archive.commands:verify", "Re-check an artifact bundle offline.")
-    p.add_argument("bundle", type=Path, help="A bundle folder made by `milebench archive`.")
+    p.add_argument("bundle", type=Path, help="A bundle made by `milebench archive`: its folder or tarball.")
     p.add_argument("--only", default=None, help="Comma-separated checks: hashes,images,rescore,report,rerun.")
     p.add_argument(
         "--rerun", action="append", default=[], metavar="MODEL/MODE/TASK", help="A cell to re-run."

@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import tarfile
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ from milebench import cli
 from milebench.archive.images import archive_problems
 from milebench.archive.manifest import MANIFEST, BundleError, read_manifest
 from milebench.archive.rerun import choose, plan
+from milebench.archive.tarball import write_tarball
 from milebench.archive.weights import hub_snapshot
 from milebench.archive.workspace import open_workspace
 from milebench.io import sha256_file
@@ -209,6 +211,80 @@ def test_verify_names_a_folder_that_is_no_bundle(tmp_path: Path, caplog: pytest.
     with caplog.at_level(logging.ERROR):
         assert cli.main(["verify", str(tmp_path)]) == 1
     assert f"{tmp_path / MANIFEST}: missing: not a bundle" in caplog.text
+
+
+def test_verify_takes_the_tarball_as_the_folder_and_catches_a_tampered_one(
+    bundle: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert verify_hashes(bundle) == 0
+    from_folder = capsys.readouterr().out
+    assert verify_hashes(bundle.with_name("bundle.tar")) == 0
+    assert capsys.readouterr().out == from_folder  # same bundle id, same checks
+    copy = copy_of(bundle, tmp_path)
+    expected = tamper_prediction(copy)
+    tampered = write_tarball(copy, tmp_path / "tampered.tar")
+    with caplog.at_level(logging.ERROR):
+        assert verify_hashes(tampered) == 1
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and errors[0].startswith(f"hashes failed: {expected}"), errors
+    not_a_tarball = tmp_path / "notes.txt"
+    not_a_tarball.write_text("not a tarball\n")
+    caplog.clear()
+    with caplog.at_level(logging.ERROR):
+        assert verify_hashes(not_a_tarball) == 1
+    assert f"{not_a_tarball}: not a bundle tarball that unpacks" in caplog.text
+
+
+NOT_PLAIN = "member 'bundle/run/escape' is not a plain file or folder (a link or device): a bundle holds none"
+
+
+def tarball_with(path: Path, *members: tuple[tarfile.TarInfo, bytes]) -> Path:
+    """A tarball of the bundle's manifest under ``bundle/`` and the given extra members."""
+    with tarfile.open(path, "w") as tar:
+        for info, data in members:
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def link(name: str, target: str, kind: bytes = tarfile.SYMTYPE) -> tuple[tarfile.TarInfo, bytes]:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, target
+    return info, b""
+
+
+@pytest.mark.parametrize(
+    ("member", "refusal"),
+    [
+        (
+            (tarfile.TarInfo("bundle/../../escape.txt"), b"x"),
+            "member 'bundle/../../escape.txt' would be written outside the bundle folder",
+        ),
+        (
+            (tarfile.TarInfo("/escape.txt"), b"x"),
+            "not one bundle folder at the top of the tarball (found /, bundle)",
+        ),
+        (link("bundle/run/escape", "/etc/passwd"), NOT_PLAIN),
+        (link("bundle/run/escape", "../../escape.txt", tarfile.LNKTYPE), NOT_PLAIN),
+    ],
+)
+def test_a_tarball_member_outside_the_bundle_folder_or_a_link_is_refused_before_anything_is_written(
+    member: tuple[tarfile.TarInfo, bytes],
+    refusal: str,
+    bundle: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    scratch = tmp_path / "scratch"  # where verify unpacks, and where an escaping member would land
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    manifest = tarfile.TarInfo(f"bundle/{MANIFEST}"), (bundle / MANIFEST).read_bytes()
+    tarball = tarball_with(tmp_path / "evil.tar", manifest, member)
+    with caplog.at_level(logging.ERROR):
+        assert verify_hashes(tarball) == 1
+    assert f"{tarball}: {refusal}" in caplog.text
+    assert list(scratch.iterdir()) == [] and not (tmp_path / "escape.txt").exists()
 
 
 def test_crate_is_a_workflow_run_crate_of_the_bundle(bundle: Path) -> None:

@@ -1,10 +1,10 @@
-"""Artifact bundles against a real Docker engine: archive a finished run with its kit image, delete the
-run and the image, and verify the bundle offline; then a changed image layer is refused by name.
+"""Artifact bundles against a real Docker engine: archive a reduced smoke run (Random and tiny LLaVA, every
+job in a container) with its tiny model's weights, delete the run's results and both family images, and
+verify the bundle offline: every check and badge passes and the re-run answers are identical; then a
+changed image layer is refused by name.
 
-A small real run (Random on two fixture tasks, whose family is the kit image) goes through Snakemake;
-the kit image is built once for the module on the local base ``.ci/docker-setup.sh`` makes. The tiny
-models' family (hf-current, CUDA torch) is too large to build here; their re-run goes the same way.
-Skips, saying why, without an engine or the base image.
+The run is the session's ``boxed_run`` (conftest): the kit image and a CPU-torch build of hf-current, built
+once and shared with the other Docker tests. Skips, saying why, without an engine or the base image.
 """
 
 from __future__ import annotations
@@ -12,32 +12,22 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
-import docker
 import pytest
-from test_containers import HOST_CA, LOCAL_BASE, engine_or_skip
-from test_declared_files import snakemake, write_run
+from docker_runs import BOXED_RUN, BoxedRun
+from test_containers import engine_or_skip
 
 from milebench import cli
-from milebench.archive.badges import Badge
+from milebench.archive.badges import Badge, Role
 from milebench.archive.manifest import entry, read_manifest, write_manifest
-from milebench.containers.image import RECORDS_DIR, ImageRecord, build_image
+from milebench.containers.image import local_image_id, read_record, record_path
 
 pytestmark = pytest.mark.docker
-RUN = "boxed"
-
-
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory: pytest.TempPathFactory) -> tuple[docker.DockerClient, Path, ImageRecord]:
-    client = engine_or_skip()
-    root = tmp_path_factory.mktemp("archive-docker")
-    config = write_run(root, RUN, ["random"])
-    snakemake(root, "--cores", "2", *config)
-    ca = HOST_CA if HOST_CA.is_file() else None
-    record = build_image("kit", base=LOCAL_BASE, ca_bundle=ca, records=root / RECORDS_DIR, client=client)
-    return client, root, record
+CELL = "multi-image/ActionSequence"
 
 
 def flip_a_layer_byte(image_tar: Path) -> None:
@@ -51,57 +41,73 @@ def flip_a_layer_byte(image_tar: Path) -> None:
         fh.write(bytes([byte[0] ^ 0xFF]))
 
 
-def test_bundle_verifies_offline_without_the_run_or_its_image_and_a_changed_layer_is_refused(
-    finished: tuple[docker.DockerClient, Path, ImageRecord],
+def sbom_packages(bundle: Path, sbom: str | None) -> set[str]:
+    components = json.loads((bundle / str(sbom)).read_text())["components"]
+    return {c["name"].lower().replace("_", "-") for c in components}
+
+
+def test_smoke_run_bundle_verifies_offline_without_its_results_or_images_and_a_changed_layer_is_refused(
+    boxed_run: BoxedRun,
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    client, root, record = finished
+    client = engine_or_skip()
+    root = tmp_path / "run"  # a copy: the session's run stays for the other tests
+    for folder in ("results", "reports", "specs"):  # the specs' links to the kit's folders made real
+        shutil.copytree(boxed_run.root / folder, root / folder)
     bundle = tmp_path / "bundle"
-    specs = root / "specs"
-    argv = ["--specs", str(specs), "archive", "--run", RUN, "--root", str(root), "--out", str(bundle)]
-    assert cli.main([*argv, "--with-data"]) == 0
+    archive = [sys.executable, "-m", "milebench", "--specs", str(root / "specs"), "archive"]
+    archive += ["--run", BOXED_RUN, "--root", str(root), "--out", str(bundle)]
+    archive += ["--with-data", "--with-weights"]
+    done = subprocess.run(archive, cwd=root, env=boxed_run.env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
     manifest = read_manifest(bundle)
-    (image,) = manifest.images
-    assert (image.family, image.image_id) == ("kit", record.image_id)
-    # The SBOM was made inside the image: its packages, not the tool's (mounted only to run it).
-    sbom = json.loads((bundle / str(image.sbom)).read_text())
-    components = {c["name"].lower() for c in sbom["components"]}
-    assert {"milebench", "pydantic", "rouge-score"} <= {n.replace("_", "-") for n in components}
-    assert "cyclonedx-bom" not in components and "serialNumber" not in sbom
+    records = {f: read_record(record_path(f, boxed_run.records)) for f in ("hf-current", "kit")}
+    assert {i.family: i.image_id for i in manifest.images} == {
+        f: r.image_id for f, r in records.items() if r is not None
+    }
+    weights = [e.path for e in manifest.files if e.role is Role.WEIGHTS]
+    assert weights and all("/models/tiny-llava/" in p for p in weights)
+    # Each SBOM was made inside its image: its packages, not the tool's (mounted only to run it).
+    sboms = {i.family: sbom_packages(bundle, i.sbom) for i in manifest.images}
+    assert {"milebench", "pydantic", "rouge-score"} <= sboms["kit"] and "torch" not in sboms["kit"]
+    assert {"milebench", "torch", "transformers"} <= sboms["hf-current"]
+    assert not any("cyclonedx-bom" in packages for packages in sboms.values())
 
-    # Gone from this machine: the run's results and report, the specs folder, the image.
-    for folder in ("results", "reports", "specs"):
-        shutil.rmtree(root / folder)
-    client.images.remove(record.image_id, force=True, noprune=True)
+    # Gone from this machine: the run's results, report and specs, and both family images.
+    shutil.rmtree(root)
+    for image in manifest.images:
+        client.images.remove(image.image_id, force=True, noprune=True)
+        assert local_image_id(client, image.image_id) is None
     capsys.readouterr()
     with caplog.at_level(logging.INFO):
-        assert cli.main(["verify", str(bundle), "--rerun-per-model", "2"]) == 0
+        assert cli.main(["verify", str(bundle)]) == 0
     out = capsys.readouterr().out
     for check in ("hashes", "images", "rescore", "report", "rerun"):
         assert f"| {check} | passed |" in out, out
     for badge in Badge:
         assert f"| {badge} | yes |" in out, out
-    assert "random/multi-image/ActionSequence: 2/2 answers identical (deterministic model)" in out
-    assert "random/multi-image/TextNeedleInAHaystack: 2/2 answers identical" in out
+    for model in ("random", "tiny-llava"):
+        assert f"{model}/{CELL}: 2/2 answers identical (deterministic model)" in out, out
     started = [r.getMessage() for r in caplog.records if r.getMessage().startswith("container: image")]
-    assert len(started) == 2 and all("; network none;" in line for line in started)
-    assert client.images.get(record.image_id).id == record.image_id  # loaded from the bundle
-    assert client.containers.list(all=True, filters={"label": f"org.milebench.verify={RUN}"}) == []
+    assert len(started) == 3 and all("; network none;" in line for line in started), started
+    for image in manifest.images:  # loaded from the bundle
+        assert local_image_id(client, image.image_id) == image.image_id
+    assert client.containers.list(all=True, filters={"label": f"org.milebench.verify={BOXED_RUN}"}) == []
 
     # A changed layer, with the manifest re-hashed to match it: caught and named before the engine, which
     # holds the layer already and would not read the archive's copy again, is asked to load it.
-    archive = bundle / image.file
-    flip_a_layer_byte(archive)
+    kit = next(i for i in manifest.images if i.family == "kit")
+    flip_a_layer_byte(bundle / kit.file)
     files = tuple(
-        entry(bundle, e.path, e.role, e.produced_by) if e.path == image.file else e for e in manifest.files
+        entry(bundle, e.path, e.role, e.produced_by) if e.path == kit.file else e for e in manifest.files
     )
     write_manifest(bundle, manifest.model_copy(update={"files": files}))
     caplog.clear()
     with caplog.at_level(logging.ERROR):
         assert cli.main(["verify", str(bundle), "--only", "hashes,images"]) == 1
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
-    assert len(errors) == 1 and errors[0].startswith(f"images failed: {image.file} (kit): layer "), errors
+    assert len(errors) == 1 and errors[0].startswith(f"images failed: {kit.file} (kit): layer "), errors
     assert "does not match the config's sha256:" in errors[0]
     assert "| hashes | passed |" in capsys.readouterr().out

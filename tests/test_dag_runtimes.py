@@ -3,9 +3,7 @@ inputs, commands and images; the Docker runtime hands the job its provenance fac
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -14,7 +12,7 @@ from pathlib import Path
 
 import docker
 import pytest
-import yaml
+from docker_runs import BOXED_RUN, HOST_CA, LOCAL_BASE, BoxedRun, snakemake_in, write_run
 from test_declared_files import report_tables
 
 from milebench import cli
@@ -31,27 +29,6 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snake
 REGISTRY = "docker://ghcr.io/example/milebench"
 GPU_CELL = "predictions/llava-1.5-7b/multi-image/ActionSequence.jsonl"
 CPU_CELL = "predictions/random/multi-image/ActionSequence.jsonl"
-LOCAL_BASE = "milebench-base:bookworm"
-HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
-
-
-def write_run(root: Path, name: str, **extra: object) -> None:
-    specs = root / "specs"
-    if not specs.exists():
-        specs.mkdir()
-        for part in ("tasks", "models", "locks", "paper.yaml"):
-            src = DEFAULT_SPECS / part
-            (specs / part).symlink_to(src, target_is_directory=src.is_dir())
-        (specs / "runs").mkdir()
-    run = {
-        "name": name,
-        "description": f"{name} dry run",
-        "models": ["random", "llava-1.5-7b"],
-        "tasks": ["ActionSequence"],
-        "data": {"kind": "fixture", "seed": 0, "samples_per_task": 2},
-        **extra,
-    }
-    (specs / "runs" / f"{name}.yaml").write_text(yaml.safe_dump(run))
 
 
 def dry_run(
@@ -314,110 +291,16 @@ def test_in_image_runs_stages_not_inference(tmp_path: Path) -> None:
         cli.main(argv)
 
 
-CUDA_ONLY = re.compile(r"(torch|triton|cuda-[a-z-]+|nvidia-[a-z0-9-]+)==")
-"""Pins of the hf-current lock that the CPU build of the tests replaces by the host's CPU torch wheel."""
-
-
-def without_pins(lock: str, drop: re.Pattern[str]) -> str:
-    """A hashed lock without the entries (pin line, hash and ``# via`` lines) whose pin matches ``drop``."""
-    kept, dropping = [], False
-    for line in lock.splitlines(keepends=True):
-        if not line[:1].isspace():
-            dropping = bool(drop.match(line))
-        if not dropping:
-            kept.append(line)
-    return "".join(kept)
-
-
-def with_cpu_torch(family: Path, wheel: Path) -> None:
-    """Make a copy of the hf-current family install ``wheel`` (the host's CPU torch, copied beside its
-    Dockerfile) by its hash in place of the lock's CUDA torch: gigabytes less, and the host's very build,
-    so the tiny models compute in the image as on the host."""
-    shutil.copy2(wheel, family / wheel.name)
-    lock = without_pins((family / "requirements.lock").read_text(), CUDA_ONLY)
-    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
-    lock += f"torch @ file:///tmp/{wheel.name} \\\n    --hash=sha256:{digest}\n"
-    (family / "requirements.lock").write_text(lock)
-    dockerfile = (family / "Dockerfile").read_text()
-    copy = "COPY containers/hf-current/requirements.lock /tmp/requirements.lock"
-    assert copy in dockerfile
-    dockerfile = dockerfile.replace(
-        copy, f"COPY containers/hf-current/requirements.lock containers/hf-current/{wheel.name} /tmp/"
-    )
-    (family / "Dockerfile").write_text(
-        dockerfile.replace("rm /tmp/requirements.lock", f"rm /tmp/requirements.lock /tmp/{wheel.name}")
-    )
-
-
-@pytest.fixture(scope="session")
-def cpu_checkout(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A copy of the kit (package, Snakefile, rules, families) whose hf-current family installs the host's
-    CPU torch, with the kit and hf-current images built once on the local base: (checkout, records)."""
-    if (
-        shutil.which("docker") is None
-        or subprocess.run(
-            ["docker", "image", "inspect", LOCAL_BASE], capture_output=True, check=False
-        ).returncode
-        != 0
-    ):
-        pytest.skip(f"docker: no engine or no base image {LOCAL_BASE} (run .ci/docker-setup.sh)")
-    import torch
-
-    root = tmp_path_factory.mktemp("checkout")
-    for name in ("milebench", "rules", "containers"):
-        shutil.copytree(REPO / name, root / name, ignore=image.SKIP)
-    for name in ("Snakefile", "pyproject.toml", "README.md"):
-        shutil.copy2(REPO / name, root / name)
-    wheels = tmp_path_factory.mktemp("wheels")
-    download = [
-        sys.executable,
-        "-m",
-        "pip",
-        "download",
-        f"torch=={torch.__version__}",
-        "--no-deps",
-        "-d",
-        str(wheels),
-    ]
-    if subprocess.run(download, capture_output=True, check=False).returncode != 0:
-        pytest.skip(f"no torch=={torch.__version__} wheel from pip (its cache, find-links or index)")
-    (wheel,) = wheels.glob("torch-*.whl")
-    with_cpu_torch(root / "containers" / "hf-current", wheel)
-    records = root / image.RECORDS_DIR
-    ca = HOST_CA if HOST_CA.is_file() else None
-    for name in ("kit", "hf-current"):
-        image.build_image(name, base=LOCAL_BASE, ca_bundle=ca, root=root, records=records)
-    return root, records
-
-
 @pytest.mark.docker
-def test_every_job_in_containers_gives_the_host_runs_report(
-    cpu_checkout: tuple[Path, Path], tmp_path: Path
-) -> None:
+def test_every_job_in_containers_gives_the_host_runs_report(boxed_run: BoxedRun, tmp_path: Path) -> None:
     """docker_jobs: all through the DAG, fixture to report, a tiny torch model included: every job runs in
     a container (the stages in the kit image, the tiny model's weights and inference in hf-current's), and
     the run's aggregate, verdict and report tables equal those of the same run on the host."""
-    checkout, records = cpu_checkout
-    env = {**os.environ, "PYTHONPATH": str(checkout)}
-    snakemake = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(checkout / "Snakefile"),
-        "--cores",
-        "2",
-    ]
-    build = [f"image_base={LOCAL_BASE}"] + ([f"image_ca_bundle={HOST_CA}"] if HOST_CA.is_file() else [])
-    for where, extra in (("host", {}), ("docker", {"runtime": "docker", "docker_jobs": "all"})):
-        root = tmp_path / where
-        root.mkdir()
-        write_run(root, "box", models=["random", "tiny-llava"], **extra)
-        shutil.copytree(records, root / image.RECORDS_DIR)
-        config = ["--config", "run=box", f"specs={root / 'specs'}", *build]
-        done = subprocess.run([*snakemake, *config], cwd=root, env=env, capture_output=True, text=True)
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    host, box = tmp_path / "host", tmp_path / "docker"
+    records = boxed_run.records
+    write_run(tmp_path, BOXED_RUN, models=["random", "tiny-llava"])
+    shutil.copytree(records, tmp_path / image.RECORDS_DIR)
+    snakemake_in(boxed_run.checkout, tmp_path, BOXED_RUN)
+    host, box = tmp_path, boxed_run.root
     for name in ("aggregate.json", "verdict.json"):
         assert (box / "results/box" / name).read_text() == (host / "results/box" / name).read_text(), name
     assert report_tables(box / "reports/box") == report_tables(host / "reports/box")

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from pathlib import Path
 
 from milebench.archive.bundle import Options, archive_run
 from milebench.archive.manifest import BundleError, bundle_id, read_manifest
 from milebench.archive.summary import summary
+from milebench.archive.unpack import bundle_folder
 from milebench.archive.verify import Check, Status, VerifyOptions, verify_bundle
 from milebench.io import atomic_write_text
 from milebench.paths import RunPaths
@@ -46,9 +48,14 @@ def checks(text: str | None) -> tuple[Check, ...]:
 
 
 def verify(args: argparse.Namespace) -> int:
-    require(args.bundle, "bundle folder", "`milebench archive --run RUN --out DIR`")
-    manifest = read_manifest(args.bundle)
-    identity = bundle_id(args.bundle)
+    require(args.bundle, "bundle folder or tarball", "`milebench archive --run RUN --out DIR [--tarball]`")
+    with bundle_folder(args.bundle) as bundle:
+        return verify_folder(bundle, args)
+
+
+def verify_folder(bundle: Path, args: argparse.Namespace) -> int:
+    manifest = read_manifest(bundle)
+    identity = bundle_id(bundle)
     if args.expect_id is not None and args.expect_id != identity:
         raise BundleError(f"{args.bundle}: bundle id {identity}, not the expected {args.expect_id}")
     options = VerifyOptions(
@@ -58,7 +65,7 @@ def verify(args: argparse.Namespace) -> int:
         seed=args.seed,
         gpus=args.gpus,
     )
-    outcomes = verify_bundle(args.bundle, manifest, options)
+    outcomes = verify_bundle(bundle, manifest, options)
     for outcome in outcomes:
         for problem in outcome.problems:
             log.error("%s %s: %s", outcome.check, outcome.status, problem)

@@ -80,7 +80,7 @@ def bundle_id(bundle: Path) -> str:
 def read_manifest(bundle: Path) -> Manifest:
     path = bundle / MANIFEST
     if not bundle.is_dir():
-        raise BundleError(f"{bundle}: not a bundle folder (a tarball? extract it first: tar -xf)")
+        raise BundleError(f"{bundle}: not a bundle folder")
     try:
         return Manifest.model_validate_json(path.read_bytes())
     except FileNotFoundError:
