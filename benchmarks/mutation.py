@@ -10,6 +10,7 @@ as survivors, as ``mutmut`` itself reckons it.
 Run one package at a time, niced (it is CPU-bound; the results are cached in ``mutants/``)::
 
     python benchmarks/mutation.py run score preprocess data spec   # mutate, test, then print the table
+    python benchmarks/mutation.py run --pending score               # only mutants with no cached result
     python benchmarks/mutation.py report [--survivors]              # the table from the cached results
 
 ``mutmut show <name>`` prints a survivor's change; ``mutmut run <name>...`` re-tests chosen mutants.
@@ -105,10 +106,16 @@ def survivors(packages: Iterable[str]) -> list[str]:
     ]
 
 
-def run_package(package: str, max_children: int) -> float:
-    """Mutate and test one package under ``nice``; returns the wall time in seconds."""
+def run_package(package: str, max_children: int, pending: bool) -> float:
+    """Mutate and test one package under ``nice``; returns the wall time in seconds.
+
+    ``pending`` tests only the mutants without a cached result (a stopped run, or functions changed since).
+    """
     started = time.monotonic()
-    run_mutmut([f"milebench.{package}.*"], max_children)
+    if not pending:
+        run_mutmut([f"milebench.{package}.*"], max_children)
+    elif names := [name for name, s in results(package).items() if s == "not checked"]:
+        run_mutmut(names, max_children)
     return time.monotonic() - started
 
 
@@ -125,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     run = sub.add_parser("run", help="mutate and test packages, then print the table")
     run.add_argument("packages", nargs="*", metavar="package", help=f"{', '.join(PACKAGES)} (default: all)")
     run.add_argument("--max-children", type=int, default=2, help="mutants tested at once")
+    run.add_argument("--pending", action="store_true", help="only the mutants with no cached result")
     report = sub.add_parser("report", help="print the table from the cached results")
     report.add_argument(
         "packages", nargs="*", metavar="package", help=f"{', '.join(PACKAGES)} (default: all)"
@@ -138,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = []
     if args.command == "run":
         for package in packages:
-            seconds = run_package(package, args.max_children)
+            seconds = run_package(package, args.max_children, args.pending)
             lines.append(f"{package}: {seconds / 60:.1f} min wall")
     lines.append(table(rows(packages)))
     if args.command == "report" and args.survivors:
