@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from fetch_helpers import RangeServer, link_member, tar_gz, write_lock
+from test_score_command import paths_of, specs_dir  # noqa: F401
 
 from milebench.data import commands, hub_lock
 from milebench.data.errors import FetchError
@@ -253,6 +254,24 @@ def test_fixture_source_reads_the_run_mirror(tmp_path: Path) -> None:
     assert (paths.data_root / "TaskA" / "images" / "1.jpg").read_bytes() == b"a"
 
 
+def test_fetch_command_fetches_the_named_run_and_fails_on_a_refused_archive(
+    specs_dir: Path,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    paths = paths_of(specs_dir)
+    paths.mirror.mkdir(parents=True)
+    write_lock(paths.mirror / "milebench.lock.yaml", ARCHIVES)
+    corrupt = {**ARCHIVES, "MileBench_part1.tar.gz": ARCHIVES["MileBench_part0.tar.gz"]}
+    args = argparse.Namespace(specs=specs_dir, run="t", root=Path("."), download_deadline=60.0)
+    for archives, code in ((corrupt, 1), (ARCHIVES, 0)):
+        for name, data in archives.items():
+            (paths.mirror / name).write_bytes(data)
+        assert commands.fetch(args) == code
+    [error] = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert error.startswith("archive MileBench_part1.tar.gz failed verification: expected size 149")
+    assert (paths.data_root / "TaskB" / "images" / "1.jpg").read_bytes() == b"b"
+
+
 def test_local_source_links_the_tree(tmp_path: Path) -> None:
     tree = tmp_path / "elsewhere" / "MileBench"
     (tree / "TaskA").mkdir(parents=True)
@@ -350,10 +369,32 @@ def test_hub_lock_writes_a_complete_lock(tmp_path: Path) -> None:
     lock = load_lock(out)
     assert api.calls == [("FreedomIntelligence/MileBench", "main", True)]
     assert lock.repo_id == "FreedomIntelligence/MileBench" and lock.revision == "c" * 40
+    assert lock.note == "resolved from revision 'main' by `milebench lock-data`"
     assert [(a.name, a.size, a.sha256) for a in lock.archives] == [
         ("MileBench_part2.tar.gz", 20, hashlib.sha256(b"MileBench_part2.tar.gz").hexdigest()),
         ("MileBench_part10.tar.gz", 30, hashlib.sha256(b"MileBench_part10.tar.gz").hexdigest()),
     ]
+
+
+def test_hub_lock_errors_name_the_dataset_the_revision_and_its_commit(tmp_path: Path) -> None:
+    where = f"dataset o/d at 'main' (commit {'c' * 40})"
+    cases = [
+        ([FakeSibling("README.md", 10, None)], f"{where}: no MileBench_part*.tar.gz archives"),
+        (
+            [FakeSibling("MileBench_part0.tar.gz", 11, FakeLfs(10, "0" * 64))],
+            f"{where}: MileBench_part0.tar.gz size 11 != LFS size 10",
+        ),
+    ]
+    for siblings, message in cases:
+        with pytest.raises(FetchError) as err:
+            write_hub_lock("o/d", "main", tmp_path / "hub.lock.yaml", api=FakeApi(siblings))
+        assert str(err.value) == message
+
+
+def test_an_archive_the_hub_lists_without_a_size_takes_its_lfs_size(tmp_path: Path) -> None:
+    api = FakeApi([FakeSibling("MileBench_part0.tar.gz", None, FakeLfs(10, "0" * 64))])
+    lock = write_hub_lock("o/d", "main", tmp_path / "hub.lock.yaml", api=api)
+    assert [(a.name, a.size) for a in lock.archives] == [("MileBench_part0.tar.gz", 10)]
 
 
 def test_hub_lock_refuses_archives_without_lfs_metadata(tmp_path: Path) -> None:
@@ -365,9 +406,11 @@ def test_hub_lock_refuses_archives_without_lfs_metadata(tmp_path: Path) -> None:
 
 
 def test_lock_command_uses_the_hub_api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(hub_lock, "HfApi", lambda: FakeApi([_sibling("MileBench_part0.tar.gz", 7)]))
+    api = FakeApi([_sibling("MileBench_part0.tar.gz", 7)])
+    monkeypatch.setattr(hub_lock, "HfApi", lambda: api)
     out = tmp_path / "hub.lock.yaml"
     assert commands.lock(argparse.Namespace(repo_id="o/d", revision="v1", out=out)) == 0
+    assert api.calls == [("o/d", "v1", True)]
     assert load_lock(out).archives[0].size == 7
     monkeypatch.setattr(hub_lock, "HfApi", lambda: FakeApi([]))
     assert commands.lock(argparse.Namespace(repo_id="o/d", revision="v1", out=tmp_path / "none.yaml")) == 1
@@ -384,3 +427,6 @@ def test_lock_command_on_an_unreachable_hub_fails_cleanly(
     out = tmp_path / "hub.lock.yaml"
     assert commands.lock(argparse.Namespace(repo_id="o/d", revision="v1", out=out)) == 1
     assert not out.exists()
+    with pytest.raises(FetchError) as err:
+        write_hub_lock("o/d", "v1", out, api=DownApi())
+    assert str(err.value) == "cannot read dataset o/d at 'v1': Name or service not known"
