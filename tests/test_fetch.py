@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 from fetch_helpers import RangeServer, link_member, tar_gz, write_lock
 from test_score_command import paths_of, specs_dir  # noqa: F401
 
@@ -270,6 +271,17 @@ def test_fetch_command_fetches_the_named_run_and_fails_on_a_refused_archive(
     [error] = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert error.startswith("archive MileBench_part1.tar.gz failed verification: expected size 149")
     assert (paths.data_root / "TaskB" / "images" / "1.jpg").read_bytes() == b"b"
+
+
+def test_fetch_command_names_the_run_spec_of_a_missing_local_tree(specs_dir: Path) -> None:  # noqa: F811
+    run_yaml = specs_dir / "runs" / "t.yaml"
+    missing = specs_dir.parent / "nope"
+    run = yaml.safe_load(run_yaml.read_text())
+    run_yaml.write_text(yaml.safe_dump(run | {"data": {"kind": "local", "path": str(missing)}}))
+    args = argparse.Namespace(specs=specs_dir, run="t", root=Path("."), download_deadline=60.0)
+    with pytest.raises(SpecError) as err:
+        commands.fetch(args)
+    assert str(err.value) == f"{run_yaml}: data.path: no such folder: {missing}"
 
 
 def test_local_source_links_the_tree(tmp_path: Path) -> None:
