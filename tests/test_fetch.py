@@ -242,6 +242,37 @@ def test_hub_source_uses_resolve_urls_and_token(tmp_path: Path, monkeypatch: pyt
     assert (paths.data_root / "TaskB" / "TaskB.json").is_file()
 
 
+@pytest.mark.parametrize(
+    ("repo_id", "revision", "problem"),
+    [
+        (None, "a" * 40, "repo_id: a hub source needs the dataset repo id"),
+        (
+            "org/MileBench",
+            None,
+            "revision: not resolved; run `milebench lock-data` where the hub is reachable",
+        ),
+    ],
+)
+def test_a_hub_lock_without_its_repo_or_revision_is_refused_by_name(
+    tmp_path: Path, repo_id: str | None, revision: str | None, problem: str
+) -> None:
+    lock = write_lock(tmp_path / "specs" / LOCK, ARCHIVES, repo_id=repo_id, revision=revision)
+    specs, run, paths = setup(tmp_path, HubSource(kind="hub", lock=LOCK))
+    with pytest.raises(SpecError) as err:
+        fetch_run(specs, run, paths)
+    assert str(err.value) == f"{lock}: {problem}"
+    assert not paths.data_root.exists()
+
+
+def test_a_mirror_url_ending_in_a_slash_names_each_archive_once(tmp_path: Path) -> None:
+    with RangeServer(ARCHIVES) as server:
+        write_lock(tmp_path / "specs" / LOCK, ARCHIVES)
+        base = server.url().rstrip("/")
+        specs, run, paths = setup(tmp_path, MirrorSource(kind="mirror", url=f"{base}/", lock=LOCK))
+        manifest = fetch_run(specs, run, paths)
+    assert [a["url"] for a in manifest["archives"]] == [f"{base}/{name}" for name in ARCHIVES]
+
+
 def test_fixture_source_reads_the_run_mirror(tmp_path: Path) -> None:
     specs, run, paths = setup(tmp_path, FixtureSource(kind="fixture"))
     with pytest.raises(MissingInput, match=r"lock\.yaml: fixture lock not found; run `milebench fixture"):
@@ -292,6 +323,15 @@ def test_local_source_links_the_tree(tmp_path: Path) -> None:
     assert paths.data_root.is_symlink() and paths.data_root.resolve() == tree.resolve()
     assert manifest["source"] == {"kind": "local", "path": str(tree.resolve())}
     assert manifest["archives"] == []
+
+
+def test_a_run_pointed_at_another_local_tree_links_the_new_one(tmp_path: Path) -> None:
+    trees = [tmp_path / name / "MileBench" for name in ("first", "second")]
+    for tree in trees:
+        tree.mkdir(parents=True)
+        specs, run, paths = setup(tmp_path, LocalSource(kind="local", path=str(tree)))
+        fetch_run(specs, run, paths)
+    assert paths.data_root.resolve() == trees[1].resolve()
 
 
 def test_local_source_missing_names_the_field(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tarfile
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from milebench.data.download import DownloadError, _range_start, hub_url, local_source
 from milebench.data.extract import destination, member_problem
 from milebench.data.schema import quantity_level, task_json_path
+from milebench.data.verify import quarantine
 
 
 @pytest.mark.parametrize(
@@ -92,3 +94,16 @@ def test_which_archive_members_may_be_extracted(
     """Only folders and regular files, named inside the target folder, are extracted."""
     root = tmp_path.resolve()
     assert member_problem(info, destination(root, info.name)) == problem
+
+
+def test_every_bad_copy_is_kept_aside_under_its_utc_time(tmp_path: Path) -> None:
+    """Quarantine never reuses or refuses its folder: each bad file keeps its name plus a UTC stamp."""
+    bad = [tmp_path / "MileBench_part0.tar.gz", tmp_path / "MileBench_part1.tar.gz"]
+    for path in bad:
+        path.write_bytes(b"bad")
+    moved = [quarantine(path, tmp_path / "quarantine") for path in bad]
+    assert [m.read_bytes() for m in moved] == [b"bad", b"bad"] and not any(p.exists() for p in bad)
+    assert all(
+        re.fullmatch(rf"{re.escape(p.name)}\.\d{{8}}T\d{{6}}\.\d{{6}}Z", m.name)
+        for p, m in zip(bad, moved, strict=True)
+    )
