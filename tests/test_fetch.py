@@ -264,6 +264,21 @@ def test_a_hub_lock_without_its_repo_or_revision_is_refused_by_name(
     assert not paths.data_root.exists()
 
 
+def test_a_mirror_body_longer_than_the_lock_says_is_cut_off_not_kept(tmp_path: Path) -> None:
+    name = "MileBench_part1.tar.gz"
+    with RangeServer({**ARCHIVES, name: ARCHIVES[name] + b"more"}) as server:
+        specs, run, paths = mirror_run(tmp_path, server)
+        with pytest.raises(FetchError) as err:
+            fetch_run(specs, run, paths)
+    size = len(ARCHIVES[name])
+    assert str(
+        err.value
+    ) == f"{server.url(name)}: more than the expected {size} bytes (the lock's size); " + (
+        "nothing of it is kept"
+    )
+    assert not (paths.downloads / name).exists() and not paths.data_root.exists()
+
+
 def test_a_mirror_url_ending_in_a_slash_names_each_archive_once(tmp_path: Path) -> None:
     with RangeServer(ARCHIVES) as server:
         write_lock(tmp_path / "specs" / LOCK, ARCHIVES)
@@ -275,14 +290,18 @@ def test_a_mirror_url_ending_in_a_slash_names_each_archive_once(tmp_path: Path) 
 
 def test_fixture_source_reads_the_run_mirror(tmp_path: Path) -> None:
     specs, run, paths = setup(tmp_path, FixtureSource(kind="fixture"))
-    with pytest.raises(MissingInput, match=r"lock\.yaml: fixture lock not found; run `milebench fixture"):
+    with pytest.raises(MissingInput) as missing:
         fetch_run(specs, run, paths)
+    assert str(missing.value) == (
+        f"{paths.mirror / 'milebench.lock.yaml'}: fixture lock not found; run `milebench fixture --out "
+        f"{paths.mirror}` first"
+    )
     paths.mirror.mkdir(parents=True)
     for name, data in ARCHIVES.items():
         (paths.mirror / name).write_bytes(data)
     write_lock(paths.mirror / "milebench.lock.yaml", ARCHIVES)
     manifest = fetch_run(specs, run, paths)
-    assert manifest["source"]["kind"] == "fixture"
+    assert manifest["source"]["kind"] == "fixture" and manifest["source"]["path"] == str(paths.mirror)
     assert (paths.data_root / "TaskA" / "images" / "1.jpg").read_bytes() == b"a"
 
 
