@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from milebench.data.download import DownloadError, _range_start, hub_url, local_source
-from milebench.data.extract import destination, member_problem
+from milebench.data.extract import (
+    UnsafeArchiveError,
+    check_archive,
+    destination,
+    member_problem,
+    name_clashes,
+)
 from milebench.data.schema import quantity_level, task_json_path
 from milebench.data.verify import quarantine
 
@@ -107,3 +113,19 @@ def test_every_bad_copy_is_kept_aside_under_its_utc_time(tmp_path: Path) -> None
         re.fullmatch(rf"{re.escape(p.name)}\.\d{{8}}T\d{{6}}\.\d{{6}}Z", m.name)
         for p, m in zip(bad, moved, strict=True)
     )
+
+
+def test_a_file_named_twice_or_named_like_a_folder_clashes() -> None:
+    once, folder = member("MileBench/a.json"), member("MileBench/sub", tarfile.DIRTYPE)
+    assert name_clashes([once, folder, member("MileBench/sub/b.json")]) == []
+    assert name_clashes([once, once]) == ["MileBench/a.json: named more than once"]
+    assert name_clashes([folder, member("MileBench/sub")]) == ["MileBench/sub: both a file and a folder"]
+
+
+@pytest.mark.parametrize(("n_bad", "more"), [(10, ""), (11, "\n  ... and 1 more")])
+def test_a_refused_archive_lists_its_first_ten_problems(tmp_path: Path, n_bad: int, more: str) -> None:
+    links = [member(f"MileBench/l{i:02}", tarfile.SYMTYPE, "x") for i in range(n_bad)]
+    with pytest.raises(UnsafeArchiveError) as err:
+        check_archive(links, tmp_path, tmp_path / "a.tar.gz")
+    shown = "\n  ".join(f"MileBench/l{i:02}: symlink to 'x'; {ONLY}" for i in range(10))
+    assert str(err.value) == f"refusing to extract {tmp_path / 'a.tar.gz'}; unsafe members:\n  {shown}{more}"
