@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import tarfile
 from pathlib import Path
 
 import pytest
 
-from milebench.data.download import DownloadError, _range_start, hub_url, local_source
+from milebench.data.download import DownloadError, _Progress, _range_start, hub_url, local_source
 from milebench.data.extract import (
     UnsafeArchiveError,
     check_archive,
@@ -129,3 +130,13 @@ def test_a_refused_archive_lists_its_first_ten_problems(tmp_path: Path, n_bad: i
         check_archive(links, tmp_path, tmp_path / "a.tar.gz")
     shown = "\n  ".join(f"MileBench/l{i:02}: symlink to 'x'; {ONLY}" for i in range(10))
     assert str(err.value) == f"refusing to extract {tmp_path / 'a.tar.gz'}; unsafe members:\n  {shown}{more}"
+
+
+def test_download_progress_is_logged_every_5_percent_or_256_mib_when_the_size_is_unknown(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    known, unknown = _Progress("a.tar.gz", 0, 100 << 20), _Progress("b.tar.gz", 0, None)
+    with caplog.at_level(logging.INFO, logger="milebench.data.download"):
+        known.advance(5 << 20)
+        unknown.advance(256 << 20)
+    assert caplog.messages == ["a.tar.gz: 5.0 MiB of 100.0 MiB (5%)", "b.tar.gz: 256.0 MiB"]
