@@ -308,19 +308,27 @@ def test_fixture_source_reads_the_run_mirror(tmp_path: Path) -> None:
 def test_fetch_command_fetches_the_named_run_and_fails_on_a_refused_archive(
     specs_dir: Path,  # noqa: F811
     caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    paths = paths_of(specs_dir)
+    """A run with a relative output folder is fetched under --root, wherever the command runs."""
+    monkeypatch.chdir(specs_dir.parent)
+    run_yaml = specs_dir / "runs" / "t.yaml"
+    run_yaml.write_text(yaml.safe_dump(yaml.safe_load(run_yaml.read_text()) | {"output_dir": "results/t"}))
+    staged = specs_dir.parent / "staged"
+    paths = RunPaths.for_run(RunSpec.model_validate(yaml.safe_load(run_yaml.read_text())), base=staged)
     paths.mirror.mkdir(parents=True)
     write_lock(paths.mirror / "milebench.lock.yaml", ARCHIVES)
     corrupt = {**ARCHIVES, "MileBench_part1.tar.gz": ARCHIVES["MileBench_part0.tar.gz"]}
-    args = argparse.Namespace(specs=specs_dir, run="t", root=Path("."), download_deadline=60.0)
+    args = argparse.Namespace(specs=specs_dir, run="t", root=staged, download_deadline=60.0)
     for archives, code in ((corrupt, 1), (ARCHIVES, 0)):
         for name, data in archives.items():
             (paths.mirror / name).write_bytes(data)
         assert commands.fetch(args) == code
     [error] = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert error.startswith("archive MileBench_part1.tar.gz failed verification: expected size 149")
-    assert (paths.data_root / "TaskB" / "images" / "1.jpg").read_bytes() == b"b"
+    assert (
+        staged / "results" / "t" / "data" / "MileBench" / "TaskB" / "images" / "1.jpg"
+    ).read_bytes() == b"b"
 
 
 def test_fetch_command_names_the_run_spec_of_a_missing_local_tree(specs_dir: Path) -> None:  # noqa: F811
