@@ -356,9 +356,10 @@ def test_a_run_pointed_at_another_local_tree_links_the_new_one(tmp_path: Path) -
     trees = [tmp_path / name / "MileBench" for name in ("first", "second")]
     for tree in trees:
         tree.mkdir(parents=True)
-        specs, run, paths = setup(tmp_path, LocalSource(kind="local", path=str(tree)))
-        fetch_run(specs, run, paths)
-    assert paths.data_root.resolve() == trees[1].resolve()
+        fetch_run(*setup(tmp_path, LocalSource(kind="local", path=str(tree))))
+    assert setup(tmp_path, LocalSource(kind="local", path=str(trees[1])))[2].data_root.resolve() == (
+        trees[1].resolve()
+    )
 
 
 def test_local_source_missing_names_the_field(tmp_path: Path) -> None:
