@@ -10,6 +10,7 @@ from mini_specs import builtin_model, task_spec
 from pydantic import ValidationError
 
 from milebench.spec.base import SpecError, field_path, read_yaml
+from milebench.spec.execution import variant_problem
 from milebench.spec.model import ModelSpec
 from milebench.spec.registry import load_specs, spec_hash
 from milebench.spec.task import Group, QuestionType, ScorerKind, TaskSpec, official_scorer
@@ -95,6 +96,40 @@ def test_a_yaml_error_names_its_line(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as err:
         read_yaml(tmp_path / "absent.yaml")
     assert err.value.problems == [("<file>", "file not found")]
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("a: 1\nb: 2\nc: \x07\n", "line 3: invalid YAML: character #x0007 is not allowed"),
+        (
+            "a: 1\nb: [1, 2\nc: 3\n",
+            "line 3: invalid YAML: expected ',' or ']', but got ':' "
+            "(while parsing a flow sequence started on line 2)",
+        ),
+        ("a: 1\n  b: 2\n", "line 2: invalid YAML: mapping values are not allowed here"),
+    ],
+)
+def test_a_yaml_error_names_the_line_of_the_fault_and_where_its_block_started(
+    tmp_path: Path, text: str, problem: str
+) -> None:
+    path = tmp_path / "run.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(SpecError) as err:
+        read_yaml(path)
+    assert str(err.value) == f"{path}: {problem}"
+
+
+def test_an_execution_variant_must_be_one_the_model_states() -> None:
+    models = load_specs().models
+    assert variant_problem(models["llava-1.5-7b"], "batched") is None
+    assert variant_problem(models["llava-1.5-7b"], "paper") is None
+    assert variant_problem(models["llava-1.5-7b"], "nope") == (
+        "model 'llava-1.5-7b' has no execution variant 'nope' (known: paper, batched, llava-hf)"
+    )
+    assert variant_problem(models["random"], "batched") == (
+        "model 'random' has no execution variant 'batched' (known: paper)"
+    )
 
 
 def test_a_spec_hash_ignores_formatting_and_follows_content() -> None:
