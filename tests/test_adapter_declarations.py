@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from package_copy import package_with, run_with
 
-from milebench.spec.adapters import AdapterDeclaration, _declared_in
+from milebench.spec.adapters import AdapterDeclaration, _declared_in, declared
 from milebench.spec.base import SpecError
 
 TOY_MODULE = '''
@@ -170,3 +170,9 @@ def test_a_bad_declaration_in_a_list_names_its_index_and_field(tmp_path: Path) -
         with pytest.raises(SpecError) as err:
             _declared_in(tmp_path, path)
         assert str(err.value) == f"{path}: {field}: Extra inputs are not permitted"
+
+
+def test_a_kind_s_declaration_is_found_where_its_module_lives() -> None:
+    found = declared("hf-llava")
+    assert found is not None and found.target == "milebench.infer.hf_llava:HfLlavaAdapter"
+    assert declared("unported") is None and declared("no-such-kind") is None
