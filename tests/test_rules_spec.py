@@ -140,6 +140,13 @@ def test_a_spec_hash_ignores_formatting_and_follows_content() -> None:
     assert len(spec_hash(task)) == 64
 
 
+def test_a_spec_hash_ignores_the_order_of_keys_in_a_mapping() -> None:
+    run = load_specs().runs["smoke"]
+    forward = run.model_copy(update={"execution": {"a": "batched", "b": "llava-hf"}})
+    backward = run.model_copy(update={"execution": {"b": "llava-hf", "a": "batched"}})
+    assert spec_hash(forward) == spec_hash(backward)
+
+
 def test_an_unknown_run_lists_the_known_ones() -> None:
     specs = load_specs()
     with pytest.raises(SpecError) as err:
