@@ -147,6 +147,15 @@ def test_a_spec_hash_ignores_the_order_of_keys_in_a_mapping() -> None:
     assert spec_hash(forward) == spec_hash(backward)
 
 
+def test_a_spec_hash_leaves_out_the_fields_it_is_told_to() -> None:
+    run = load_specs().runs["smoke"]
+    renamed = run.model_copy(update={"description": "another description"})
+    assert spec_hash(run, exclude=frozenset({"description"})) == spec_hash(
+        renamed, exclude=frozenset({"description"})
+    )
+    assert spec_hash(run) != spec_hash(renamed)
+
+
 def test_an_unknown_run_lists_the_known_ones() -> None:
     specs = load_specs()
     with pytest.raises(SpecError) as err:
