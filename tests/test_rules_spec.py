@@ -10,7 +10,7 @@ from mini_specs import builtin_model, task_spec
 from pydantic import ValidationError
 
 from milebench.spec.base import SpecError, field_path, read_yaml
-from milebench.spec.execution import variant_problem
+from milebench.spec.execution import GENERIC, execution_of, variant_problem
 from milebench.spec.model import ModelSpec
 from milebench.spec.registry import load_specs, spec_hash
 from milebench.spec.task import Group, QuestionType, ScorerKind, TaskSpec, official_scorer
@@ -118,6 +118,14 @@ def test_a_yaml_error_names_the_line_of_the_fault_and_where_its_block_started(
     with pytest.raises(SpecError) as err:
         read_yaml(path)
     assert str(err.value) == f"{path}: {problem}"
+
+
+def test_a_spec_stating_no_execution_runs_with_its_adapter_s_default() -> None:
+    fields = {"name": "tiny", "display_name": "t", "section": "kit", "adapter": "hf-llava",
+              "weights": {"kind": "tiny", "family": "llava"}, "max_context_len": 96,
+              "n_tokens_per_image": 16}  # fmt: skip
+    assert execution_of(ModelSpec.model_validate(fields)) is GENERIC  # hf-llava declares the generic path
+    assert execution_of(load_specs().models["random"]) is None  # a baseline has no execution
 
 
 def test_an_execution_variant_must_be_one_the_model_states() -> None:
