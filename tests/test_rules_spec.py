@@ -138,6 +138,11 @@ def test_an_execution_variant_must_be_one_the_model_states() -> None:
     assert variant_problem(models["random"], "batched") == (
         "model 'random' has no execution variant 'batched' (known: paper)"
     )
+    execution = models["llava-1.5-7b"].execution
+    assert execution is not None and execution.with_variant("paper") is execution
+    with pytest.raises(KeyError) as err:
+        execution.with_variant("nope")
+    assert err.value.args == ("no execution variant 'nope' (known: paper, batched, llava-hf)",)
 
 
 def test_a_spec_hash_ignores_formatting_and_follows_content() -> None:
