@@ -2,6 +2,7 @@
 
 import shutil
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -62,7 +63,9 @@ def test_unreachable_hub_is_a_clear_error_not_a_traceback(monkeypatch, caplog) -
     assert "cannot resolve model revisions on the hub: Name or service not known" in caplog.text
 
 
-def test_the_command_writes_the_lock_into_the_specs_folder_it_is_given(tmp_path, monkeypatch) -> None:
+def test_the_command_writes_the_lock_into_the_specs_folder_it_is_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import huggingface_hub
     import yaml
 
