@@ -10,6 +10,8 @@ as survivors, as ``mutmut`` itself reckons it.
 Run one package at a time, niced (it is CPU-bound; the results are cached in ``mutants/``)::
 
     python benchmarks/mutation.py run score preprocess data spec   # mutate, test, then print the table
+    python benchmarks/mutation.py run --pending score               # only mutants with no cached result
+    python benchmarks/mutation.py run --sample 150 spec             # a random sample, scored on its own row
     python benchmarks/mutation.py report [--survivors]              # the table from the cached results
 
 ``mutmut show <name>`` prints a survivor's change; ``mutmut run <name>...`` re-tests chosen mutants.
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -79,6 +82,11 @@ def rows(packages: Iterable[str]) -> list[Row]:
     for package in packages:
         found = results(package)
         out.append(Row(f"{package}/", Counter(found.values())))
+        if sample_path(package).exists():
+            drawn = sample_path(package).read_text(encoding="utf-8").split()
+            out.append(
+                Row(f"  random sample of {len(drawn)}", Counter(found[n] for n in drawn if n in found))
+            )
         if package == "score":
             prefixes = tuple(f"milebench.score.{m}." for m in VERDICT_MODULES)
             part = Counter(s for name, s in found.items() if name.startswith(prefixes))
@@ -105,10 +113,33 @@ def survivors(packages: Iterable[str]) -> list[str]:
     ]
 
 
-def run_package(package: str, max_children: int) -> float:
-    """Mutate and test one package under ``nice``; returns the wall time in seconds."""
+def sample_path(package: str) -> Path:
+    return MUTANTS / f"{package}.sample"
+
+
+def draw_sample(package: str, size: int) -> list[str]:
+    """``size`` of the package's mutants drawn at random (fixed seed), saved so the report can score them:
+    an unbiased estimate where testing every mutant takes too long (mutmut runs the fastest first)."""
+    found = sorted(results(package))
+    drawn = sorted(random.Random(0).sample(found, min(size, len(found))))
+    sample_path(package).write_text("\n".join(drawn) + "\n", encoding="utf-8")
+    return drawn
+
+
+def run_package(package: str, max_children: int, pending: bool, sample: int | None) -> float:
+    """Mutate and test one package under ``nice``; returns the wall time in seconds.
+
+    ``pending`` tests only the mutants without a cached result (a stopped run, or functions changed since);
+    ``sample`` only the pending ones of a random sample of that size.
+    """
     started = time.monotonic()
-    run_mutmut([f"milebench.{package}.*"], max_children)
+    if not pending and sample is None:
+        run_mutmut([f"milebench.{package}.*"], max_children)
+    else:
+        found = results(package)
+        chosen = draw_sample(package, sample) if sample is not None else list(found)
+        if names := [name for name in chosen if found[name] == "not checked"]:
+            run_mutmut(names, max_children)
     return time.monotonic() - started
 
 
@@ -125,6 +156,13 @@ def main(argv: list[str] | None = None) -> int:
     run = sub.add_parser("run", help="mutate and test packages, then print the table")
     run.add_argument("packages", nargs="*", metavar="package", help=f"{', '.join(PACKAGES)} (default: all)")
     run.add_argument("--max-children", type=int, default=2, help="mutants tested at once")
+    run.add_argument("--pending", action="store_true", help="only the mutants with no cached result")
+    run.add_argument(
+        "--sample",
+        type=int,
+        metavar="N",
+        help="only a random sample of N mutants (scored on a row of its own)",
+    )
     report = sub.add_parser("report", help="print the table from the cached results")
     report.add_argument(
         "packages", nargs="*", metavar="package", help=f"{', '.join(PACKAGES)} (default: all)"
@@ -138,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = []
     if args.command == "run":
         for package in packages:
-            seconds = run_package(package, args.max_children)
+            seconds = run_package(package, args.max_children, args.pending, args.sample)
             lines.append(f"{package}: {seconds / 60:.1f} min wall")
     lines.append(table(rows(packages)))
     if args.command == "report" and args.survivors:

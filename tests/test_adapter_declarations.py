@@ -11,7 +11,11 @@ import subprocess
 import textwrap
 from pathlib import Path
 
+import pytest
 from package_copy import package_with, run_with
+
+from milebench.spec.adapters import AdapterDeclaration, _declared_in, declared
+from milebench.spec.base import SpecError
 
 TOY_MODULE = '''
 """A family the kit never shipped: answers every prompt with its own name."""
@@ -37,6 +41,16 @@ def build_tiny_toy(spec, out_dir: Path) -> None:
     out_dir.mkdir(parents=True)
     (out_dir / "config.json").write_text("{}")
 '''
+
+ADAPTER_LITERAL = {
+    "kind": "toy-echo",
+    "does": "generate",
+    "entry": "ToyEchoAdapter",
+    "environment": ["TOY_ECHO_KEY"],
+    "execution": "generic",
+    "tiny": {"family": "toy", "builder": "milebench.infer.toy_echo:build_tiny_toy"},
+}
+"""The literal ``TOY_MODULE`` declares."""
 
 TOY_SPEC = {
     "name": "toy",
@@ -115,3 +129,50 @@ def test_a_kind_declared_twice_names_both_modules(tmp_path: Path) -> None:
     assert done.returncode != 0
     assert "ADAPTER.kind: 'hf-llava' is also declared in" in done.stderr
     assert "hf_llava.py" in done.stderr and "toy_echo.py" in done.stderr
+
+
+# The same rules in this process, on a module written to a folder: what one module's ``ADAPTER`` declares.
+
+
+def write_module(root: Path, relative: str, text: str) -> Path:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_module_s_literal_declares_an_adapter_of_that_module(tmp_path: Path) -> None:
+    module = write_module(tmp_path, "infer/toy_echo.py", TOY_MODULE)
+    [found] = _declared_in(tmp_path, module)
+    assert (found.module, found.path, found.target) == (
+        "milebench.infer.toy_echo",
+        module,
+        "milebench.infer.toy_echo:ToyEchoAdapter",
+    )
+    assert found.declaration == AdapterDeclaration.model_validate(ADAPTER_LITERAL)
+    package = write_module(tmp_path, "infer/toy/__init__.py", TOY_MODULE)
+    assert [d.module for d in _declared_in(tmp_path, package)] == ["milebench.infer.toy"]
+
+
+def test_only_a_single_name_assigned_a_literal_declares(tmp_path: Path) -> None:
+    none = write_module(tmp_path, "a.py", "ADAPTER = None\n")
+    chained = write_module(tmp_path, "b.py", f"ADAPTER = OTHER = {ADAPTER_LITERAL!r}\n")
+    mentioned = write_module(tmp_path, "c.py", '"""Declares no ADAPTER = here."""\n')
+    assert [_declared_in(tmp_path, p) for p in (none, chained, mentioned)] == [[], [], []]
+
+
+def test_a_bad_declaration_in_a_list_names_its_index_and_field(tmp_path: Path) -> None:
+    bad = {**ADAPTER_LITERAL, "kind": "toy-two", "colour": "red"}
+    single = write_module(tmp_path, "single.py", f"ADAPTER = {bad!r}\n")
+    listed = write_module(tmp_path, "listed.py", f"ADAPTER = [{ADAPTER_LITERAL!r}, {bad!r}]\n")
+    one = write_module(tmp_path, "one.py", f"ADAPTER = [{bad!r}]\n")
+    for path, field in ((single, "ADAPTER.colour"), (listed, "ADAPTER.1.colour"), (one, "ADAPTER.0.colour")):
+        with pytest.raises(SpecError) as err:
+            _declared_in(tmp_path, path)
+        assert str(err.value) == f"{path}: {field}: Extra inputs are not permitted"
+
+
+def test_a_kind_s_declaration_is_found_where_its_module_lives() -> None:
+    found = declared("hf-llava")
+    assert found is not None and found.target == "milebench.infer.hf_llava:HfLlavaAdapter"
+    assert declared("unported") is None and declared("no-such-kind") is None

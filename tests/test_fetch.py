@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 from fetch_helpers import RangeServer, link_member, tar_gz, write_lock
+from test_score_command import paths_of, specs_dir  # noqa: F401
 
 from milebench.data import commands, hub_lock
 from milebench.data.errors import FetchError
@@ -240,17 +242,104 @@ def test_hub_source_uses_resolve_urls_and_token(tmp_path: Path, monkeypatch: pyt
     assert (paths.data_root / "TaskB" / "TaskB.json").is_file()
 
 
+@pytest.mark.parametrize(
+    ("repo_id", "revision", "problem"),
+    [
+        (None, "a" * 40, "repo_id: a hub source needs the dataset repo id"),
+        (
+            "org/MileBench",
+            None,
+            "revision: not resolved; run `milebench lock-data` where the hub is reachable",
+        ),
+    ],
+)
+def test_a_hub_lock_without_its_repo_or_revision_is_refused_by_name(
+    tmp_path: Path, repo_id: str | None, revision: str | None, problem: str
+) -> None:
+    lock = write_lock(tmp_path / "specs" / LOCK, ARCHIVES, repo_id=repo_id, revision=revision)
+    specs, run, paths = setup(tmp_path, HubSource(kind="hub", lock=LOCK))
+    with pytest.raises(SpecError) as err:
+        fetch_run(specs, run, paths)
+    assert str(err.value) == f"{lock}: {problem}"
+    assert not paths.data_root.exists()
+
+
+def test_a_mirror_body_longer_than_the_lock_says_is_cut_off_not_kept(tmp_path: Path) -> None:
+    name = "MileBench_part1.tar.gz"
+    with RangeServer({**ARCHIVES, name: ARCHIVES[name] + b"more"}) as server:
+        specs, run, paths = mirror_run(tmp_path, server)
+        with pytest.raises(FetchError) as err:
+            fetch_run(specs, run, paths)
+    size = len(ARCHIVES[name])
+    assert str(
+        err.value
+    ) == f"{server.url(name)}: more than the expected {size} bytes (the lock's size); " + (
+        "nothing of it is kept"
+    )
+    assert not (paths.downloads / name).exists() and not paths.data_root.exists()
+
+
+def test_a_mirror_url_ending_in_a_slash_names_each_archive_once(tmp_path: Path) -> None:
+    with RangeServer(ARCHIVES) as server:
+        write_lock(tmp_path / "specs" / LOCK, ARCHIVES)
+        base = server.url().rstrip("/")
+        specs, run, paths = setup(tmp_path, MirrorSource(kind="mirror", url=f"{base}/", lock=LOCK))
+        manifest = fetch_run(specs, run, paths)
+    assert [a["url"] for a in manifest["archives"]] == [f"{base}/{name}" for name in ARCHIVES]
+
+
 def test_fixture_source_reads_the_run_mirror(tmp_path: Path) -> None:
     specs, run, paths = setup(tmp_path, FixtureSource(kind="fixture"))
-    with pytest.raises(MissingInput, match=r"lock\.yaml: fixture lock not found; run `milebench fixture"):
+    with pytest.raises(MissingInput) as missing:
         fetch_run(specs, run, paths)
+    assert str(missing.value) == (
+        f"{paths.mirror / 'milebench.lock.yaml'}: fixture lock not found; run `milebench fixture --out "
+        f"{paths.mirror}` first"
+    )
     paths.mirror.mkdir(parents=True)
     for name, data in ARCHIVES.items():
         (paths.mirror / name).write_bytes(data)
     write_lock(paths.mirror / "milebench.lock.yaml", ARCHIVES)
     manifest = fetch_run(specs, run, paths)
-    assert manifest["source"]["kind"] == "fixture"
+    assert manifest["source"]["kind"] == "fixture" and manifest["source"]["path"] == str(paths.mirror)
     assert (paths.data_root / "TaskA" / "images" / "1.jpg").read_bytes() == b"a"
+
+
+def test_fetch_command_fetches_the_named_run_and_fails_on_a_refused_archive(
+    specs_dir: Path,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run with a relative output folder is fetched under --root, wherever the command runs."""
+    monkeypatch.chdir(specs_dir.parent)
+    run_yaml = specs_dir / "runs" / "t.yaml"
+    run_yaml.write_text(yaml.safe_dump(yaml.safe_load(run_yaml.read_text()) | {"output_dir": "results/t"}))
+    staged = specs_dir.parent / "staged"
+    paths = RunPaths.for_run(RunSpec.model_validate(yaml.safe_load(run_yaml.read_text())), base=staged)
+    paths.mirror.mkdir(parents=True)
+    write_lock(paths.mirror / "milebench.lock.yaml", ARCHIVES)
+    corrupt = {**ARCHIVES, "MileBench_part1.tar.gz": ARCHIVES["MileBench_part0.tar.gz"]}
+    args = argparse.Namespace(specs=specs_dir, run="t", root=staged, download_deadline=60.0)
+    for archives, code in ((corrupt, 1), (ARCHIVES, 0)):
+        for name, data in archives.items():
+            (paths.mirror / name).write_bytes(data)
+        assert commands.fetch(args) == code
+    [error] = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert error.startswith("archive MileBench_part1.tar.gz failed verification: expected size 149")
+    assert (
+        staged / "results" / "t" / "data" / "MileBench" / "TaskB" / "images" / "1.jpg"
+    ).read_bytes() == b"b"
+
+
+def test_fetch_command_names_the_run_spec_of_a_missing_local_tree(specs_dir: Path) -> None:  # noqa: F811
+    run_yaml = specs_dir / "runs" / "t.yaml"
+    missing = specs_dir.parent / "nope"
+    run = yaml.safe_load(run_yaml.read_text())
+    run_yaml.write_text(yaml.safe_dump(run | {"data": {"kind": "local", "path": str(missing)}}))
+    args = argparse.Namespace(specs=specs_dir, run="t", root=Path("."), download_deadline=60.0)
+    with pytest.raises(SpecError) as err:
+        commands.fetch(args)
+    assert str(err.value) == f"{run_yaml}: data.path: no such folder: {missing}"
 
 
 def test_local_source_links_the_tree(tmp_path: Path) -> None:
@@ -261,6 +350,16 @@ def test_local_source_links_the_tree(tmp_path: Path) -> None:
     assert paths.data_root.is_symlink() and paths.data_root.resolve() == tree.resolve()
     assert manifest["source"] == {"kind": "local", "path": str(tree.resolve())}
     assert manifest["archives"] == []
+
+
+def test_a_run_pointed_at_another_local_tree_links_the_new_one(tmp_path: Path) -> None:
+    trees = [tmp_path / name / "MileBench" for name in ("first", "second")]
+    for tree in trees:
+        tree.mkdir(parents=True)
+        fetch_run(*setup(tmp_path, LocalSource(kind="local", path=str(tree))))
+    assert setup(tmp_path, LocalSource(kind="local", path=str(trees[1])))[2].data_root.resolve() == (
+        trees[1].resolve()
+    )
 
 
 def test_local_source_missing_names_the_field(tmp_path: Path) -> None:
@@ -350,10 +449,32 @@ def test_hub_lock_writes_a_complete_lock(tmp_path: Path) -> None:
     lock = load_lock(out)
     assert api.calls == [("FreedomIntelligence/MileBench", "main", True)]
     assert lock.repo_id == "FreedomIntelligence/MileBench" and lock.revision == "c" * 40
+    assert lock.note == "resolved from revision 'main' by `milebench lock-data`"
     assert [(a.name, a.size, a.sha256) for a in lock.archives] == [
         ("MileBench_part2.tar.gz", 20, hashlib.sha256(b"MileBench_part2.tar.gz").hexdigest()),
         ("MileBench_part10.tar.gz", 30, hashlib.sha256(b"MileBench_part10.tar.gz").hexdigest()),
     ]
+
+
+def test_hub_lock_errors_name_the_dataset_the_revision_and_its_commit(tmp_path: Path) -> None:
+    where = f"dataset o/d at 'main' (commit {'c' * 40})"
+    cases = [
+        ([FakeSibling("README.md", 10, None)], f"{where}: no MileBench_part*.tar.gz archives"),
+        (
+            [FakeSibling("MileBench_part0.tar.gz", 11, FakeLfs(10, "0" * 64))],
+            f"{where}: MileBench_part0.tar.gz size 11 != LFS size 10",
+        ),
+    ]
+    for siblings, message in cases:
+        with pytest.raises(FetchError) as err:
+            write_hub_lock("o/d", "main", tmp_path / "hub.lock.yaml", api=FakeApi(siblings))
+        assert str(err.value) == message
+
+
+def test_an_archive_the_hub_lists_without_a_size_takes_its_lfs_size(tmp_path: Path) -> None:
+    api = FakeApi([FakeSibling("MileBench_part0.tar.gz", None, FakeLfs(10, "0" * 64))])
+    lock = write_hub_lock("o/d", "main", tmp_path / "hub.lock.yaml", api=api)
+    assert [(a.name, a.size) for a in lock.archives] == [("MileBench_part0.tar.gz", 10)]
 
 
 def test_hub_lock_refuses_archives_without_lfs_metadata(tmp_path: Path) -> None:
@@ -365,9 +486,11 @@ def test_hub_lock_refuses_archives_without_lfs_metadata(tmp_path: Path) -> None:
 
 
 def test_lock_command_uses_the_hub_api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(hub_lock, "HfApi", lambda: FakeApi([_sibling("MileBench_part0.tar.gz", 7)]))
+    api = FakeApi([_sibling("MileBench_part0.tar.gz", 7)])
+    monkeypatch.setattr(hub_lock, "HfApi", lambda: api)
     out = tmp_path / "hub.lock.yaml"
     assert commands.lock(argparse.Namespace(repo_id="o/d", revision="v1", out=out)) == 0
+    assert api.calls == [("o/d", "v1", True)]
     assert load_lock(out).archives[0].size == 7
     monkeypatch.setattr(hub_lock, "HfApi", lambda: FakeApi([]))
     assert commands.lock(argparse.Namespace(repo_id="o/d", revision="v1", out=tmp_path / "none.yaml")) == 1
@@ -384,3 +507,6 @@ def test_lock_command_on_an_unreachable_hub_fails_cleanly(
     out = tmp_path / "hub.lock.yaml"
     assert commands.lock(argparse.Namespace(repo_id="o/d", revision="v1", out=out)) == 1
     assert not out.exists()
+    with pytest.raises(FetchError) as err:
+        write_hub_lock("o/d", "v1", out, api=DownApi())
+    assert str(err.value) == "cannot read dataset o/d at 'v1': Name or service not known"

@@ -1,6 +1,8 @@
 """lock-weights pins every open hub revision and nothing else; the result passes the lock's own checks."""
 
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -59,3 +61,23 @@ def test_unreachable_hub_is_a_clear_error_not_a_traceback(monkeypatch, caplog) -
     monkeypatch.setattr(huggingface_hub, "HfApi", DownHub)
     assert cli.main(["lock-weights"]) == 1
     assert "cannot resolve model revisions on the hub: Name or service not known" in caplog.text
+
+
+def test_the_command_writes_the_lock_into_the_specs_folder_it_is_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import huggingface_hub
+    import yaml
+
+    from milebench import cli
+    from milebench.spec.registry import DEFAULT_SPECS
+
+    specs = tmp_path / "specs"
+    shutil.copytree(DEFAULT_SPECS, specs)
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeHub)
+    assert cli.main(["--specs", str(specs), "lock-weights"]) == 0
+    written = yaml.safe_load((specs / "locks" / "weights.lock.yaml").read_text())
+    expected = resolve_revisions(load_specs(specs).models, FakeHub())
+    assert list(written) == list(expected.model_dump())
+    assert list(written["revisions"].items()) == list(expected.revisions.items())
+    assert set(written["revisions"].values()) == {"a" * 40}

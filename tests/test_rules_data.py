@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import logging
+import re
 import tarfile
 from pathlib import Path
 
 import pytest
 
-from milebench.data.download import DownloadError, _range_start, hub_url, local_source
-from milebench.data.extract import destination, member_problem
+from milebench.data.download import DownloadError, _Progress, _range_start, hub_url, local_source
+from milebench.data.extract import (
+    UnsafeArchiveError,
+    check_archive,
+    destination,
+    member_problem,
+    name_clashes,
+)
 from milebench.data.schema import quantity_level, task_json_path
+from milebench.data.verify import quarantine
 
 
 @pytest.mark.parametrize(
@@ -92,3 +101,42 @@ def test_which_archive_members_may_be_extracted(
     """Only folders and regular files, named inside the target folder, are extracted."""
     root = tmp_path.resolve()
     assert member_problem(info, destination(root, info.name)) == problem
+
+
+def test_every_bad_copy_is_kept_aside_under_its_utc_time(tmp_path: Path) -> None:
+    """Quarantine never reuses or refuses its folder: each bad file keeps its name plus a UTC stamp."""
+    bad = [tmp_path / "MileBench_part0.tar.gz", tmp_path / "MileBench_part1.tar.gz"]
+    for path in bad:
+        path.write_bytes(b"bad")
+    moved = [quarantine(path, tmp_path / "quarantine") for path in bad]
+    assert [m.read_bytes() for m in moved] == [b"bad", b"bad"] and not any(p.exists() for p in bad)
+    assert all(
+        re.fullmatch(rf"{re.escape(p.name)}\.\d{{8}}T\d{{6}}\.\d{{6}}Z", m.name)
+        for p, m in zip(bad, moved, strict=True)
+    )
+
+
+def test_a_file_named_twice_or_named_like_a_folder_clashes() -> None:
+    once, folder = member("MileBench/a.json"), member("MileBench/sub", tarfile.DIRTYPE)
+    assert name_clashes([once, folder, member("MileBench/sub/b.json")]) == []
+    assert name_clashes([once, once]) == ["MileBench/a.json: named more than once"]
+    assert name_clashes([folder, member("MileBench/sub")]) == ["MileBench/sub: both a file and a folder"]
+
+
+@pytest.mark.parametrize(("n_bad", "more"), [(10, ""), (11, "\n  ... and 1 more")])
+def test_a_refused_archive_lists_its_first_ten_problems(tmp_path: Path, n_bad: int, more: str) -> None:
+    links = [member(f"MileBench/l{i:02}", tarfile.SYMTYPE, "x") for i in range(n_bad)]
+    with pytest.raises(UnsafeArchiveError) as err:
+        check_archive(links, tmp_path, tmp_path / "a.tar.gz")
+    shown = "\n  ".join(f"MileBench/l{i:02}: symlink to 'x'; {ONLY}" for i in range(10))
+    assert str(err.value) == f"refusing to extract {tmp_path / 'a.tar.gz'}; unsafe members:\n  {shown}{more}"
+
+
+def test_download_progress_is_logged_every_5_percent_or_256_mib_when_the_size_is_unknown(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    known, unknown = _Progress("a.tar.gz", 0, 100 << 20), _Progress("b.tar.gz", 0, None)
+    with caplog.at_level(logging.INFO, logger="milebench.data.download"):
+        known.advance(5 << 20)
+        unknown.advance(256 << 20)
+    assert caplog.messages == ["a.tar.gz: 5.0 MiB of 100.0 MiB (5%)", "b.tar.gz: 256.0 MiB"]

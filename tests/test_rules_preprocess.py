@@ -174,6 +174,33 @@ def test_the_budget_holds_the_regime_s_settings(tmp_path: Path) -> None:
                                   tmp_path), paths) is None  # fmt: skip
 
 
+def test_a_spec_s_own_tokenizer_counts_for_weights_the_kit_does_not_hold(tmp_path: Path) -> None:
+    """An API model (no weights) counts its tokens with the hub tokenizer its spec names."""
+    api = tiny_model(name="api", weights={"kind": "api", "provider": "openai", "model_id": "gpt"},
+                     tokenizer="org/tok")  # fmt: skip
+    regime = regime_for(api, run_spec(), Mode.MULTI_IMAGE, tmp_path)
+    assert regime.tokenizer == TokenizerSource(kind="hub", name="org/tok", revision=None)
+
+
+def test_hub_weights_without_a_revision_count_with_the_locked_commit(tmp_path: Path) -> None:
+    (tmp_path / "locks").mkdir()
+    (tmp_path / "locks" / "weights.lock.yaml").write_text(yaml.safe_dump({"revisions": {"hub": "d" * 40}}))
+    weights = {"kind": "hf", "repo_id": "org/m", "revision": None}
+    regime = regime_for(tiny_model(name="hub", weights=weights), run_spec(), Mode.MULTI_IMAGE, tmp_path)
+    assert regime.tokenizer == TokenizerSource(kind="hub", name="org/m", revision="d" * 40)
+
+
+def test_only_interleaved_images_need_a_per_image_token_count_to_be_budgeted(tmp_path: Path) -> None:
+    """Combined pictures cost no tokens, so a model without ``n_tokens_per_image`` is still cut to its
+    context there; in interleaved mode the same model cannot be budgeted and reads the prompts whole."""
+    model = tiny_model(n_tokens_per_image=None, notes="per-image cost unknown")
+    combined = regime_for(model, run_spec(), Mode.COMBINED_IMAGE, tmp_path)
+    assert (combined.max_context_len, combined.n_tokens_per_image) == (96, None)
+    assert combined.tokenizer == TokenizerSource(kind="model-dir", name="tiny")
+    interleaved = regime_for(model, run_spec(), Mode.MULTI_IMAGE, tmp_path)
+    assert (interleaved.max_context_len, interleaved.tokenizer, interleaved.truncation) == (None, None, None)
+
+
 def test_a_hub_tokenizer_is_loaded_at_its_pinned_revision(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

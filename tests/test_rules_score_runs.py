@@ -138,6 +138,16 @@ def test_a_run_never_scored_names_the_score_command(specs_dir: Path) -> None:  #
     )
 
 
+def test_scoring_a_task_never_prepared_names_the_preprocess_command(specs_dir: Path) -> None:  # noqa: F811
+    prepared = paths_of(specs_dir).prepared("ActionSequence", Mode.ADVERSARIAL, UNLIMITED_REGIME)
+    with pytest.raises(MissingInput) as err:
+        score(args(specs_dir, "ActionSequence", Mode.ADVERSARIAL))
+    assert str(err.value) == (
+        f"{prepared}: prepared samples not found; run `milebench preprocess --run t --task ActionSequence "
+        f"--mode adversarial --regime {UNLIMITED_REGIME}` first"
+    )
+
+
 def test_an_aggregate_names_the_model_and_mode_it_lacks(specs_dir: Path) -> None:  # noqa: F811
     fill(specs_dir)
     specs = load_specs(specs_dir)

@@ -10,6 +10,7 @@ from mini_specs import builtin_model, task_spec
 from pydantic import ValidationError
 
 from milebench.spec.base import SpecError, field_path, read_yaml
+from milebench.spec.execution import GENERIC, execution_of, variant_problem
 from milebench.spec.model import ModelSpec
 from milebench.spec.registry import load_specs, spec_hash
 from milebench.spec.task import Group, QuestionType, ScorerKind, TaskSpec, official_scorer
@@ -97,12 +98,75 @@ def test_a_yaml_error_names_its_line(tmp_path: Path) -> None:
     assert err.value.problems == [("<file>", "file not found")]
 
 
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("a: 1\nb: 2\nc: \x07\n", "line 3: invalid YAML: character #x0007 is not allowed"),
+        (
+            "a: 1\nb: [1, 2\nc: 3\n",
+            "line 3: invalid YAML: expected ',' or ']', but got ':' "
+            "(while parsing a flow sequence started on line 2)",
+        ),
+        ("a: 1\n  b: 2\n", "line 2: invalid YAML: mapping values are not allowed here"),
+    ],
+)
+def test_a_yaml_error_names_the_line_of_the_fault_and_where_its_block_started(
+    tmp_path: Path, text: str, problem: str
+) -> None:
+    path = tmp_path / "run.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(SpecError) as err:
+        read_yaml(path)
+    assert str(err.value) == f"{path}: {problem}"
+
+
+def test_a_spec_stating_no_execution_runs_with_its_adapter_s_default() -> None:
+    fields = {"name": "tiny", "display_name": "t", "section": "kit", "adapter": "hf-llava",
+              "weights": {"kind": "tiny", "family": "llava"}, "max_context_len": 96,
+              "n_tokens_per_image": 16}  # fmt: skip
+    assert execution_of(ModelSpec.model_validate(fields)) is GENERIC  # hf-llava declares the generic path
+    assert execution_of(load_specs().models["random"]) is None  # a baseline has no execution
+
+
+def test_an_execution_variant_must_be_one_the_model_states() -> None:
+    models = load_specs().models
+    assert variant_problem(models["llava-1.5-7b"], "batched") is None
+    assert variant_problem(models["llava-1.5-7b"], "paper") is None
+    assert variant_problem(models["llava-1.5-7b"], "nope") == (
+        "model 'llava-1.5-7b' has no execution variant 'nope' (known: paper, batched, llava-hf)"
+    )
+    assert variant_problem(models["random"], "batched") == (
+        "model 'random' has no execution variant 'batched' (known: paper)"
+    )
+    execution = models["llava-1.5-7b"].execution
+    assert execution is not None and execution.with_variant("paper") is execution
+    with pytest.raises(KeyError) as err:
+        execution.with_variant("nope")
+    assert err.value.args == ("no execution variant 'nope' (known: paper, batched, llava-hf)",)
+
+
 def test_a_spec_hash_ignores_formatting_and_follows_content() -> None:
     specs = load_specs()
     task = specs.tasks["WebQA"]
     assert spec_hash(task) == spec_hash(task.model_copy())
     assert spec_hash(task) != spec_hash(task.model_copy(update={"n_samples": task.n_samples + 1}))
     assert len(spec_hash(task)) == 64
+
+
+def test_a_spec_hash_ignores_the_order_of_keys_in_a_mapping() -> None:
+    run = load_specs().runs["smoke"]
+    forward = run.model_copy(update={"execution": {"a": "batched", "b": "llava-hf"}})
+    backward = run.model_copy(update={"execution": {"b": "llava-hf", "a": "batched"}})
+    assert spec_hash(forward) == spec_hash(backward)
+
+
+def test_a_spec_hash_leaves_out_the_fields_it_is_told_to() -> None:
+    run = load_specs().runs["smoke"]
+    renamed = run.model_copy(update={"description": "another description"})
+    assert spec_hash(run, exclude=frozenset({"description"})) == spec_hash(
+        renamed, exclude=frozenset({"description"})
+    )
+    assert spec_hash(run) != spec_hash(renamed)
 
 
 def test_an_unknown_run_lists_the_known_ones() -> None:

@@ -12,6 +12,7 @@ import yaml
 from milebench.data.schema import quantity_level
 from milebench.io import atomic_write_jsonl
 from milebench.paths import RunPaths
+from milebench.provenance import read_provenance
 from milebench.record_files import RecordError
 from milebench.records import FailureKind, Prediction, PreparedSample
 from milebench.score.aggregate import TaskScore
@@ -138,6 +139,9 @@ def test_scores_judges_and_counts_failed_and_missing(specs_dir: Path) -> None:
     # The standard scorer reads "The answer is B." as B, which is wrong here (the gold is C).
     standard = [(r["status"], r["extracted"], r["score"]) for r in everything[5:]]
     assert standard[:3] == [("scored", "B", 1.0), ("scored", "B", 0.0), ("scored", "D", 1.0)]
+
+    provenance = read_provenance(paths.score_provenance("random", "ActionSequence", Mode.MULTI_IMAGE))
+    assert provenance.prompt_rebuilt is True  # judged against the kit's prepared samples
 
     result = json.loads(paths.task_score("random", "ActionSequence", Mode.MULTI_IMAGE).read_text())
     # Two right of five expected: the failed and the missing sample count as wrong, as the official

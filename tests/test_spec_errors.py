@@ -98,6 +98,15 @@ def test_missing_data_lock(specs_dir: Path) -> None:
     assert f"{specs_dir / 'runs' / 'paper.yaml'}: data.lock: no file" in _error(specs_dir)
 
 
+def test_every_run_s_data_lock_is_checked_after_a_run_without_one(specs_dir: Path) -> None:
+    """A run whose data has no lock (fixture) sorted before one whose lock is missing does not hide it."""
+    runs = specs_dir / "runs"
+    shutil.copy(runs / "smoke.yaml", runs / "a-first.yaml")
+    _edit(runs / "a-first.yaml", name="a-first")
+    (specs_dir / "locks" / "milebench-hub.lock.yaml").unlink()
+    assert _error(specs_dir).startswith(f"{runs / 'paper.yaml'}: data.lock: no file ")
+
+
 def test_weights_lock_for_api_model(specs_dir: Path) -> None:
     path = specs_dir / WEIGHTS_LOCK
     _edit(path, revisions={"gpt-4o": "a" * 40})
