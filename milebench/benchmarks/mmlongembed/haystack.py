@@ -18,10 +18,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from PIL import Image, UnidentifiedImageError
-
 from milebench.benchmarks.mmlongembed.corpus import bundled_sentences, split_sentences
-from milebench.benchmarks.mmlongembed.images import haystack_image, save_png, store_image
+from milebench.benchmarks.mmlongembed.images import copy_image, haystack_image, save_png
 from milebench.benchmarks.mmlongembed.lengths import count_texts
 from milebench.benchmarks.mmlongembed.records import ImageSegment, TextSegment
 from milebench.benchmarks.mmlongembed.spec import BundledHaystack, FileHaystack, HaystackSource, Modality
@@ -72,16 +70,6 @@ def bundled(tokenizer: HFTokenizer, seed: int, folder: Path) -> Material:
     return Material(documents=(tuple(pieces),))
 
 
-def _copy_image(path: Path, folder: Path, where: str) -> ImageSegment:
-    try:
-        with Image.open(path) as image:
-            size = image.size
-        data = path.read_bytes()
-    except (OSError, UnidentifiedImageError) as err:
-        raise RecordError(f"{where}: image {path} cannot be read: {err}") from None
-    return store_image(data, path.suffix.lower() or ".img", size, folder)
-
-
 def _document(row: object, kind: str, base: Path, where: str) -> list[tuple[str, str]]:
     """(``text`` | ``image``, value) pairs of one user document, in order."""
     if not isinstance(row, dict):
@@ -127,7 +115,7 @@ def from_file(source: FileHaystack, specs_root: Path, tokenizer: HFTokenizer, fo
         doc: list[Piece] = []
         for kind, value in _document(row, source.kind, path.parent, where):
             if kind == "image":
-                doc.append(_copy_image(Path(value), folder, where))
+                doc.append(copy_image(Path(value), folder, where))
             else:
                 doc.extend(_texts(tokenizer, split_sentences(" ".join(value.split()))))
         documents.append(tuple(doc))

@@ -12,12 +12,13 @@ import math
 import random
 from pathlib import Path
 
-from PIL import Image, ImageDraw
+from PIL import Image, ImageDraw, UnidentifiedImageError
 
 from milebench.benchmarks.mmlongembed.lengths import image_tokens
 from milebench.benchmarks.mmlongembed.needles import COLOURS
 from milebench.benchmarks.mmlongembed.records import IMAGES, ImageSegment
 from milebench.io import atomic_write_bytes
+from milebench.record_files import RecordError
 
 NEEDLE_SIZE = 256
 HAYSTACK_SIZES = ((256, 256), (320, 224), (224, 288), (288, 192))
@@ -90,3 +91,14 @@ def haystack_image(rng: random.Random) -> Image.Image:
         colour = tuple(rng.randrange(80, 180) for _ in range(3))
         (draw.rectangle if rng.random() < 0.5 else draw.ellipse)((x0, y0, x1, y1), fill=colour)
     return image
+
+
+def copy_image(path: Path, folder: Path, where: str) -> ImageSegment:
+    """A user's picture stored under its content name; one that cannot be read is named with ``where``."""
+    try:
+        with Image.open(path) as image:
+            size = image.size
+        data = path.read_bytes()
+    except (OSError, UnidentifiedImageError) as err:
+        raise RecordError(f"{where}: image {path} cannot be read: {err}") from None
+    return store_image(data, path.suffix.lower() or ".img", size, folder)

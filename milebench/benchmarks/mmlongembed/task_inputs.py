@@ -37,10 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from PIL import Image, UnidentifiedImageError
 from pydantic import Field, PositiveFloat, ValidationError, model_validator
 
-from milebench.benchmarks.mmlongembed.images import store_image
+from milebench.benchmarks.mmlongembed.images import copy_image
 from milebench.benchmarks.mmlongembed.lengths import count_texts
 from milebench.benchmarks.mmlongembed.records import ImageSegment, TextSegment
 from milebench.benchmarks.mmlongembed.task_spec import RealTask, Task
@@ -183,13 +182,7 @@ class Reader:
         ]
 
     def image(self, path: Path, where: str) -> ImageSegment:
-        try:
-            with Image.open(path) as image:
-                size = image.size
-            data = path.read_bytes()
-        except (OSError, UnidentifiedImageError) as err:
-            raise RecordError(f"{where}: image {path} cannot be read: {err}") from None
-        return store_image(data, path.suffix.lower() or ".img", size, self.folder)
+        return copy_image(path, self.folder, where)
 
     def folder_images(self, folder: Path, where: str) -> list[Path]:
         if not folder.is_dir():
