@@ -125,6 +125,7 @@ OUTSIDE_KIT = {
     "sentence_transformers": "the MiniLM embedder needs torch",
     "rocrate": "milebench archive and verify run on the host, beside the engine",
     "cyclonedx": "the SBOM tool is mounted into each image for one run, never installed in it",
+    "vllm": "the vllm execution backend runs in its own family image (containers/vllm)",
 }
 """Libraries the package imports that the kit image leaves out, and why."""
 
