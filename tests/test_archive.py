@@ -26,6 +26,7 @@ from rocrate.rocrate import ROCrate
 from test_declared_files import snakemake, write_run
 
 from milebench import cli
+from milebench.archive.contents import files_under
 from milebench.archive.images import archive_problems
 from milebench.archive.manifest import MANIFEST, BundleError, read_manifest
 from milebench.archive.rerun import choose, plan
@@ -443,3 +444,15 @@ def test_an_image_archive_is_checked_against_its_id_config_and_every_layer(
     archive.write_bytes(bytes(data))
     (problem,) = archive_problems(archive, image_id)
     assert problem.startswith(f"layer 2 ({second.name}) does not match the config's sha256:")
+
+
+def test_a_specs_folder_that_links_its_tasks_folder_is_archived_whole(tmp_path: Path) -> None:
+    """A run's specs folder may link its tasks and models from elsewhere: the bundle carries those files."""
+    elsewhere = tmp_path / "elsewhere" / "tasks"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "T.yaml").write_text("name: T\n")
+    specs = tmp_path / "specs"
+    (specs / "runs").mkdir(parents=True)
+    (specs / "runs" / "r.yaml").write_text("name: r\n")
+    (specs / "tasks").symlink_to(elsewhere, target_is_directory=True)
+    assert [p.relative_to(specs).as_posix() for p in files_under(specs)] == ["runs/r.yaml", "tasks/T.yaml"]

@@ -9,6 +9,7 @@ Snakemake's timing tables. Data archives and weights come in only when asked for
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -98,7 +99,11 @@ def layout(run: RunSpec) -> PurePosixPath:
 
 
 def files_under(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.is_file())
+    """Every file below ``folder``, through linked folders too: a specs folder that links its tasks or
+    models to another checkout must not leave them out of the bundle (``Path.rglob`` does not follow
+    them before Python 3.13)."""
+    found = (Path(top, name) for top, _, names in os.walk(folder, followlinks=True) for name in names)
+    return sorted(p for p in found if p.is_file())
 
 
 def run_files(run: RunSpec, paths: RunPaths) -> list[Item]:
