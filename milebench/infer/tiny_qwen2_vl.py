@@ -8,6 +8,7 @@ token; the adapter sizes images from the spec's ``n_tokens_per_image``.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypedDict
 
 import torch
 from transformers import (
@@ -45,6 +46,37 @@ CHAT_TEMPLATE = (
 """Qwen2-VL's chat format: a default system turn, each image as vision-start, image pad, vision-end."""
 
 
+def vision_config() -> dict[str, int]:
+    """The tiny Qwen2-VL vision tower (MileBench's smoke model and the tiny Qwen2-VL embedder); a new dict
+    each time, since a config may write into the one it is given."""
+    return {
+        "depth": LAYERS,
+        "embed_dim": HIDDEN,
+        "hidden_size": HIDDEN,
+        "num_heads": HEADS,
+        "mlp_ratio": 2,
+        "patch_size": PATCH,
+        "spatial_merge_size": MERGE,
+    }
+
+
+class VisionTokenIds(TypedDict):
+    image_token_id: int
+    video_token_id: int
+    vision_start_token_id: int
+    vision_end_token_id: int
+
+
+def vision_token_ids(tokenizer: PreTrainedTokenizerFast) -> VisionTokenIds:
+    """The config's ids of the image, video and vision-boundary tokens, read from ``tokenizer``."""
+    return VisionTokenIds(
+        image_token_id=token_id(tokenizer, IMAGE_PAD),
+        video_token_id=token_id(tokenizer, VIDEO_PAD),
+        vision_start_token_id=token_id(tokenizer, VISION_START),
+        vision_end_token_id=token_id(tokenizer, VISION_END),
+    )
+
+
 def build_tokenizer() -> PreTrainedTokenizerFast:
     """Qwen-style special tokens around the trained BPE, with the chat template."""
     tokenizer = PreTrainedTokenizerFast(
@@ -76,19 +108,8 @@ def build_tiny_qwen2_vl(spec: ModelSpec, out_dir: Path) -> None:
                 "mrope_section": list(MROPE_SECTION),
             },
         },
-        vision_config={
-            "depth": LAYERS,
-            "embed_dim": HIDDEN,
-            "hidden_size": HIDDEN,
-            "num_heads": HEADS,
-            "mlp_ratio": 2,
-            "patch_size": PATCH,
-            "spatial_merge_size": MERGE,
-        },
-        image_token_id=token_id(tokenizer, IMAGE_PAD),
-        video_token_id=token_id(tokenizer, VIDEO_PAD),
-        vision_start_token_id=token_id(tokenizer, VISION_START),
-        vision_end_token_id=token_id(tokenizer, VISION_END),
+        vision_config=vision_config(),
+        **vision_token_ids(tokenizer),
     )
     torch.manual_seed(shape.seed)
     model = Qwen2VLForConditionalGeneration(config)

@@ -24,16 +24,14 @@ from transformers import (
 
 from milebench.benchmarks.mmlongembed.spec import TinyEmbedWeights, VlmEmbedder
 from milebench.infer.adapter import AdapterError
-from milebench.infer.tiny import HEADS, HIDDEN, LAYERS, text_fields, token_id
+from milebench.infer.tiny import HEADS, HIDDEN, LAYERS, text_fields
 from milebench.infer.tiny_qwen2_vl import (
-    IMAGE_PAD,
     MERGE,
     MROPE_SECTION,
     PATCH,
-    VIDEO_PAD,
-    VISION_END,
-    VISION_START,
     build_tokenizer,
+    vision_config,
+    vision_token_ids,
 )
 
 
@@ -52,19 +50,8 @@ def _text_config(tokenizer: PreTrainedTokenizerFast, window: int) -> dict[str, A
 def _qwen2_vl(tokenizer: PreTrainedTokenizerFast, window: int) -> PreTrainedModel:
     config = Qwen2VLConfig(
         text_config=_text_config(tokenizer, window),
-        vision_config={
-            "depth": LAYERS,
-            "embed_dim": HIDDEN,
-            "hidden_size": HIDDEN,
-            "num_heads": HEADS,
-            "mlp_ratio": 2,
-            "patch_size": PATCH,
-            "spatial_merge_size": MERGE,
-        },
-        image_token_id=token_id(tokenizer, IMAGE_PAD),
-        video_token_id=token_id(tokenizer, VIDEO_PAD),
-        vision_start_token_id=token_id(tokenizer, VISION_START),
-        vision_end_token_id=token_id(tokenizer, VISION_END),
+        vision_config=vision_config(),
+        **vision_token_ids(tokenizer),
     )
     return Qwen2VLForConditionalGeneration(config)
 
@@ -83,10 +70,7 @@ def _qwen3_vl(tokenizer: PreTrainedTokenizerFast, window: int) -> PreTrainedMode
             "num_position_embeddings": 64,
             "deepstack_visual_indexes": [0],
         },
-        image_token_id=token_id(tokenizer, IMAGE_PAD),
-        video_token_id=token_id(tokenizer, VIDEO_PAD),
-        vision_start_token_id=token_id(tokenizer, VISION_START),
-        vision_end_token_id=token_id(tokenizer, VISION_END),
+        **vision_token_ids(tokenizer),
     )
     return Qwen3VLForConditionalGeneration(config)
 
