@@ -3,8 +3,10 @@
 #
 # Idempotent: every step checks first and does nothing when its result is already there.
 #   1. docker.io + debootstrap from Debian, when missing;
-#   2. dockerd (vfs storage, no iptables, no bridge: works without a kernel network setup), when
-#      `docker info` fails; its log goes to $DOCKERD_LOG;
+#   2. dockerd (no iptables, no bridge: works without a kernel network setup), when `docker info`
+#      fails; its log goes to $DOCKERD_LOG. The engine picks its storage driver (overlay2 where the
+#      kernel mounts overlays); $STORAGE_DRIVER forces one. vfs copies the whole tree at every layer,
+#      which filled the disk when the container tests built their images;
 #   3. the base image $BASE_IMAGE, built by debootstrap from the Debian mirror of the machine's apt
 #      sources and `docker import`, when missing (no registry is needed).
 # When the engine cannot run here it prints "docker: unavailable (<reason>)" and exits 0: the tests
@@ -15,6 +17,7 @@ BASE_IMAGE="${BASE_IMAGE:-milebench-base:bookworm}"
 SUITE="${SUITE:-bookworm}"
 DOCKERD_LOG="${DOCKERD_LOG:-/var/log/milebench-dockerd.log}"
 WAIT_S="${WAIT_S:-60}"
+STORAGE_DRIVER="${STORAGE_DRIVER:-}"
 IMAGE_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 unavailable() {
@@ -50,8 +53,10 @@ install_packages() {
 
 start_engine() {
     docker info >/dev/null 2>&1 && return 0
-    step "starting dockerd (log: $DOCKERD_LOG)"
-    as_root sh -c "nohup dockerd --storage-driver=vfs --iptables=false --bridge=none >>'$DOCKERD_LOG' 2>&1 &" ||
+    local driver_flag=""
+    [ -n "$STORAGE_DRIVER" ] && driver_flag="--storage-driver=$STORAGE_DRIVER"
+    step "starting dockerd ${driver_flag:-(engine-chosen storage driver)} (log: $DOCKERD_LOG)"
+    as_root sh -c "nohup dockerd $driver_flag --iptables=false --bridge=none >>'$DOCKERD_LOG' 2>&1 &" ||
         unavailable "cannot start dockerd without root"
     local waited=0
     until docker info >/dev/null 2>&1; do
@@ -85,4 +90,4 @@ build_base() {
 install_packages
 start_engine
 build_base
-echo "docker: available (base image $BASE_IMAGE)"
+echo "docker: available (base image $BASE_IMAGE, storage driver $(docker info --format '{{.Driver}}'))"
