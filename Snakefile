@@ -21,6 +21,8 @@ Targets besides the default (the report):
   main_table           every multi-image task score (the cells of the paper's main table)
   model_<model>        every task score of one model (its column), e.g. `snakemake model_random`
   results/<run>/scores/<model>/<mode>/<Task>.json   one cell
+  audit                reports/<run>/audit/: the determinism and drift audits the run spec declares
+                       (`audit:`), whose tables the report carries
   archive              archives/<run>/: the run's artifact bundle (`milebench archive`); add data and
                        weights with --config archive_options="--with-data --with-weights"
 """
@@ -28,6 +30,7 @@ Targets besides the default (the report):
 import sys
 from pathlib import Path
 
+from milebench.audit.plan import audit_jobs
 from milebench.benchmarks import benchmark_of_run
 from milebench.containers.image import RECORDS_DIR, content_key, family
 from milebench.job_resources import infer_resources
@@ -60,9 +63,11 @@ MODEL_REGIME = model_regimes(SPECS, RUN)
 RESOURCES = {name: infer_resources(m) for name, m in MODELS.items()}
 MODE_TASKS = {mode: tasks for mode, tasks in mode_tasks(SPECS, RUN).items() if tasks}
 # The models whose infer job loads weights (one job per model and mode), and the others (one per cell);
-# a wildcard pattern each (an empty one matches no model).
-LOADED_MODELS = "|".join(name for name, m in MODELS.items() if loads_weights(m))
-PER_CELL_MODELS = "|".join(name for name, m in MODELS.items() if not loads_weights(m))
+# a wildcard pattern each. With none, a pattern that matches nothing: Snakemake takes an empty one as none.
+NO_MODEL = "(?!)"
+LOADED = [name for name, m in MODELS.items() if loads_weights(m)]
+LOADED_MODELS = "|".join(LOADED) or NO_MODEL
+PER_CELL_MODELS = "|".join(name for name, m in MODELS.items() if not loads_weights(m)) or NO_MODEL
 KIT_FAMILY = "kit"
 FAMILIES = sorted({KIT_FAMILY} | {m.container for m in MODELS.values() if m.container})
 
@@ -88,6 +93,8 @@ KIT_MB = stage_mb(KIT_FAMILY)
 AGGREGATE = {"aggregate": P.aggregate_json} | (
     {"verdict": P.verdict_json} if Mode.MULTI_IMAGE in RUN.modes else {}
 )
+# The audits the run spec declares (`audit:`): one job each, their tables in the report.
+AUDITS = audit_jobs(SPECS, RUN)
 
 
 wildcard_constraints:
@@ -107,6 +114,7 @@ localrules:
     report,
     main_table,
     archive,
+    audit,
 
 
 rule all:
@@ -292,7 +300,7 @@ rule infer:
 
 # One job per (model, mode) for the models that load weights: loaded once, it answers every task of the
 # mode, each cell with its own journal, predictions and provenance (`milebench infer` with many --task).
-for mode, mode_task_names in (MODE_TASKS.items() if LOADED_MODELS else ()):
+for mode, mode_task_names in (MODE_TASKS.items() if LOADED else ()):
 
     rule:
         name:
@@ -367,7 +375,7 @@ rule aggregate:
         mb=KIT_MB,
         run=RUN.name,
         root=job_root(P.aggregate_json),
-        spec=spec_hash(RUN),
+        spec=spec_hash(RUN, exclude=frozenset({"audit"})),
         paper=spec_hash(SPECS.paper),
     log:
         P.logs("aggregate", "aggregate"),
@@ -392,6 +400,7 @@ rule report:
         manifests=[P.prepared_manifest(*j) for j in PREPARE_JOBS],
         provenance=[p for c in CELLS for p in (P.infer_provenance(*c), P.score_provenance(*c))],
         data=P.fetch_manifest,
+        audit=AUDITS.files(P),
         image=KIT_IMAGE,
     output:
         html=P.report_html,
@@ -414,6 +423,90 @@ rule report:
         runtime=60,
     shell:
         "mkdir -p {output.figures} && {params.mb} report --run {params.run} --root {params.root} > {log} 2>&1"
+
+
+rule audit:
+    input:
+        AUDITS.files(P),
+
+
+# A batch audit answers its samples alone and in shuffled batches (`milebench audit batch`): it loads the
+# model as inference does, in the model's family image under runtime docker.
+for index, batch_job in enumerate(AUDITS.batch):
+
+    rule:
+        name:
+            f"audit_batch_{index}"
+        input:
+            unpack(lambda w, job=batch_job: infer_inputs(job.plan.model, job.plan.mode, job.tasks)),
+        output:
+            json=P.audit(batch_job.name),
+            markdown=P.audit(batch_job.name).with_suffix(".md"),
+        params:
+            mb=Untracked(f"{MB} --in-image {model_family(batch_job.plan.model)}") if DOCKER else MB,
+            run=RUN.name,
+            root=job_root(P.audit(batch_job.name)),
+            arguments=" ".join(batch_job.arguments()),
+            gpus="--gpus all" if DOCKER and RESOURCES[batch_job.plan.model].gpu else "",
+            spec=spec_hash(MODELS[batch_job.plan.model]),
+        threads: RESOURCES[batch_job.plan.model].threads
+        log:
+            P.logs("audit", batch_job.name),
+        benchmark:
+            P.benchmark("audit", batch_job.name)
+        container:
+            IMAGES[model_family(batch_job.plan.model)]
+        resources:
+            gpu=RESOURCES[batch_job.plan.model].gpu,
+            mem_mb=RESOURCES[batch_job.plan.model].mem_mb,
+            runtime=RESOURCES[batch_job.plan.model].runtime,
+        shell:
+            "{params.mb} audit batch --run {params.run} --root {params.root} {params.arguments} {params.gpus}"
+            " > {log} 2>&1"
+
+
+# A drift audit compares two sides' judgments and predictions (`milebench audit drift`); side B may be
+# another run's, which that run's own workflow makes.
+for index, drift_job in enumerate(AUDITS.drift):
+    side_b = RunPaths.for_run(drift_job.run_b)
+
+    rule:
+        name:
+            f"audit_drift_{index}"
+        input:
+            a=[
+                P.judgments(drift_job.plan.model_a, task, drift_job.plan.mode)
+                for task in drift_job.tasks_a
+            ],
+            a_predictions=[
+                P.predictions(drift_job.plan.model_a, task, drift_job.plan.mode)
+                for task in drift_job.tasks_a
+            ],
+            b=[side_b.judgments(drift_job.model_b, task, drift_job.plan.mode) for task in drift_job.tasks_b],
+            b_predictions=[
+                side_b.predictions(drift_job.model_b, task, drift_job.plan.mode)
+                for task in drift_job.tasks_b
+            ],
+            image=KIT_IMAGE,
+        output:
+            json=P.audit(drift_job.name),
+            markdown=P.audit(drift_job.name).with_suffix(".md"),
+        params:
+            mb=KIT_MB,
+            run=RUN.name,
+            root=job_root(P.audit(drift_job.name)),
+            arguments=" ".join(drift_job.arguments()),
+        log:
+            P.logs("audit", drift_job.name),
+        benchmark:
+            P.benchmark("audit", drift_job.name)
+        container:
+            IMAGES[KIT_FAMILY]
+        resources:
+            mem_mb=2000,
+            runtime=30,
+        shell:
+            "{params.mb} audit drift --run {params.run} --root {params.root} {params.arguments} > {log} 2>&1"
 
 
 rule archive:

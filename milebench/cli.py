@@ -189,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scorer", default="paper")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=None, help="JSON path (default: reports/<run>/audit/).")
+    p.add_argument("--gpus", default=None, help='With --in-image: "all" or device ids (default: none).')
     p = audit.add_parser("drift", help="Score deltas and flips between two environments or backends.")
     p.set_defaults(target="milebench.audit.commands:drift_command")
     _run_args(p)

@@ -127,6 +127,10 @@ class RunPaths:
     def report_tex(self) -> Path:
         return self.reports / "report.tex"
 
+    def audit(self, name: str) -> Path:
+        """An audit's JSON (``milebench.audit.plan`` names it), its Markdown tables beside it."""
+        return self.reports / "audit" / name
+
     @property
     def report_figures(self) -> Path:
         """The report's figures (PDF for the LaTeX, PNG for the HTML)."""

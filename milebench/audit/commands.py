@@ -10,6 +10,7 @@ from pathlib import Path
 
 from milebench.audit.batch import BatchAudit, batch_audit
 from milebench.audit.drift import DriftAudit, Side, drift_audit
+from milebench.audit.plan import batch_name, drift_name, scorer_problems
 from milebench.audit.render import batch_markdown, drift_markdown
 from milebench.io import atomic_write_json, atomic_write_text
 from milebench.paths import RunPaths
@@ -37,9 +38,9 @@ def check_model(specs: Specs, run: str, model: str) -> None:
 
 
 def check_scorer(specs: Specs, run: str, scorer: str) -> None:
-    if scorer not in SCORERS:
-        known = ", ".join(SCORERS)
-        raise SpecError(run_file(specs, run), [("scorer", f"unknown scorer {scorer!r} (known: {known})")])
+    problems = scorer_problems("scorer", scorer)
+    if problems:
+        raise SpecError(run_file(specs, run), problems)
 
 
 def write_outputs(out: Path, record: BatchAudit | DriftAudit, markdown: str) -> None:
@@ -117,7 +118,7 @@ def batch_command(args: argparse.Namespace) -> int:
         summary=tuple(summary),
         samples=tuple(changes),
     )
-    out = args.out or paths.reports / "audit" / f"batch-{spec.name}-{mode.value}.json"
+    out = args.out or paths.audit(batch_name(spec.name, mode, args.variant))
     write_outputs(out, record, batch_markdown(record))
     return 0
 
@@ -163,6 +164,6 @@ def drift_command(args: argparse.Namespace) -> int:
         log.error("no task has samples judged on both sides (run the score stage for both first)")
         return 1
     paths = RunPaths.for_run(specs.run(args.run), base=args.root)
-    out = args.out or paths.reports / "audit" / f"drift-{args.model_a}-{model_b}-{mode.value}.json"
+    out = args.out or paths.audit(drift_name(args.model_a, model_b, mode, args.run_b))
     write_outputs(out, record, drift_markdown(record))
     return 0

@@ -151,7 +151,7 @@ def run_in_image(family_name: str, root: Path, container: Callable[[str], Contai
     return 0
 
 
-IN_IMAGE_COMMANDS = ("fixture", "fetch", "tiny-model", "preprocess", "score", "aggregate", "report")
+IN_IMAGE_COMMANDS = ("fixture", "fetch", "tiny-model", "preprocess", "score", "aggregate", "report", "audit")
 """The stages ``--in-image`` runs in an image; infer has ``container-infer`` (GPUs, API networks)."""
 
 
@@ -170,8 +170,9 @@ def stage_container(
     args: argparse.Namespace, specs: Specs, command: Sequence[str], image_id: str
 ) -> ContainerSpec:
     """The container of one stage command: the run's output folder under its ``--root`` (and its reports
-    folder for the report, a fixture's ``--out`` for the fixture) read-write, a local data tree or mirror
-    read-only; a network only to fetch from the hub or an http(s) mirror."""
+    folder for the report and the audit, a fixture's ``--out`` for the fixture) read-write, a local data
+    tree or mirror (and a drift audit's other run) read-only; a network only to fetch from the hub or an
+    http(s) mirror; the GPUs a batch audit names."""
     writable: list[Path] = [args.out] if args.command == "fixture" else []
     readable: tuple[Path, ...] = ()
     passthrough: tuple[str, ...] = ()
@@ -179,8 +180,11 @@ def stage_container(
     if args.command != "fixture":
         run = specs.run(args.run)
         paths = RunPaths.for_run(run, base=args.root)
-        writable += [paths.out, paths.reports] if args.command == "report" else [paths.out]
+        writable += [paths.out, paths.reports] if args.command in ("report", "audit") else [paths.out]
         readable, online = fetch_access(run) if args.command == "fetch" else (local_data(run), False)
+        if args.command == "audit" and getattr(args, "run_b", None) is not None:
+            other = RunPaths.for_run(specs.run(args.run_b), base=args.root_b or args.root)
+            readable += (other.out,)
         labels["org.milebench.run"] = run.name
         if online:
             network, passthrough = "bridge", DOWNLOAD_ENVIRONMENT
@@ -196,6 +200,7 @@ def stage_container(
         workdir=Path.cwd(),
         network=network,
         passthrough=passthrough,
+        gpus=getattr(args, "gpus", None),
         user=caller_user(),
         labels=labels,
         env=provenance_env(image_id),

@@ -21,6 +21,7 @@ from milebench.io import atomic_write_bytes, atomic_write_text
 from milebench.paths import RunPaths
 from milebench.plan import cells
 from milebench.record_files import read_record
+from milebench.report.audit import audit_tables
 from milebench.report.evidence import Evidence
 from milebench.report.fidelity import fidelity_rows
 from milebench.report.figures import report_figures
@@ -113,6 +114,7 @@ def gather(specs: Specs, run: RunSpec, paths: RunPaths, files: ReportFiles | Non
         budgets=budget_rows(specs, run),
         fidelity=fidelity_rows(specs, run),
         skipped=skipped_tables(specs, run, tasks, paths),
+        audit=audit_tables(specs, run, paths),
     )
 
 

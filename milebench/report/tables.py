@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from milebench.audit.render import AuditTable
 from milebench.plan import applies
 from milebench.score.aggregate import Coverage, TaskScore
 from milebench.score.run_aggregate import ModelAggregate, RunAggregate
@@ -378,6 +379,8 @@ class Report:
     """Per mode: skipped samples and preprocess totals per input regime, from the preprocess manifests."""
     promptless: list[PromptlessRow] = field(default_factory=list)
     """Task scores judged against the task JSON alone (imported official outputs, no prompt rebuilt)."""
+    audit: list[AuditTable] = field(default_factory=list)
+    """The tables of the audits the run spec declares, as ``milebench audit`` wrote them."""
 
     @property
     def complete(self) -> bool:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from milebench.audit.plan import audit_jobs
 from milebench.data.lock import DataLock, load_lock
 from milebench.io import atomic_write_text
 from milebench.spec.base import SpecError
@@ -55,6 +56,8 @@ def check(args: argparse.Namespace) -> int:
     """Load every spec and lock; a SpecError propagates so the CLI reports it and exits 2."""
     specs = load_specs(args.specs)
     _check_locks(specs)
+    for run in specs.runs.values():
+        audit_jobs(specs, run)
     log.info(
         "specs OK: %d tasks, %d models, %d runs, %d paper rows",
         len(specs.tasks),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,6 +81,55 @@ def _paper_models(paper: PaperSpec) -> list[tuple[str, str]]:
     ]
 
 
+def _audit_problems(
+    run: RunSpec,
+    runs: Mapping[str, RunSpec],
+    models: Mapping[str, tuple[Path, ModelSpec]],
+    tasks: Mapping[str, tuple[Path, TaskSpec]],
+) -> list[tuple[str, str]]:
+    """The names a run's audits use that the run (or the other run they read) does not have."""
+    if run.audit is None:
+        return []
+    problems = []
+    for i, batch in enumerate(run.audit.batch):
+        field = f"audit.batch.{i}"
+        if batch.model not in run.models:
+            problems.append((f"{field}.model", f"model {batch.model!r} is not in this run"))
+        elif batch.variant is not None and batch.model in models:
+            problem = variant_problem(models[batch.model][1], batch.variant)
+            problems += [(f"{field}.variant", problem)] if problem else []
+        if batch.mode not in run.modes:
+            problems.append((f"{field}.mode", f"mode {batch.mode.value!r} is not one of this run's"))
+        if batch.tasks != "all":
+            chosen = set(tasks) if run.tasks == "all" else set(run.tasks)
+            problems += [
+                (f"{field}.tasks.{j}", f"task {t!r} is not in this run")
+                for j, t in enumerate(batch.tasks)
+                if t not in chosen
+            ]
+    for i, drift in enumerate(run.audit.drift):
+        field = f"audit.drift.{i}"
+        other = run if drift.run_b is None else runs.get(drift.run_b)
+        model_b = drift.model_b or drift.model_a
+        if drift.model_a not in run.models:
+            problems.append((f"{field}.model_a", f"model {drift.model_a!r} is not in this run"))
+        if other is None:
+            problems.append(
+                (f"{field}.run_b", f"no run spec {drift.run_b!r}; known: {', '.join(sorted(runs))}")
+            )
+            continue
+        if model_b not in other.models:
+            problems.append((f"{field}.model_b", f"model {model_b!r} is not in run {other.name!r}"))
+        for side in (run, other):
+            if drift.mode not in side.modes:
+                problems.append(
+                    (f"{field}.mode", f"mode {drift.mode.value!r} is not one of run {side.name!r}'s")
+                )
+        if other is run and model_b == drift.model_a:
+            problems.append((field, "drift needs two sides: set model_b or run_b"))
+    return problems
+
+
 def load_specs(root: Path = DEFAULT_SPECS) -> Specs:
     """Load and cross-check tasks, models, runs and the paper spec under ``root``."""
     root = Path(root)
@@ -107,6 +157,7 @@ def load_specs(root: Path = DEFAULT_SPECS) -> Specs:
             problems += [
                 (f"tasks.{i}", f"unknown task {t!r}") for i, t in enumerate(run.tasks) if t not in tasks
             ]
+        problems += _audit_problems(run, {n: r for n, (_, r) in runs.items()}, models, tasks)
         if problems:
             raise SpecError(path, problems)
     bad_refs = [

@@ -120,6 +120,47 @@ TaskSelection = Annotated[
 DataSource = Annotated[HubSource | MirrorSource | LocalSource | FixtureSource, Field(discriminator="kind")]
 
 
+PositiveInt = Annotated[StrictInt, Field(ge=1)]
+
+
+class BatchAuditPlan(Spec):
+    """A batch-invariance audit the run carries out (``milebench audit batch``): one job, one table."""
+
+    model: str
+    tasks: TaskSelection = Field(default="all", description="all: the run's tasks of the mode.")
+    mode: Mode = Mode.MULTI_IMAGE
+    variant: str | None = Field(default=None, description="Execution variant; null: the run's for the model.")
+    batch_sizes: NonEmptyUnique[PositiveInt] = (1, 4)
+    repeats: PositiveInt = 2
+    tie_margin: Number = Field(
+        default=0.05, ge=0, description="Near-tie below this top-1/top-2 margin (nats)."
+    )
+    scorer: str = "paper"
+    seed: StrictInt = 0
+
+
+class DriftAuditPlan(Spec):
+    """A drift audit (``milebench audit drift``): this run's ``model_a`` against ``model_b`` of ``run_b``,
+    the same model in another environment (a second model spec, or another run's variant or image)."""
+
+    model_a: str
+    model_b: str | None = Field(default=None, description="Defaults to model_a.")
+    run_b: str | None = Field(
+        default=None, description="Another run whose scores side B reads; null: this run."
+    )
+    mode: Mode = Mode.MULTI_IMAGE
+    scorer: str = "paper"
+    resamples: PositiveInt = 5000
+    seed: StrictInt = 0
+
+
+class AuditPlan(Spec):
+    """The audits whose tables the run's report carries (target ``audit`` builds them alone)."""
+
+    batch: tuple[BatchAuditPlan, ...] = ()
+    drift: tuple[DriftAuditPlan, ...] = ()
+
+
 class RunSpec(Spec):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
     benchmark: Literal["milebench"] = Field(
@@ -196,6 +237,13 @@ class RunSpec(Spec):
         description="Runtime apptainer: where the family images are pushed, as an Apptainer URI prefix "
         "(docker://ghcr.io/<org>/milebench gives docker://ghcr.io/<org>/milebench/<family>:<tag>, the tag "
         "printed by `milebench image uri`); null: local SIF files results/images/<family>.sif.",
+    )
+
+    audit: AuditPlan | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="Determinism and drift audits whose tables the report carries. Left out of dumps when "
+        "unset, so the runs written before it keep their hashes.",
     )
 
     @property
