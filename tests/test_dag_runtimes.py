@@ -4,6 +4,7 @@ inputs, commands and images; the Docker runtime hands the job its provenance fac
 from __future__ import annotations
 
 import json
+import logging
 import re
 import shutil
 import subprocess
@@ -20,9 +21,12 @@ from milebench.containers import image
 from milebench.containers.commands import provenance_env, stage_container
 from milebench.containers.docker_runtime import MODELS_MOUNT, ContainerSpec, caller_user, job_spec
 from milebench.io import read_jsonl
+from milebench.paths import RunPaths
+from milebench.preprocess.regime import model_regime
 from milebench.provenance import COMMIT_VAR, DIRTY_VAR, IMAGE_ID_VAR, provenance_path, read_provenance
 from milebench.spec.base import SpecError
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
+from milebench.spec.run import Mode
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
@@ -217,6 +221,71 @@ def test_docker_jobs_all_runs_every_job_in_an_image(tmp_path: Path) -> None:
         text=True,
     )
     assert plain.returncode == 0 and "--in-image" not in plain.stdout
+
+
+def test_a_vllm_variant_infers_in_the_vllm_image(tmp_path: Path) -> None:
+    """The run selects tiny LLaVA's vllm variant: its infer job runs in the vllm family's image (the
+    model's own, hf-current, has no vllm) and takes that image's record as input; the paper run's does not."""
+    if not image.Family("vllm", REPO).lock.is_file():
+        pytest.skip("containers/vllm has no requirements.lock yet: no job of its image can be planned")
+    write_run(
+        tmp_path,
+        "onvllm",
+        runtime="docker",
+        models=["random", "tiny-llava"],
+        execution={"tiny-llava": "vllm"},
+    )
+    write_run(tmp_path, "own", runtime="docker", models=["random", "tiny-llava"])
+
+    def infer_jobs(run: str) -> list[tuple[str, str, str]]:
+        config = ["--config", f"run={run}", f"specs={tmp_path / 'specs'}"]
+        done = subprocess.run(
+            [*SNAKEMAKE, "-n", "-p", "--cores", "1", *config], cwd=tmp_path, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        jobs = [job for job in jobs_of(done.stdout) if job[0].startswith("infer")]
+        return [job for job in jobs if "--model tiny-llava" in job[2]]
+
+    variant, own = infer_jobs("onvllm"), infer_jobs("own")
+    assert variant and own
+    for _, inputs, command in variant:
+        assert "results/images/vllm.json" in inputs and "results/images/hf-current.json" not in inputs
+        assert "container-infer --runtime docker" in command
+    assert all("results/images/hf-current.json" in inputs for _, inputs, _ in own)
+
+
+def test_container_infer_looks_for_the_image_of_the_runs_variant(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`milebench container-infer` of a cell whose run selects the vllm variant runs it in the vllm image
+    (none is recorded here, so it stops naming that family), not in the model's own."""
+    info = (
+        subprocess.run(["docker", "info"], capture_output=True, check=False)
+        if shutil.which("docker")
+        else None
+    )
+    if info is None or info.returncode != 0:
+        pytest.skip("docker: no engine answers `docker info` (run .ci/docker-setup.sh)")
+    monkeypatch.chdir(tmp_path)
+    write_run(
+        tmp_path,
+        "onvllm",
+        runtime="docker",
+        models=["random", "tiny-llava"],
+        execution={"tiny-llava": "vllm"},
+    )
+    specs = load_specs(tmp_path / "specs")
+    run = specs.run("onvllm")
+    regime = model_regime(specs, run, "tiny-llava", Mode.MULTI_IMAGE).id
+    prepared = RunPaths.for_run(run).prepared("ActionSequence", Mode.MULTI_IMAGE, regime)
+    prepared.parent.mkdir(parents=True)
+    prepared.touch()
+    cell = ["--model", "tiny-llava", "--task", "ActionSequence", "--mode", "multi-image"]
+    with caplog.at_level(logging.ERROR):
+        assert (
+            cli.main(["--specs", str(tmp_path / "specs"), "container-infer", "--run", "onvllm", *cell]) == 1
+        )
+    assert "family 'vllm'" in caplog.text and "family 'hf-current'" not in caplog.text
 
 
 def test_docker_jobs_all_needs_runtime_docker(tmp_path: Path) -> None:

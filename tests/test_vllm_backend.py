@@ -5,9 +5,11 @@ drift against the transformers backend measured."""
 from __future__ import annotations
 
 import importlib.util
+import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from milebench.audit.drift import Side, drift_audit
 from milebench.fixture.prepared import prepared_fixture
@@ -18,12 +20,24 @@ from milebench.paths import RunPaths
 from milebench.records import Prediction
 from milebench.report.fidelity import shown
 from milebench.score.commands import score_task
-from milebench.spec.execution import Aspect, Backend, execution_of
+from milebench.spec.base import SpecError
+from milebench.spec.execution import PAPER, Aspect, Backend, execution_of, for_run
 from milebench.spec.model import ModelSpec
-from milebench.spec.registry import load_specs
+from milebench.spec.registry import DEFAULT_SPECS, Specs, load_specs
 from milebench.spec.run import Mode
 
 VLLM = importlib.util.find_spec("vllm") is not None
+
+
+def vllm_variants(specs: Specs) -> list[tuple[str, str]]:
+    """(model, variant) for every variant of the specs that runs on vLLM."""
+    return [
+        (name, variant)
+        for name, spec in specs.models.items()
+        if spec.execution is not None
+        for variant, choices in spec.execution.variants.items()
+        if choices.backend is Backend.VLLM
+    ]
 
 
 def with_variant(spec: ModelSpec, variant: str) -> ModelSpec:
@@ -40,6 +54,48 @@ def test_vllm_is_a_named_variant_never_the_paper_run(model: str) -> None:
     assert "backend" not in execution.model_dump(), "a transformers execution dumps (and hashes) as before"
     assert adapter_class(spec).__name__ != "VllmAdapter"
     assert adapter_class(with_variant(spec, "vllm")).__name__ == "VllmAdapter"
+
+
+def test_a_vllm_variant_runs_in_the_vllm_image_and_the_paper_run_in_the_models_own() -> None:
+    """The run's model spec carries the image family the selected variant names; the variant's family is
+    never an execution choice."""
+    specs = load_specs()
+    found = vllm_variants(specs)
+    assert {name for name, _ in found} >= {"llava-1.5-7b", "tiny-llava"}
+    paper_run = specs.run("paper")
+    for name, variant in found:
+        spec = specs.models[name]
+        assert spec.container is not None and spec.container != "vllm", name
+        paper, on_vllm = (
+            for_run(spec, paper_run.model_copy(update={"execution": {name: chosen}}))
+            for chosen in (PAPER, variant)
+        )
+        assert paper.container == spec.container, name
+        assert on_vllm.container == "vllm", name
+        execution = execution_of(on_vllm)
+        assert execution is not None and execution.backend is Backend.VLLM
+        assert "container" not in execution.model_dump(), "the image is the model spec's, not a choice"
+    tiny = specs.models["tiny-llava"]
+    batched = for_run(tiny, specs.run("smoke").model_copy(update={"execution": {tiny.name: "batched"}}))
+    assert batched.container == tiny.container, "a variant naming no image keeps the model's"
+    execution = execution_of(tiny)
+    assert execution is not None
+    assert "container" not in execution.variants["batched"].model_dump(), "dumped (and hashed) as before"
+
+
+def test_a_vllm_variant_of_a_model_with_an_image_must_name_its_own(tmp_path: Path) -> None:
+    """The model's image has no vllm: without a family of its own the variant would fail only at load,
+    inside the container."""
+    root = tmp_path / "specs"
+    shutil.copytree(DEFAULT_SPECS, root)
+    path = root / "models" / "tiny-llava.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    del data["execution"]["variants"]["vllm"]["container"]
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    with pytest.raises(SpecError) as err:
+        load_specs(root)
+    assert str(path) in str(err.value)
+    assert "execution.variants.vllm.container: required with backend vllm" in str(err.value)
 
 
 def test_fidelity_table_names_the_backend() -> None:
@@ -94,6 +150,7 @@ def test_vllm_answers_the_tiny_llava_and_its_drift_is_reported(tmp_path: Path) -
         }  # fmt: skip
         judgments, _ = score_task(task, base.name, Mode.MULTI_IMAGE, samples, preds)
         sides.append(Side(variant, {task.name: judgments}, {task.name: preds}))
-    audit = drift_audit(*sides, [task], "paper", resamples=200)
+    paper, vllm = sides
+    audit = drift_audit(paper, vllm, [task], "paper", resamples=200)
     pooled = audit.tasks[-1]
     assert pooled.task == "all" and pooled.flips.total == len(samples) and pooled.texts.total == len(samples)

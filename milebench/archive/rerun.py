@@ -18,6 +18,7 @@ from milebench.archive.contents import RUN_ROOT
 from milebench.archive.manifest import BundleError, Manifest
 from milebench.archive.workspace import Workspace
 from milebench.plan import Cell
+from milebench.spec.execution import for_run
 from milebench.spec.model import ApiModel, BuiltinModel, HubWeights, ModelSpec, TinyWeights
 from milebench.spec.registry import Specs
 from milebench.spec.run import Mode
@@ -78,9 +79,10 @@ def choose(manifest: Manifest, chosen: list[str], per_model: int, seed: int) -> 
 
 def plan(ws: Workspace, specs: Specs, cells: list[Cell]) -> list[Planned]:
     has = {e.role for e in ws.manifest.files}
+    run = specs.run(ws.manifest.run)
     planned = []
     for cell in cells:
-        model = specs.models[cell.model]
+        model = for_run(specs.models[cell.model], run)  # in the image of the variant the run selected
         skip = None
         if isinstance(model.weights, ApiModel):
             skip = "an API model needs the network"

@@ -34,6 +34,7 @@ from milebench.paths import RunPaths
 from milebench.preprocess.regime import model_regime
 from milebench.provenance import COMMIT_VAR, DIRTY_VAR, IMAGE_ID_VAR, kit_version
 from milebench.spec.base import SpecError
+from milebench.spec.execution import for_run
 from milebench.spec.model import ModelSpec
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import HubSource, LocalSource, MirrorSource, Mode, RunSpec
@@ -98,9 +99,9 @@ def container_infer(args: argparse.Namespace) -> int:
 
         return infer(args)
     specs = load_specs(args.specs)
-    model = model_spec(specs, args.model)
-    family_name = container_family(model, specs.root)
     run = specs.run(args.run)
+    model = for_run(model_spec(specs, args.model), run)  # a variant may run in another family's image
+    family_name = container_family(model, specs.root)
     paths = RunPaths.for_run(run, base=args.root)
     regime = model_regime(specs, run, model.name, Mode(args.mode)).id
     for task in args.task:

@@ -151,6 +151,13 @@ class ExecutionVariant(Spec):
     original_vocab_only: bool | None = None
     backend: Backend | None = Field(default=None, exclude_if=lambda value: value is None)
     """Left out of dumps when unset, so the variants written before it keep their hashes."""
+    container: str | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="The image family (folder under containers/) the variant runs in instead of the "
+        "model's own: where its backend is installed. Not an execution choice: the run's model spec "
+        "takes it. Left out of dumps when unset, so the variants written before it keep their hashes.",
+    )
 
 
 class Execution(Spec):
@@ -228,7 +235,8 @@ class Execution(Spec):
         if name not in self.variants:
             known = ", ".join([PAPER, *sorted(self.variants)])
             raise KeyError(f"no execution variant {name!r} (known: {known})")
-        changes = self.variants[name].model_dump(exclude={"description"}, exclude_none=True)
+        # Not choices: the variant's text, and the image it runs in (the model spec's, see for_run).
+        changes = self.variants[name].model_dump(exclude={"description", "container"}, exclude_none=True)
         return Execution.model_validate(
             {**self.model_dump(), **changes, "variants": {}, "applied_variant": name}
         )
@@ -263,9 +271,12 @@ def variant_problem(spec: ModelSpec, variant: str) -> str | None:
 
 
 def for_run(spec: ModelSpec, run: RunSpec) -> ModelSpec:
-    """``spec`` with the execution variant ``run`` selects for it (checked when the specs load)."""
+    """``spec`` with the execution variant ``run`` selects for it (checked when the specs load), in the
+    image family the variant names, if any."""
     variant = run.execution.get(spec.name, PAPER)
     execution = execution_of(spec)
     if variant == PAPER or execution is None:
         return spec
-    return spec.model_copy(update={"execution": execution.with_variant(variant)})
+    applied = execution.with_variant(variant)
+    container = execution.variants[variant].container or spec.container
+    return spec.model_copy(update={"execution": applied, "container": container})

@@ -16,7 +16,7 @@ from milebench.spec.context import (
     SourceKind,
     source_problems,
 )
-from milebench.spec.execution import Execution
+from milebench.spec.execution import Backend, Execution
 
 
 class Section(StrEnum):
@@ -212,6 +212,27 @@ class ModelSpec(Spec):
         problems = source_problems(values, self.context_sources, self.paper_model)
         if problems:
             raise ValueError("; ".join(f"{where}: {message}" for where, message in problems))
+        return self
+
+    @model_validator(mode="after")
+    def _backends_have_images(self) -> ModelSpec:
+        """A model run in an image runs a vllm variant in another one: its own image has no vllm, and a
+        docker job of the variant would otherwise stop only when it loads."""
+        if self.container is None or self.execution is None:
+            return self
+        missing = [
+            name
+            for name, variant in self.execution.variants.items()
+            if variant.backend is Backend.VLLM and variant.container is None
+        ]
+        if missing:
+            raise ValueError(
+                "; ".join(
+                    f"execution.variants.{name}.container: required with backend vllm (the model's image "
+                    f"{self.container!r} has no vllm): the image family the variant runs in, e.g. vllm"
+                    for name in missing
+                )
+            )
         return self
 
     @model_validator(mode="after")
