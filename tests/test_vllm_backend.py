@@ -14,7 +14,7 @@ import yaml
 from milebench.audit.drift import Side, drift_audit
 from milebench.fixture.prepared import prepared_fixture
 from milebench.infer.adapter import AdapterError
-from milebench.infer.registry import adapter_class, load_adapter
+from milebench.infer.registry import VLLM_ENVIRONMENT, adapter_class, adapter_environment, load_adapter
 from milebench.infer.tiny import build_tiny
 from milebench.paths import RunPaths
 from milebench.records import Prediction
@@ -75,6 +75,8 @@ def test_a_vllm_variant_runs_in_the_vllm_image_and_the_paper_run_in_the_models_o
         execution = execution_of(on_vllm)
         assert execution is not None and execution.backend is Backend.VLLM
         assert "container" not in execution.model_dump(), "the image is the model spec's, not a choice"
+        passed = adapter_environment(on_vllm)
+        assert set(passed) - set(adapter_environment(paper)) == set(VLLM_ENVIRONMENT), name
     tiny = specs.models["tiny-llava"]
     batched = for_run(tiny, specs.run("smoke").model_copy(update={"execution": {tiny.name: "batched"}}))
     assert batched.container == tiny.container, "a variant naming no image keeps the model's"

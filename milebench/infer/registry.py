@@ -23,6 +23,11 @@ ADAPTERS: dict[AdapterKind, str] = {
 
 VLLM_ADAPTER = "milebench.infer.vllm_backend:VllmAdapter"
 """The adapter of an execution with ``backend: vllm`` (a variant), whatever the spec's adapter kind."""
+VLLM_MEMORY_FRACTION = "MILEBENCH_VLLM_MEMORY_FRACTION"
+"""The share of the device's memory (on the CPU: of the host's) vLLM may take; unset, vLLM's default."""
+VLLM_ENVIRONMENT = (VLLM_MEMORY_FRACTION, "VLLM_CPU_KVCACHE_SPACE")
+"""What the vLLM adapter reads besides its kind's: a shared CPU box needs a small memory fraction and
+KV cache (GiB), passed into its container like an adapter's declared variables."""
 
 
 def adapter_class(spec: ModelSpec) -> type[Adapter]:
@@ -53,7 +58,9 @@ def adapter_environment(spec: ModelSpec) -> tuple[str, ...]:
     without importing it (torch is heavy, and the host that starts a container need not hold the libraries
     of the model's family)."""
     found = declared(spec.adapter.value)
-    return found.environment if found is not None else ()
+    own = found.environment if found is not None else ()
+    execution = execution_of(spec)
+    return own + VLLM_ENVIRONMENT if execution is not None and execution.backend is Backend.VLLM else own
 
 
 def load_adapter(

@@ -28,15 +28,13 @@ from typing import Any
 from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_checkpoint import checkpoint
 from milebench.infer.hf_image_text_to_text import HfImageTextToTextAdapter
+from milebench.infer.registry import VLLM_MEMORY_FRACTION
 from milebench.infer.tiny import as_released
 from milebench.paths import RunPaths
 from milebench.records import PreparedSample
 from milebench.spec.execution import Backend, Decoding, Execution, Tokenization, execution_of
 from milebench.spec.model import ModelSpec
 
-MEMORY_FRACTION = "MILEBENCH_VLLM_MEMORY_FRACTION"
-"""Environment variable: the share of the device's memory (on the CPU: of the host's) vLLM may take;
-unset, vLLM's default. A shared CPU box needs a small one (with ``VLLM_CPU_KVCACHE_SPACE`` in GiB)."""
 MOST_IMAGES = 109
 """The most images one MileBench sample has: vLLM's per-prompt image limit where the spec sets none."""
 FAMILIES = frozenset({"hf-llava", "hf-llava-next", "hf-qwen2-vl"})
@@ -121,7 +119,7 @@ class VllmAdapter:
         execution = execution_of(self.spec)
         assert execution is not None
         gpu = self.inputs.device.type == "cuda"
-        memory = os.environ.get(MEMORY_FRACTION)
+        memory = os.environ.get(VLLM_MEMORY_FRACTION)
         try:
             return LLM(
                 model=source,
