@@ -4,9 +4,9 @@ each embedder, evaluate, analyse, report.
 Included by the top Snakefile when ``--config run=<name>`` names a run spec with ``benchmark: mmlongembed``
 (milebench.benchmarks.mmlongembed declares this file). Every rule is one ``milebench embed-*`` command;
 ``BENCHMARK_RUN``, ``SPECS_DIR``, ``MB``, ``KIT_FAMILY``, ``image_uri`` and ``job_root`` come from the
-Snakefile, which makes ``BENCHMARK_TARGETS`` its default target (its rule all). As there, every file a job reads is a declared input and every file
-it writes a declared output (the embedding cache excepted: it outlives a failed job on purpose), and each
-command is given the ``--root`` its paths are laid out under.
+Snakefile, which makes ``BENCHMARK_TARGETS`` its default target (its rule all). As there, every file a job
+reads is a declared input and every file it writes a declared output (the embedding cache excepted: it
+outlives a failed job on purpose), and each command is given the ``--root`` its paths are laid out under.
 """
 
 from milebench.benchmarks.mmlongembed.paper import load_embed_paper
