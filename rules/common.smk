@@ -1,6 +1,8 @@
-"""Helpers of the Snakefile's rules, included by it: the functions its params, inputs and containers call.
+"""Helpers of the benchmarks' rules, included by the top Snakefile: the functions their params, inputs and
+containers call (here, as Snakemake's lint wants functions apart from rules).
 
-They read the Snakefile's globals (the run, its models, the runtime) when a job is planned.
+Untracked, image_uri and job_root serve every benchmark; the others read rules/milebench.smk's globals (the
+run, its models, the runtime) when a MileBench job is planned.
 """
 
 from pathlib import Path
@@ -21,10 +23,11 @@ class Untracked:
         return self.text
 
 
-def image_uri(family_name):
-    """The image a family's jobs run in under runtime apptainer (inert for the other runtimes)."""
-    if RUN.image_registry is not None:
-        return registry_uri(RUN.image_registry, family_name)
+def image_uri(family_name, registry=None):
+    """The image a family's jobs run in under runtime apptainer (inert for the other runtimes): pulled
+    from the run's image registry, else the one built beside the image records."""
+    if registry is not None:
+        return registry_uri(registry, family_name)
     return str((RECORDS_DIR / f"{family_name}.sif").resolve())
 
 

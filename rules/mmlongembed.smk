@@ -3,10 +3,10 @@ each embedder, evaluate, analyse, report.
 
 Included by the top Snakefile when ``--config run=<name>`` names a run spec with ``benchmark: mmlongembed``
 (milebench.benchmarks.mmlongembed declares this file). Every rule is one ``milebench embed-*`` command;
-``BENCHMARK_RUN``, ``SPECS_DIR``, ``MB`` and ``job_root`` come from the Snakefile, which makes
-``BENCHMARK_TARGETS`` its default target. As there, every file a job reads is a declared input and every file
-it writes a declared output (the embedding cache excepted: it outlives a failed job on purpose), and each
-command is given the ``--root`` its paths are laid out under.
+``BENCHMARK_RUN``, ``SPECS_DIR``, ``MB``, ``KIT_FAMILY``, ``image_uri`` and ``job_root`` come from the
+Snakefile, which makes ``BENCHMARK_TARGETS`` its default target (its rule all). As there, every file a job
+reads is a declared input and every file it writes a declared output (the embedding cache excepted: it
+outlives a failed job on purpose), and each command is given the ``--root`` its paths are laid out under.
 """
 
 from milebench.benchmarks.mmlongembed.paper import load_embed_paper
@@ -27,7 +27,9 @@ TASK_SETS = {t.dataset: t for t in ER.real_tasks}
 TASK_FILES = [f for d in TASK_SETS for f in [*EP.task_files(d), EP.task_manifest(d)]]
 """Every real-task set, read by the scoring and evaluation jobs beside the Visual Grounding set."""
 BENCHMARK_TARGETS = [EP.report_html, EP.report_tex]
-"""The run's default target (Snakemake keeps an included file's default_target from counting)."""
+"""The run's default target (the top Snakefile's rule all)."""
+IMAGES = {KIT_FAMILY: image_uri(KIT_FAMILY)}
+"""The kit's image, for Snakemake's container support: a run spec of this benchmark names no registry."""
 
 
 wildcard_constraints:

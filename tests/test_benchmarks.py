@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import yaml
@@ -53,7 +54,9 @@ rule toy_count:
 """
 
 
-def snakemake(root: Path, workdir: Path, run: str, specs: Path, *args: str):
+def snakemake(
+    root: Path, workdir: Path, run: str, specs: Path, *args: str
+) -> subprocess.CompletedProcess[str]:
     argv = ["-m", "snakemake", "--snakefile", str(workdir / "Snakefile"), "--cores", "1", *args]
     return run_with(root, [*argv, "--config", f"specs={specs}", f"run={run}"], cwd=workdir)
 
@@ -110,3 +113,19 @@ def test_a_third_benchmark_is_a_module_specs_and_a_rules_file(tmp_path: Path) ->
     done = snakemake(site, workdir, "toy-run", specs)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert (workdir / "toy" / "toy-run.txt").read_text() == "7\n"
+
+
+def test_a_run_parses_only_its_own_benchmarks_rules_and_specs(tmp_path: Path) -> None:
+    """Each run plans with the other benchmark's run spec broken: its rules file is never included."""
+    specs = specs_copy(tmp_path)
+    smoke, embed = specs / "runs" / "smoke.yaml", specs / "mmlongembed" / "runs" / "embed-smoke.yaml"
+    kept = smoke.read_text()
+    smoke.write_text("name: smoke\nmodels: 7\n")
+    done = snakemake(REPO, REPO, "embed-smoke", specs, "-n", "--quiet", "rules")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "embed_report" in done.stdout + done.stderr
+    smoke.write_text(kept)
+    embed.write_text("name: embed-smoke\nmodels: 7\n")
+    done = snakemake(REPO, REPO, "smoke", specs, "-n", "--quiet", "rules")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "report" in done.stdout + done.stderr and "embed_report" not in done.stdout + done.stderr

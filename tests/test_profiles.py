@@ -48,8 +48,10 @@ def infer_jobs(output: str) -> dict[tuple[str, str], dict[str, str]]:
     for block in re.split(r"\n(?=\S*rule \w+:)", output):
         if not re.match(r"\S*rule infer(_model_\w+)?:", block.strip()):
             continue
-        wildcards = dict(re.findall(r"(\w+)=([\w.-]+)", re.search(r"wildcards: (.*)", block).group(1)))
-        resources = dict(re.findall(r"(\w+)=([^,\s]+)", re.search(r"resources: (.*)", block).group(1)))
+        named, given = re.search(r"wildcards: (.*)", block), re.search(r"resources: (.*)", block)
+        assert named is not None and given is not None, block
+        wildcards = dict(re.findall(r"(\w+)=([\w.-]+)", named.group(1)))
+        resources = dict(re.findall(r"(\w+)=([^,\s]+)", given.group(1)))
         jobs[(wildcards["model"], wildcards.get("task", "*"))] = resources
     return jobs
 
@@ -101,7 +103,7 @@ def test_profile_dry_runs_with_per_job_gpu_requests(profile: str, specs_dir: Pat
 def test_cluster_profiles_keep_fetch_and_report_local(profile: str) -> None:
     config = yaml.safe_load((REPO / "profiles" / profile / "config.yaml").read_text())
     assert config["executor"] == profile
-    snakefile = (REPO / "Snakefile").read_text()
+    snakefile = (REPO / "rules" / "milebench.smk").read_text()
     local = re.search(r"localrules:\n((?:    \w+,\n)+)", snakefile)
     assert local is not None
     assert {"fetch", "report", "fixture", "aggregate"} <= {r.strip(" ,") for r in local.group(1).split()}

@@ -24,9 +24,7 @@ DEFAULT = "milebench"
 class Benchmark(Spec):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     specs: str = Field(description="Its folder under the specs root; '' for the root itself (MileBench's).")
-    rules: str | None = Field(
-        description="Its Snakemake rules file, relative to the top Snakefile; null: the top Snakefile's own."
-    )
+    rules: str = Field(description="Its Snakemake rules file, relative to the top Snakefile.")
     run_model: str = Field(
         pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$", description="``module:Class`` of its run specs."
     )

@@ -1,5 +1,7 @@
-"""MileBench, the kit's first benchmark: its specs are the specs root, its rules the top Snakefile's."""
+"""MileBench, the kit's first benchmark: its specs are the specs root, its rules rules/milebench.smk."""
 
 from milebench.benchmarks import Benchmark
 
-BENCHMARK = Benchmark(name="milebench", specs="", rules=None, run_model="milebench.spec.run:RunSpec")
+BENCHMARK = Benchmark(
+    name="milebench", specs="", rules="rules/milebench.smk", run_model="milebench.spec.run:RunSpec"
+)
