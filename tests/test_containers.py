@@ -376,6 +376,7 @@ def test_local_model_gets_no_network_and_only_its_output_writable(tmp_path: Path
         "/models": (f"{here}/hf", True, "bind"),
     }
     assert kw["network_mode"] == "none" and kw["device_requests"] == [] and kw["detach"] is True
+    assert kw["shm_size"] == "2g", "Docker's 64 MiB /dev/shm is too small for vLLM's engine processes"
     assert kw["environment"] == {
         "HF_HOME": "/models",
         "HOME": "/tmp",

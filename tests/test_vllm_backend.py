@@ -133,9 +133,6 @@ def test_vllm_answers_the_tiny_llava_and_its_drift_is_reported(tmp_path: Path) -
     base = specs.models["tiny-llava"]
     paths = RunPaths(out=tmp_path, reports=tmp_path / "reports")
     build_tiny(base, paths.model_dir(base.name))
-    from milebench.infer.vllm_backend import tiny_for_vllm
-
-    tiny_for_vllm(paths.model_dir(base.name))
     task = specs.tasks["ActionLocalization"]
     samples = prepared_fixture(paths, [task], 4)[task.name]
     sides = []

