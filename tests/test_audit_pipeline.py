@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_declared_files import TASKS, snakemake
 
 from milebench.audit.batch import BatchAudit
 from milebench.audit.drift import DriftAudit
@@ -19,7 +20,6 @@ from milebench.audit.render import AuditTable, batch_tables, drift_tables
 from milebench.spec.base import SpecError
 from milebench.spec.commands import check
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
-from tests.test_declared_files import TASKS, snakemake
 
 DIAGNOSTIC = "TextNeedleInAHaystack"
 """A task without an adversarial set."""
