@@ -223,18 +223,17 @@ def test_docker_jobs_all_runs_every_job_in_an_image(tmp_path: Path) -> None:
     assert plain.returncode == 0 and "--in-image" not in plain.stdout
 
 
+def write_vllm_run(root: Path) -> None:
+    """Run ``onvllm``: Random and tiny LLaVA's vllm variant under runtime docker."""
+    write_run(
+        root, "onvllm", runtime="docker", models=["random", "tiny-llava"], execution={"tiny-llava": "vllm"}
+    )
+
+
 def test_a_vllm_variant_infers_in_the_vllm_image(tmp_path: Path) -> None:
     """The run selects tiny LLaVA's vllm variant: its infer job runs in the vllm family's image (the
     model's own, hf-current, has no vllm) and takes that image's record as input; the paper run's does not."""
-    if not image.Family("vllm", REPO).lock.is_file():
-        pytest.skip("containers/vllm has no requirements.lock yet: no job of its image can be planned")
-    write_run(
-        tmp_path,
-        "onvllm",
-        runtime="docker",
-        models=["random", "tiny-llava"],
-        execution={"tiny-llava": "vllm"},
-    )
+    write_vllm_run(tmp_path)
     write_run(tmp_path, "own", runtime="docker", models=["random", "tiny-llava"])
 
     def infer_jobs(run: str) -> list[tuple[str, str, str]]:
@@ -267,13 +266,7 @@ def test_container_infer_looks_for_the_image_of_the_runs_variant(
     if info is None or info.returncode != 0:
         pytest.skip("docker: no engine answers `docker info` (run .ci/docker-setup.sh)")
     monkeypatch.chdir(tmp_path)
-    write_run(
-        tmp_path,
-        "onvllm",
-        runtime="docker",
-        models=["random", "tiny-llava"],
-        execution={"tiny-llava": "vllm"},
-    )
+    write_vllm_run(tmp_path)
     specs = load_specs(tmp_path / "specs")
     run = specs.run("onvllm")
     regime = model_regime(specs, run, "tiny-llava", Mode.MULTI_IMAGE).id
