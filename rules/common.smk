@@ -92,6 +92,14 @@ def infer_inputs(model, mode, tasks):
     }
 
 
+def audit_inputs(job):
+    """What a batch audit reads: the infer job's inputs of its model and tasks, and under docker the
+    record of the image the audited variant runs in."""
+    inputs = infer_inputs(job.plan.model, job.plan.mode, job.tasks)
+    family_name = job.model.container or KIT_FAMILY
+    return inputs | {"image": [RECORDS_DIR / f"{family_name}.json"] if DOCKER else []}
+
+
 def infer_command(w):
     """`infer` on the host or in Snakemake's container; `container-infer` in the family's Docker image."""
     if not DOCKER:

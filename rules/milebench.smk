@@ -40,7 +40,11 @@ NO_MODEL = "(?!)"
 LOADED = [name for name, m in MODELS.items() if loads_weights(m)]
 LOADED_MODELS = "|".join(LOADED) or NO_MODEL
 PER_CELL_MODELS = "|".join(name for name, m in MODELS.items() if not loads_weights(m)) or NO_MODEL
-FAMILIES = sorted({KIT_FAMILY} | {m.container for m in MODELS.values() if m.container})
+# The audits the run spec declares (`audit:`): one job each, their tables in the report. A batch audit
+# of another variant than the run's may run in another image.
+AUDITS = audit_jobs(SPECS, RUN)
+AUDITED = [job.model for job in AUDITS.batch]
+FAMILIES = sorted({KIT_FAMILY} | {m.container for m in [*MODELS.values(), *AUDITED] if m.container})
 
 
 if RUN.runtime is Runtime.APPTAINER:
@@ -62,8 +66,6 @@ KIT_MB = stage_mb(KIT_FAMILY)
 AGGREGATE = {"aggregate": P.aggregate_json} | (
     {"verdict": P.verdict_json} if Mode.MULTI_IMAGE in RUN.modes else {}
 )
-# The audits the run spec declares (`audit:`): one job each, their tables in the report.
-AUDITS = audit_jobs(SPECS, RUN)
 BENCHMARK_TARGETS = [P.report_html, P.report_tex, *AGGREGATE.values()]
 """The run's default target (the top Snakefile's rule all): its report and aggregate."""
 
@@ -401,24 +403,24 @@ for index, batch_job in enumerate(AUDITS.batch):
         name:
             f"audit_batch_{index}"
         input:
-            unpack(lambda w, job=batch_job: infer_inputs(job.plan.model, job.plan.mode, job.tasks)),
+            unpack(lambda w, job=batch_job: audit_inputs(job)),
         output:
             json=P.audit(batch_job.name),
             markdown=P.audit(batch_job.name).with_suffix(".md"),
         params:
-            mb=Untracked(f"{MB} --in-image {model_family(batch_job.plan.model)}") if DOCKER else MB,
+            mb=Untracked(f"{MB} --in-image {batch_job.model.container or KIT_FAMILY}") if DOCKER else MB,
             run=RUN.name,
             root=job_root(P.audit(batch_job.name)),
             arguments=" ".join(batch_job.arguments()),
             gpus="--gpus all" if DOCKER and RESOURCES[batch_job.plan.model].gpu else "",
-            spec=spec_hash(MODELS[batch_job.plan.model]),
+            spec=spec_hash(batch_job.model),
         threads: RESOURCES[batch_job.plan.model].threads
         log:
             P.logs("audit", batch_job.name),
         benchmark:
             P.benchmark("audit", batch_job.name)
         container:
-            IMAGES[model_family(batch_job.plan.model)]
+            IMAGES[batch_job.model.container or KIT_FAMILY]
         resources:
             gpu=RESOURCES[batch_job.plan.model].gpu,
             mem_mb=RESOURCES[batch_job.plan.model].mem_mb,

@@ -192,3 +192,18 @@ def test_snakemake_runs_the_declared_audits_and_the_report_renders_their_files(t
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", planned[planned.index("Job stats") :], re.MULTILINE))
     assert jobs == {"audit_batch_0": "1", "report": "1", "all": "1", "total": "3"}
     assert json.loads(batch_file.read_text())["seed"] == 0
+
+
+def test_a_batch_audit_of_another_variant_runs_in_that_variants_image(
+    specs_dir: Path, tmp_path: Path
+) -> None:
+    """Under runtime docker, a batch audit of tiny LLaVA's vllm variant in a run of its paper choices
+    plans its job in the vllm image, with that image's record as input, not the model's own."""
+    batch = {"model": "tiny-llava", "variant": "vllm", "tasks": TASKS[:1]}
+    audited_run(specs_dir, "audited", {"batch": [batch]}, runtime="docker", modes=["multi-image"])
+    plan = snakemake(tmp_path, "-n", "-p", "audit", "--config", "run=audited", f"specs={specs_dir}")
+    job = plan[plan.index("rule audit_batch_0:") :]
+    job = job[: job.index("\n\n")]
+    own = load_specs(specs_dir).models["tiny-llava"].container
+    assert "results/images/vllm.json" in job and f"results/images/{own}.json" not in job
+    assert "--in-image vllm audit batch" in plan and "--variant vllm" in plan

@@ -15,7 +15,8 @@ from milebench.paths import RunPaths
 from milebench.plan import applies
 from milebench.score.registry import SCORERS
 from milebench.spec.base import SpecError
-from milebench.spec.execution import PAPER
+from milebench.spec.execution import PAPER, for_run
+from milebench.spec.model import ModelSpec
 from milebench.spec.registry import Specs
 from milebench.spec.run import BatchAuditPlan, DriftAuditPlan, Mode, RunSpec
 
@@ -35,6 +36,8 @@ def drift_name(model_a: str, model_b: str, mode: Mode, run_b: str | None = None)
 class BatchJob:
     plan: BatchAuditPlan
     tasks: tuple[str, ...]
+    model: ModelSpec
+    """The model as the audit runs it: with the plan's variant (else the run's), in that variant's image."""
 
     @property
     def name(self) -> str:
@@ -118,7 +121,7 @@ def audit_jobs(specs: Specs, run: RunSpec) -> AuditJobs:
             if task not in available
         ]
         problems += scorer_problems(f"audit.batch.{i}", plan.scorer)
-        batch.append(BatchJob(plan, chosen))
+        batch.append(BatchJob(plan, chosen, audited_model(specs, run, plan)))
     drift = []
     for i, found in enumerate(run.audit.drift):
         run_b = run if found.run_b is None else specs.run(found.run_b)
@@ -134,6 +137,14 @@ def audit_jobs(specs: Specs, run: RunSpec) -> AuditJobs:
     if problems:
         raise SpecError(specs.root / "runs" / f"{run.name}.yaml", problems)
     return jobs
+
+
+def audited_model(specs: Specs, run: RunSpec, plan: BatchAuditPlan) -> ModelSpec:
+    """The plan's model with the variant it audits: its own ``variant``, else the one the run selects."""
+    if plan.variant is None:
+        return for_run(specs.models[plan.model], run)
+    chosen = run.model_copy(update={"execution": {**run.execution, plan.model: plan.variant}})
+    return for_run(specs.models[plan.model], chosen)
 
 
 def scorer_problems(field: str, scorer: str) -> list[tuple[str, str]]:
