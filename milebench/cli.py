@@ -219,6 +219,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base", default=None, help="Base image instead of the Dockerfile's pinned BASE.")
     p.add_argument("--ca-bundle", type=Path, default=None, help="Extra CA certificates (PEM) to trust.")
 
+    p = image.add_parser("prune", help="Remove the family images no record in results/images/ names.")
+    p.set_defaults(target="milebench.containers.commands:image_prune")
+    p.add_argument(
+        "--records",
+        type=Path,
+        action="append",
+        help="A folder of image records whose images are kept (repeatable; default: results/images).",
+    )
+    p.add_argument("--dry-run", action="store_true", help="List what would be removed; remove nothing.")
+
     p = image.add_parser("uri", help="Print the registry reference runtime apptainer pulls for a family.")
     p.set_defaults(target="milebench.containers.commands:image_uri")
     p.add_argument("--family", required=True)

@@ -54,6 +54,27 @@ def image_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def image_prune(args: argparse.Namespace) -> int:
+    """Remove the family images no record in ``--records`` names (list them with ``--dry-run``)."""
+    from milebench.containers.prune import MIB, prune
+
+    try:
+        done, kept = prune(client_from_env(), records=args.records or [RECORDS_DIR], dry_run=args.dry_run)
+    except ImageError as err:
+        log.error("%s", err)
+        return 1
+    verb = "would remove" if args.dry_run else "removed"
+    for image in done:
+        log.info("%s %s (%s, %.1f MiB)", verb, image.tag, image.image_id[:19], image.size / MIB)
+    for image, why in kept:
+        log.warning("kept %s: %s", image.tag, why)
+    total = sum(image.size for image in {i.image_id: i for i in done}.values()) / MIB
+    log.info(
+        "%s %d image tag(s), up to %.1f MiB (layers shared with kept images stay)", verb, len(done), total
+    )
+    return 0
+
+
 def image_uri(args: argparse.Namespace) -> int:
     """Print the registry reference a family's image must be pushed to for runtime apptainer."""
     try:
