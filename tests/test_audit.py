@@ -188,6 +188,35 @@ def test_drift_audit_reports_a_planted_backend(
     assert out.with_suffix(".md").read_text() == table
 
 
+def test_drift_audit_reports_samples_fed_other_input_tokens(
+    specs: Specs, fixture_samples: tuple[RunPaths, dict[str, list[PreparedSample]]], tmp_path: Path
+) -> None:
+    """The same answers from both sides, but B counted one more input token on one sample per task (its
+    engine expanded an image to another token count): 1 in 10 per task, 3 of 30 pooled, no flip; samples
+    a side did not count (None) are left out of the rate."""
+    _, by_task = fixture_samples
+    run = specs.run("smoke")
+    for root in ("a", "b"):
+        paths = RunPaths.for_run(run, base=tmp_path / root)
+        answer_and_score(specs, paths, by_task, OracleAdapter(specs.models["random"], paths, paths.data_root))
+        for task in TASKS:
+            path = paths.predictions("random", task, Mode.MULTI_IMAGE)
+            rows = list(read_jsonl(path))
+            for row in rows:
+                row["input_tokens"] = 100 + (root == "b" and row["sample_id"] == 1)
+            rows[-1]["input_tokens"] = None if root == "a" else rows[-1]["input_tokens"]
+            atomic_write_jsonl(path, rows)
+    out = tmp_path / "drift.json"
+    argv = ["audit", "drift", "--run", "smoke", "--model-a", "random", "--root", str(tmp_path / "a")]
+    assert main([*argv, "--root-b", str(tmp_path / "b"), "--resamples", "100", "--out", str(out)]) == 0
+    rows = {row["task"]: row for row in json.loads(out.read_text())["tasks"]}
+    for task in TASKS:
+        assert (rows[task]["inputs"]["changed"], rows[task]["inputs"]["total"]) == (1, PER_TASK - 1)
+        assert rows[task]["flips"]["changed"] == 0 and rows[task]["texts"]["changed"] == 0
+    assert (rows["all"]["inputs"]["changed"], rows["all"]["inputs"]["total"]) == (3, 3 * (PER_TASK - 1))
+    assert "| 3/27 = 11.1% [3.9, 28.1] |" in out.with_suffix(".md").read_text()
+
+
 def test_drift_needs_two_sides(tmp_path: Path) -> None:
     argv = ["audit", "drift", "--run", "smoke", "--model-a", "random", "--root", str(tmp_path)]
     assert main(argv) == 2

@@ -50,6 +50,9 @@ class TaskDrift(Spec):
     flips: Rate
     texts: Rate
     """Changed answer texts among the samples with a prediction on both sides."""
+    inputs: Rate
+    """Samples whose input token count differs, among those both sides counted: the two environments did
+    not feed the model the same tokens (another chat template, image sizing or token expansion)."""
 
 
 class DriftAudit(Spec):
@@ -72,18 +75,26 @@ def response(predictions: Mapping[int, Prediction], sample_id: int) -> str | Non
 
 @dataclass(frozen=True)
 class Counts:
-    """Samples judged on both sides and how many flipped; samples answered on both and how many changed."""
+    """Samples judged on both sides and how many flipped; samples answered on both and how many changed;
+    samples whose input tokens both sides counted and how many counts differ."""
 
     paired: int = 0
     flipped: int = 0
     answered: int = 0
     rewritten: int = 0
+    counted: int = 0
+    recounted: int = 0
 
     def __add__(self, other: Counts) -> Counts:
         return Counts(*(x + y for x, y in zip(self.totals(), other.totals(), strict=True)))
 
-    def totals(self) -> tuple[int, int, int, int]:
-        return self.paired, self.flipped, self.answered, self.rewritten
+    def totals(self) -> tuple[int, int, int, int, int, int]:
+        return self.paired, self.flipped, self.answered, self.rewritten, self.counted, self.recounted
+
+
+def input_tokens(predictions: Mapping[int, Prediction], sample_id: int) -> int | None:
+    found = predictions.get(sample_id)
+    return None if found is None else found.input_tokens
 
 
 def task_changes(task: str, a: Side, b: Side) -> tuple[list[Flip], Counts]:
@@ -91,7 +102,7 @@ def task_changes(task: str, a: Side, b: Side) -> tuple[list[Flip], Counts]:
     scores_b = {j.sample_id: sample_score(j) for j in b.judgments[task]}
     preds_a, preds_b = a.predictions.get(task, {}), b.predictions.get(task, {})
     changed: list[Flip] = []
-    paired = flipped = answered = rewritten = 0
+    paired = flipped = answered = rewritten = counted = recounted = 0
     for judgment in a.judgments[task]:
         i = judgment.sample_id
         if i not in scores_b:
@@ -102,12 +113,16 @@ def task_changes(task: str, a: Side, b: Side) -> tuple[list[Flip], Counts]:
         text_a, text_b = response(preds_a, i), response(preds_b, i)
         answered += both
         rewritten += both and text_a != text_b
+        tokens_a, tokens_b = input_tokens(preds_a, i), input_tokens(preds_b, i)
+        if tokens_a is not None and tokens_b is not None:
+            counted += 1
+            recounted += tokens_a != tokens_b
         flipped += score_a != score_b
         if score_a != score_b or (both and text_a != text_b):
             changed.append(
                 Flip(task=task, sample_id=i, score_a=score_a, score_b=score_b, text_a=text_a, text_b=text_b)
             )
-    return changed, Counts(paired, flipped, answered, rewritten)
+    return changed, Counts(paired, flipped, answered, rewritten, counted, recounted)
 
 
 def judged_by(side: Side, scorer: str) -> Side:
@@ -122,6 +137,7 @@ def task_drift(task: str, comparison: Comparison | None, counts: Counts) -> Task
         comparison=comparison,
         flips=wilson_rate(counts.flipped, counts.paired),
         texts=wilson_rate(counts.rewritten, counts.answered),
+        inputs=wilson_rate(counts.recounted, counts.counted),
     )
 
 

@@ -123,10 +123,17 @@ def drift_tables(audit: DriftAudit) -> list[AuditTable]:
             caption=f"Score difference A minus B in table points on the samples judged on both sides "
             f"({audit.scorer} scorer; paired bootstrap 95% interval, {audit.resamples} resamples, seed "
             f"{audit.seed}; permutation p-value). Flips: samples whose score differs; texts: changed "
-            "answers; 95% Wilson intervals.",
-            header=("task", "A - B", "interval", "p", "flips", "changed texts"),
+            "answers; input tokens: samples whose input token count differs (the two sides fed the model "
+            "other tokens); 95% Wilson intervals.",
+            header=("task", "A - B", "interval", "p", "flips", "changed texts", "changed input tokens"),
             rows=tuple(
-                (row.task, *comparison_cells(row.comparison), rate_cell(row.flips), rate_cell(row.texts))
+                (
+                    row.task,
+                    *comparison_cells(row.comparison),
+                    rate_cell(row.flips),
+                    rate_cell(row.texts),
+                    rate_cell(row.inputs),
+                )
                 for row in audit.tasks
             ),
         )

@@ -164,6 +164,11 @@ class HfImageTextToTextAdapter:
             )
         return processor
 
+    def image_processor_kwargs(self) -> dict[str, Any]:
+        """What this adapter calls the image processor with beyond the pictures: another engine running
+        the same checkpoint (vLLM) must size the pictures the same way. The checkpoint's defaults: none."""
+        return {}
+
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
         """``torch.autocast`` to the execution's dtype on a GPU; nothing on the CPU."""
         if self.execution.autocast is Autocast.OFF or self.device.type != "cuda":

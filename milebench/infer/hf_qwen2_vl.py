@@ -89,6 +89,10 @@ class HfQwen2VLAdapter(HfImageTextToTextAdapter):
         "image_backend": frozenset({ImageBackend.DEFAULT}),
     }
 
+    def image_processor_kwargs(self) -> dict[str, Any]:
+        """The spec's image-token bounds, not the checkpoint's default pixel range."""
+        return {"size": dict(self.processor.size)}
+
     def load_processor(self, source: str, kwargs: dict[str, Any]) -> Qwen2VLInputs:
         if self.spec.n_tokens_per_image is None:
             raise AdapterError(f"model spec {self.spec.name!r}: hf-qwen2-vl needs n_tokens_per_image")

@@ -18,7 +18,16 @@ from transformers import (
     Qwen2VLImageProcessorPil,
 )
 
-from milebench.infer.tiny import HEADS, HIDDEN, LAYERS, text_fields, tiny_shape, token_id, train_bpe
+from milebench.infer.tiny import (
+    HEADS,
+    HIDDEN,
+    LAYERS,
+    VLLM_HEADS,
+    text_fields,
+    tiny_shape,
+    token_id,
+    train_bpe,
+)
 from milebench.spec.model import ModelSpec
 
 PAD, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
@@ -31,8 +40,17 @@ VISION_START, VISION_END, IMAGE_PAD, VIDEO_PAD = (
 SPECIAL_TOKENS = (PAD, IM_START, IM_END, VISION_START, VISION_END, IMAGE_PAD, VIDEO_PAD)
 PATCH = 8
 MERGE = 2
-MROPE_SECTION = (2, 3, 3)
-"""Rotary sections (time, height, width); they sum to half the head size (HIDDEN // HEADS // 2)."""
+
+RELEASED_MIN_PIXELS, RELEASED_MAX_PIXELS = 56 * 56, 28 * 28 * 16384
+"""The image processor's pixel range in Qwen2-VL-7B-Instruct's preprocessor_config.json."""
+
+
+def mrope_section(heads: int) -> tuple[int, int, int]:
+    """Rotary sections (time, height, width) in Qwen2-VL's 2:3:3 proportion; they sum to half the head
+    size of a language model of width HIDDEN with ``heads`` heads."""
+    half = HIDDEN // heads // 2
+    return half // 4, 3 * half // 8, 3 * half // 8
+
 
 CHAT_TEMPLATE = (
     "{% if messages[0]['role'] != 'system' %}<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
@@ -100,12 +118,13 @@ def build_tiny_qwen2_vl(spec: ModelSpec, out_dir: Path) -> None:
     shape = tiny_shape(spec, "qwen2-vl")
     tokenizer = build_tokenizer()
     config = Qwen2VLConfig(
+        # One head as wide as the model, as the tiny LLaVA: so vLLM's CPU build runs its vllm variant.
         text_config={
-            **text_fields(tokenizer, shape.max_context_len),
+            **text_fields(tokenizer, shape.max_context_len, VLLM_HEADS),
             "rope_parameters": {
                 "rope_type": "default",
                 "rope_theta": 10000.0,
-                "mrope_section": list(MROPE_SECTION),
+                "mrope_section": list(mrope_section(VLLM_HEADS)),
             },
         },
         vision_config=vision_config(),
@@ -115,12 +134,10 @@ def build_tiny_qwen2_vl(spec: ModelSpec, out_dir: Path) -> None:
     model = Qwen2VLForConditionalGeneration(config)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
-    token_pixels = (PATCH * MERGE) ** 2
+    # The pixel range Qwen2-VL's hub checkpoints save, not the spec's: the adapter sizes every picture by
+    # the spec's image-token bounds, and another engine (vLLM) must be told them, as with a real model.
     image_processor = Qwen2VLImageProcessorPil(
-        patch_size=PATCH,
-        merge_size=MERGE,
-        min_pixels=token_pixels,
-        max_pixels=shape.n_tokens_per_image * token_pixels,
+        patch_size=PATCH, merge_size=MERGE, min_pixels=RELEASED_MIN_PIXELS, max_pixels=RELEASED_MAX_PIXELS
     )
     model.save_pretrained(out_dir)
     tokenizer.save_pretrained(out_dir)

@@ -9,8 +9,10 @@ the transformers run (kernels, batching, stop handling) is measured by ``mileben
 
 vLLM serves LLaVA-1.5 and LLaVA-NeXT (llava-hf checkpoints) and Qwen2-VL with several images per
 prompt; ``limit_mm_per_prompt`` is the spec's ``max_images``, else the most images a MileBench sample
-has. The answer is vLLM's ids decoded by the same tokenizer call as the transformers adapter's: vLLM's
-own text drops a trailing incomplete UTF-8 character, which would count as a changed answer.
+has, and its processor is called with the transformers adapter's image sizing (Qwen2-VL's pixel range
+from the spec's image-token bounds), so both engines see pictures of the same token counts. The answer
+is vLLM's ids decoded by the same tokenizer call as the transformers adapter's: vLLM's own text drops a
+trailing incomplete UTF-8 character, which would count as a changed answer.
 
 vLLM is an optional dependency (its own image, ``containers/vllm``); without it the adapter stops at
 load with the reason.
@@ -24,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from milebench.infer.adapter import AdapterError
+from milebench.infer.adapter import AdapterError, TokenUsage
 from milebench.infer.hf_checkpoint import checkpoint
 from milebench.infer.hf_image_text_to_text import HfImageTextToTextAdapter
 from milebench.infer.registry import VLLM_MEMORY_FRACTION
@@ -96,6 +98,7 @@ class VllmAdapter:
             spec.model_copy(update={"execution": transformers_execution}), paths, data_root, with_model=False
         )
         self.spec = spec
+        self._usage: list[TokenUsage] = []
         source, kwargs = checkpoint(spec, paths)
         self.llm = self.load(source, kwargs)
 
@@ -117,9 +120,15 @@ class VllmAdapter:
                 seed=self.spec.generation.seed,
                 max_model_len=self.spec.max_context_len,
                 limit_mm_per_prompt={"image": self.spec.max_images or MOST_IMAGES},
+                mm_processor_kwargs=self.inputs.image_processor_kwargs() or None,
             )
         except (OSError, ValueError, RuntimeError) as err:
             raise AdapterError(f"model spec {self.spec.name!r}: vllm cannot load {source}: {err}") from err
+
+    def last_usage(self) -> list[TokenUsage]:
+        """Per sample of the last batch: vLLM's prompt tokens (its image tokens expanded) and answer
+        tokens, recorded as the transformers adapter records its own, so the drift audit can compare them."""
+        return list(self._usage)
 
     def sampling(self) -> Any:
         from vllm import SamplingParams
@@ -142,6 +151,9 @@ class VllmAdapter:
 
     def generate(self, samples: Sequence[PreparedSample]) -> list[str]:
         outputs = self.llm.generate([self.request(s) for s in samples], self.sampling(), use_tqdm=False)
+        self._usage = [
+            TokenUsage(len(out.prompt_token_ids), len(out.outputs[0].token_ids)) for out in outputs
+        ]
         tokenizer = self.inputs.processor.tokenizer
         return [
             self.inputs.clean(tokenizer.decode(list(out.outputs[0].token_ids), skip_special_tokens=True))

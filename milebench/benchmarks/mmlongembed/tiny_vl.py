@@ -27,9 +27,9 @@ from milebench.infer.adapter import AdapterError
 from milebench.infer.tiny import HEADS, HIDDEN, LAYERS, text_fields
 from milebench.infer.tiny_qwen2_vl import (
     MERGE,
-    MROPE_SECTION,
     PATCH,
     build_tokenizer,
+    mrope_section,
     vision_config,
     vision_token_ids,
 )
@@ -42,7 +42,7 @@ def _text_config(tokenizer: PreTrainedTokenizerFast, window: int) -> dict[str, A
         "rope_parameters": {
             "rope_type": "default",
             "rope_theta": 10000.0,
-            "mrope_section": list(MROPE_SECTION),
+            "mrope_section": list(mrope_section(HEADS)),
         },
     }
 
