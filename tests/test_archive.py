@@ -92,6 +92,8 @@ def test_bundle_holds_the_run_its_specs_source_data_and_weights(bundle: Path, ru
         "specs/models/tiny-llava.yaml": "spec",
         "specs/locks/weights.lock.yaml": "lock",
         "source/Snakefile": "workflow",
+        "source/rules/milebench.smk": "workflow",
+        "source/rules/common.smk": "workflow",
         "ro-crate-metadata.json": "crate",
     }
     assert {p: by_path[p].role for p in expected if p in by_path} == expected
@@ -302,6 +304,9 @@ def test_crate_is_a_workflow_run_crate_of_the_bundle(bundle: Path) -> None:
     files = [e for e in crate.data_entities if e.id in manifest and e.id != "source/Snakefile"]
     assert len(files) == len(manifest) - 2  # all but the crate itself and the workflow
     assert all(f["sha256"] == manifest[f.id] for f in files)
+    # The rules files the Snakefile includes are parts of the workflow, as the checkout has them.
+    rules = sorted(p.relative_to(KIT_ROOT).as_posix() for p in (KIT_ROOT / "rules").glob("*.smk"))
+    assert sorted(e.id for e in crate.mainEntity["hasPart"]) == [f"source/{r}" for r in rules]
 
 
 def git_blob(data: bytes) -> str:

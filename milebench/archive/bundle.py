@@ -32,7 +32,7 @@ from milebench.archive.crate import CRATE, write_crate
 from milebench.archive.images import ENGINE_TIMEOUT_S, image_file, save_image
 from milebench.archive.manifest import BundleError, Entry, ImageEntry, Manifest, entry, write_manifest
 from milebench.archive.sbom import image_sbom, sbom_file, tool_tree
-from milebench.archive.source import WORKFLOW, write_source
+from milebench.archive.source import is_workflow, write_source
 from milebench.archive.tarball import write_tarball
 from milebench.containers.docker_runtime import default_model_cache
 from milebench.containers.image import RECORDS_DIR, ImageRecord, client_from_env, read_record, record_path
@@ -154,7 +154,7 @@ def build(specs: Specs, run: RunSpec, root: Path, bundle: Path, options: Options
         items += weight_files(specs, run, paths, [r for _, r in provenance], default_model_cache(os.environ))
     entries = copy_items(items, bundle)
     entries += [
-        entry(bundle, path, Role.WORKFLOW if path == WORKFLOW else Role.SOURCE, how)
+        entry(bundle, path, Role.WORKFLOW if is_workflow(path) else Role.SOURCE, how)
         for path, how in write_source(commits, bundle)
     ]
     images: list[ImageEntry] = []

@@ -18,7 +18,7 @@ from rocrate.rocrate import ROCrate
 
 from milebench.archive.badges import Role
 from milebench.archive.manifest import Entry, ImageEntry
-from milebench.archive.source import WORKFLOW
+from milebench.archive.source import WORKFLOW, is_workflow
 from milebench.io import atomic_write_text
 
 CRATE = "ro-crate-metadata.json"
@@ -109,6 +109,9 @@ def write_crate(
     )
     if containers:
         action["containerImage"] = containers if len(containers) > 1 else containers[0]
+    included = [entities[e.path] for e in files if e.path != WORKFLOW and is_workflow(e.path)]
+    if included:
+        workflow["hasPart"] = included
     crate.root_dataset["mentions"] = [action]
     text = json.dumps(crate.metadata.generate(), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
     atomic_write_text(bundle / CRATE, text)

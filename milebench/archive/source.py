@@ -10,6 +10,13 @@ from milebench.provenance import KIT_ROOT
 
 SOURCE = "source"
 WORKFLOW = f"{SOURCE}/Snakefile"
+RULES = "rules"
+"""The Snakefile includes its benchmark's rules from this folder: part of the workflow."""
+
+
+def is_workflow(path: str) -> bool:
+    """The main workflow file or one of the rules files it includes."""
+    return path == WORKFLOW or path.startswith(f"{SOURCE}/{RULES}/")
 
 
 def git(*args: str) -> bytes:
@@ -29,7 +36,7 @@ def git(*args: str) -> bytes:
 
 def write_source(commits: tuple[str, ...], bundle: Path) -> list[tuple[str, str]]:
     """``source/<commit>.tar`` per commit (``git archive``: the same bytes every time) and the workflow
-    of the latest one; returns (bundle path, how it was made)."""
+    of the latest one (its Snakefile and rules files); returns (bundle path, how it was made)."""
     folder = bundle / SOURCE
     folder.mkdir(parents=True, exist_ok=True)
     written = []
@@ -37,6 +44,9 @@ def write_source(commits: tuple[str, ...], bundle: Path) -> list[tuple[str, str]
         (folder / f"{commit}.tar").write_bytes(git("archive", "--format=tar", commit))
         written.append((f"{SOURCE}/{commit}.tar", f"git archive --format=tar {commit}"))
     latest = max(commits, key=lambda c: int(git("show", "-s", "--format=%ct", c).strip() or b"0"))
-    (bundle / WORKFLOW).write_bytes(git("show", f"{latest}:Snakefile"))
-    written.append((WORKFLOW, f"git show {latest}:Snakefile"))
+    rules = git("ls-tree", "--name-only", latest, f"{RULES}/").decode().split()
+    for name in ["Snakefile", *rules]:
+        (bundle / SOURCE / name).parent.mkdir(parents=True, exist_ok=True)
+        (bundle / SOURCE / name).write_bytes(git("show", f"{latest}:{name}"))
+        written.append((f"{SOURCE}/{name}", f"git show {latest}:{name}"))
     return written
