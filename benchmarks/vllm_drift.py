@@ -25,32 +25,30 @@ from pathlib import Path
 
 import yaml
 
-from milebench.containers.image import EngineUnavailable, client_from_env
-from milebench.spec.registry import DEFAULT_SPECS, load_specs
-from milebench.spec.run import Mode
-from milebench.spec.task import ScorerKind
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))  # the Docker tests' specs helpers, shared rather than written twice
+
+from docker_runs import SAME_CHOICES, add_same_choices  # type: ignore[import-not-found]  # noqa: E402
+
+from milebench.containers.image import EngineUnavailable, client_from_env  # noqa: E402
+from milebench.spec.registry import DEFAULT_SPECS, load_specs  # noqa: E402
+from milebench.spec.run import Mode  # noqa: E402
+from milebench.spec.task import ScorerKind  # noqa: E402
 
 log = logging.getLogger("vllm_drift")
 
 MODEL = "tiny-llava"
-SAME_CHOICES = "vllm-choices"
-"""A variant of the copy's tiny LLaVA: the vllm variant's choices on the transformers backend."""
 VLLM_RUN = "drift-vllm"
 HOST_RUNS = {"drift-paper": "paper", "drift-transformers": SAME_CHOICES}
 """Run name -> the execution variant it selects for the model (on the host, audited against vLLM)."""
-SNAKEFILE = Path(__file__).resolve().parents[1] / "Snakefile"
+SNAKEFILE = REPO / "Snakefile"
 
 
 def write_specs(out: Path, tasks: list[str], samples_per_task: int) -> Path:
     """A copy of the specs folder with the three runs."""
     specs = out / "specs"
     shutil.copytree(DEFAULT_SPECS, specs)
-    model_file = specs / "models" / f"{MODEL}.yaml"
-    model = yaml.safe_load(model_file.read_text())
-    variants = model["execution"]["variants"]
-    same = {k: v for k, v in variants["vllm"].items() if k not in ("backend", "container")}
-    variants[SAME_CHOICES] = {**same, "description": "The vllm variant's choices on transformers."}
-    model_file.write_text(yaml.safe_dump(model, sort_keys=False))
+    add_same_choices(specs, MODEL)
     common = {
         "models": [MODEL],
         "tasks": tasks,

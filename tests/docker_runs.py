@@ -22,6 +22,21 @@ __all__ = ["HOST_CA", "LOCAL_BASE"]
 REPO = Path(__file__).resolve().parents[1]
 
 
+SAME_CHOICES = "vllm-choices"
+"""A variant added to a specs copy's model: its vllm variant's choices on the transformers backend."""
+
+
+def add_same_choices(specs: Path, model: str) -> None:
+    """Give ``model`` of the specs copy ``specs`` the variant ``SAME_CHOICES``: what the engine alone
+    changes is then the drift between it and the vllm variant."""
+    path = specs / "models" / f"{model}.yaml"
+    spec = yaml.safe_load(path.read_text())
+    variants = spec["execution"]["variants"]
+    same = {k: v for k, v in variants["vllm"].items() if k not in ("backend", "container")}
+    variants[SAME_CHOICES] = {**same, "description": "The vllm variant's choices on transformers."}
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+
+
 def write_run(root: Path, name: str, **extra: object) -> None:
     specs = root / "specs"
     if not specs.exists():

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from docker_runs import SAME_CHOICES, add_same_choices
 from test_containers import HOST_CA, LOCAL_BASE, engine_or_skip
 from test_declared_files import snakemake
 
@@ -24,20 +25,13 @@ from milebench.spec.registry import DEFAULT_SPECS
 MODELS = ["tiny-llava", "tiny-qwen2-vl"]
 TASKS = ["ActionLocalization", "ObjectExistence"]
 SAMPLES = 2
-SAME_CHOICES = "vllm-choices"
-"""Each model's vllm variant, its choices on the transformers backend."""
 
 
 def write_specs(root: Path) -> Path:
     specs = root / "specs"
     shutil.copytree(DEFAULT_SPECS, specs)
     for name in MODELS:
-        path = specs / "models" / f"{name}.yaml"
-        model = yaml.safe_load(path.read_text())
-        variants = model["execution"]["variants"]
-        same = {k: v for k, v in variants["vllm"].items() if k not in ("backend", "container")}
-        variants[SAME_CHOICES] = {**same, "description": "The vllm variant's choices on transformers."}
-        path.write_text(yaml.safe_dump(model, sort_keys=False))
+        add_same_choices(specs, name)
     common = {
         "models": MODELS,
         "tasks": TASKS,
