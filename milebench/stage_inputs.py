@@ -33,6 +33,7 @@ MADE_BY: dict[str, tuple[str, ...]] = {
     "import-official": (OFFICIAL_CODE, "milebench fetch"),
     "image build": (),
     "image uri": (),
+    "image prune": (),
     "container-infer": ("milebench preprocess", "milebench image build"),
     "render-input": ("milebench preprocess", "milebench tiny-model"),
     "embed-generate": (),
