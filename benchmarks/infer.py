@@ -38,10 +38,10 @@ import torch
 from mini_inputs import bench_paths
 
 from milebench.fixture.prepared import prepared_fixture
-from milebench.infer.commands import limit_threads, split_threads
 from milebench.infer.engine import plan_batches, run_model
 from milebench.infer.hf_image_text_to_text import HfImageTextToTextAdapter
 from milebench.infer.registry import load_adapter
+from milebench.infer.threads import limit_threads, split_threads
 from milebench.infer.tiny import build_tiny_llava
 from milebench.job_resources import infer_resources
 from milebench.paths import RunPaths

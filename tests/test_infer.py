@@ -19,10 +19,12 @@ from PIL import Image
 
 from milebench.infer import commands, engine
 from milebench.infer.adapter import AdapterError, SampleFailure, TokenUsage
+from milebench.infer.cell import failure_verdict
 from milebench.infer.engine import InferSummary, cache_key, plan_batches, run_model
 from milebench.infer.oracle import OracleAdapter
 from milebench.infer.random import RandomAdapter
 from milebench.infer.registry import load_adapter
+from milebench.infer.threads import THREAD_VARIABLES
 from milebench.infer.time_limit import cut_by_time_limit
 from milebench.io import read_jsonl
 from milebench.paths import RunPaths
@@ -35,6 +37,7 @@ from milebench.spec.paper import ContaminationTable, ImageQuantityTable, MainTab
 from milebench.spec.registry import Specs
 from milebench.spec.run import ContextOverflow, FixtureSource, Mode, RunSpec
 from milebench.spec.task import Group, QuestionType, ScorerKind
+from milebench.spec.weights_lock import pin_weights
 
 PATHS = RunPaths(out=Path("unused"), reports=Path("unused"))
 
@@ -329,9 +332,9 @@ def test_the_strict_variant_refuses_more_images_than_the_model_takes(tmp_path: P
 def test_failure_rate_above_the_run_limit_exits_non_zero(tmp_path: Path) -> None:
     ok = InferSummary(total=20, reused=0, generated=20, failed=1, failures={"api_error": 1})
     bad = InferSummary(total=20, reused=0, generated=20, failed=2, failures={"api_error": 1, "timeout": 1})
-    assert commands.failure_verdict(ok, 0.05, tmp_path) == 0
-    assert commands.failure_verdict(bad, 0.05, tmp_path) == 3
-    assert commands.failure_verdict(bad, 0.1, tmp_path) == 0
+    assert failure_verdict(ok, 0.05, tmp_path) == 0
+    assert failure_verdict(bad, 0.05, tmp_path) == 3
+    assert failure_verdict(bad, 0.1, tmp_path) == 0
 
 
 def test_torn_last_line_is_dropped_and_regenerated(tmp_path: Path) -> None:
@@ -442,7 +445,7 @@ def test_preprocess_then_infer_handlers(tmp_path: Path, monkeypatch: pytest.Monk
         return run_model(*a, **kw)
 
     monkeypatch.setattr(engine, "run_model", noting_run_model)
-    for name in commands.THREAD_VARIABLES:
+    for name in THREAD_VARIABLES:
         monkeypatch.setenv(name, "unset")
     torch_threads = torch.get_num_threads()
     try:
@@ -466,7 +469,7 @@ def test_only_a_generation_without_an_end_and_short_of_its_budget_was_cut_by_tim
 def test_thread_limit_reaches_torch_whether_or_not_it_is_loaded() -> None:
     """In fresh interpreters: torch imported after the limit, and torch imported before it."""
     check = (
-        "import sys; from milebench.infer.commands import limit_threads; {before}"
+        "import sys; from milebench.infer.threads import limit_threads; {before}"
         "limit_threads(1); import torch, os; "
         "sys.exit(0 if torch.get_num_threads() == 1 and os.environ['OMP_NUM_THREADS'] == '1' else 1)"
     )
@@ -477,14 +480,14 @@ def test_thread_limit_reaches_torch_whether_or_not_it_is_loaded() -> None:
 def test_weights_lock_pins_hub_revision(tmp_path: Path) -> None:
     hub = {"kind": "hf", "repo_id": "llava-hf/llava-1.5-7b-hf"}
     spec = model("llava-1.5-7b", "hf-llava", weights=hub, max_context_len=4096, n_tokens_per_image=576)
-    assert commands.pin_weights(spec, tmp_path) is spec
+    assert pin_weights(spec, tmp_path) is spec
     commit = "a" * 40
     (tmp_path / "locks").mkdir()
     (tmp_path / "locks/weights.lock.yaml").write_text(f"revisions: {{llava-1.5-7b: '{commit}'}}\n")
-    pinned = commands.pin_weights(spec, tmp_path)
+    pinned = pin_weights(spec, tmp_path)
     assert pinned.weights.revision == commit  # type: ignore[union-attr]
     assert cache_key(pinned, prepared(0), "v") != cache_key(spec, prepared(0), "v")
-    assert commands.pin_weights(model("random"), tmp_path) == model("random")
+    assert pin_weights(model("random"), tmp_path) == model("random")
 
 
 def test_a_prepared_file_with_a_garbage_line_is_a_clear_error(tmp_path: Path) -> None:

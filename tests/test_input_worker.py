@@ -16,11 +16,11 @@ from tiny_checks import tiny_run, tiny_spec
 
 from milebench.infer import prefetch
 from milebench.infer.adapter import BuildsInputs, InferenceError
-from milebench.infer.commands import split_threads
 from milebench.infer.engine import run_model
 from milebench.infer.prefetch import MIN_WORKER_BATCHES, InputFailure, prefetched
 from milebench.infer.random import RandomAdapter
 from milebench.infer.registry import load_adapter
+from milebench.infer.threads import split_threads
 from milebench.io import read_jsonl
 from milebench.paths import RunPaths
 from milebench.preprocess.prompt import Where, hash_images

@@ -20,7 +20,7 @@ from milebench.score.inputs import read_predictions
 from milebench.score.registry import SCORERS
 from milebench.score.run_aggregate import RunFiles
 from milebench.spec.base import SpecError
-from milebench.spec.execution import PAPER, execution_of, for_run, variant_problem
+from milebench.spec.execution import PAPER, execution_of, variant_problem
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode
 from milebench.stage_inputs import MissingInput, command, preprocess_command
@@ -64,7 +64,6 @@ def sizes_of(text: str) -> tuple[int, ...]:
 
 def batch_command(args: argparse.Namespace) -> int:
     from milebench.audit.trace import traced
-    from milebench.infer.commands import model_spec, pin_weights
     from milebench.infer.registry import load_adapter
     from milebench.preprocess.commands import task_spec
     from milebench.preprocess.regime import model_regime
@@ -76,7 +75,7 @@ def batch_command(args: argparse.Namespace) -> int:
     run = specs.run(args.run)
     check_model(specs, run.name, args.model)
     check_scorer(specs, run.name, args.scorer)
-    spec = for_run(pin_weights(model_spec(specs, args.model), specs.root), run)
+    spec = specs.loaded_model(run, args.model)
     if args.variant is not None:
         problem = variant_problem(spec, args.variant)
         execution = execution_of(spec)

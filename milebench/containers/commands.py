@@ -29,7 +29,6 @@ from milebench.containers.image import (
 )
 from milebench.data.download import ENVIRONMENT as DOWNLOAD_ENVIRONMENT
 from milebench.data.download import local_source
-from milebench.infer.commands import model_spec
 from milebench.paths import RunPaths
 from milebench.preprocess.regime import model_regime
 from milebench.provenance import COMMIT_VAR, DIRTY_VAR, IMAGE_ID_VAR, kit_version
@@ -121,7 +120,7 @@ def container_infer(args: argparse.Namespace) -> int:
         return infer(args)
     specs = load_specs(args.specs)
     run = specs.run(args.run)
-    model = for_run(model_spec(specs, args.model), run)  # a variant may run in another family's image
+    model = for_run(specs.model(args.model), run)  # a variant may run in another family's image
     family_name = container_family(model, specs.root)
     paths = RunPaths.for_run(run, base=args.root)
     regime = model_regime(specs, run, model.name, Mode(args.mode)).id

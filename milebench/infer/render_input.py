@@ -15,14 +15,13 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import cast
 
 from milebench.infer.adapter import AdapterError
-from milebench.infer.commands import model_spec, pin_weights
 from milebench.infer.input_view import InputAdapter, InputView, ShowsInput
 from milebench.infer.registry import adapter_class
 from milebench.paths import RunPaths
 from milebench.preprocess.commands import task_spec
 from milebench.preprocess.regime import model_regime
 from milebench.record_files import RecordError, read_prepared
-from milebench.spec.execution import Execution, for_run
+from milebench.spec.execution import Execution
 from milebench.spec.run import Mode
 from milebench.stage_inputs import preprocess_command
 
@@ -67,7 +66,7 @@ def render_input(args: argparse.Namespace) -> int:
     specs = load_specs(args.specs)
     run = specs.run(args.run)
     paths = RunPaths.for_run(run)
-    spec = for_run(pin_weights(model_spec(specs, args.model), specs.root), run)
+    spec = specs.loaded_model(run, args.model)
     task = task_spec(specs, args.task)
     mode = Mode(args.mode)
     cls = adapter_class(spec)

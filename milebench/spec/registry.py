@@ -17,6 +17,7 @@ from milebench.spec.model import ModelSpec
 from milebench.spec.paper import PaperSpec
 from milebench.spec.run import RunSpec
 from milebench.spec.task import TaskSpec
+from milebench.spec.weights_lock import pin_weights
 
 DEFAULT_SPECS = package_path("milebench", "specs")
 
@@ -36,6 +37,16 @@ class Specs:
             known = ", ".join(sorted(self.runs))
             raise SpecError(self.root / "runs", [("name", f"no run spec {name!r}; known: {known}")])
         return self.runs[name]
+
+    def model(self, name: str) -> ModelSpec:
+        if name not in self.models:
+            raise SpecError(self.root / "models", [("name", f"no model spec {name!r}")])
+        return self.models[name]
+
+    def loaded_model(self, run: RunSpec, name: str) -> ModelSpec:
+        """The model as a job of ``run`` loads it: the run's execution variant and, for a hub model whose
+        spec names no revision, the weights lock's commit."""
+        return for_run(pin_weights(self.model(name), self.root), run)
 
     def run_tasks(self, run: RunSpec) -> list[TaskSpec]:
         names = list(self.tasks) if run.tasks == "all" else list(run.tasks)

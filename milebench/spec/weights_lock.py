@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
@@ -10,6 +11,8 @@ from pydantic import Field, StringConstraints
 
 from milebench.spec.base import Spec, SpecError, load_spec
 from milebench.spec.model import HubWeights, ModelSpec
+
+log = logging.getLogger(__name__)
 
 WEIGHTS_LOCK = Path("locks") / "weights.lock.yaml"
 """Where the weights lock lives, relative to the specs folder."""
@@ -47,3 +50,20 @@ def check_weights_lock(lock: WeightsLock, models: Mapping[str, ModelSpec], path:
     ]
     if problems:
         raise SpecError(path, problems)
+
+
+def pin_weights(spec: ModelSpec, specs_root: Path) -> ModelSpec:
+    """Fill a hub spec's ``revision: null`` from the weights lock: loading and cache keys use the commit."""
+    weights = spec.weights
+    if not isinstance(weights, HubWeights) or weights.revision is not None:
+        return spec
+    commit = locked_revision(spec.name, specs_root)
+    if commit is None:
+        log.warning(
+            "%s: no revision for %s in %s; loading the hub's current main",
+            spec.name,
+            weights.repo_id,
+            specs_root / WEIGHTS_LOCK,
+        )
+        return spec
+    return spec.model_copy(update={"weights": weights.model_copy(update={"revision": commit})})
