@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from mini_specs import linked_specs
 from test_containers import HOST_CA, LOCAL_BASE
 
 from milebench.containers import image
-from milebench.spec.registry import DEFAULT_SPECS
 
 __all__ = ["HOST_CA", "LOCAL_BASE"]
 REPO = Path(__file__).resolve().parents[1]
@@ -40,11 +40,7 @@ def add_same_choices(specs: Path, model: str) -> None:
 def write_run(root: Path, name: str, **extra: object) -> None:
     specs = root / "specs"
     if not specs.exists():
-        specs.mkdir()
-        for part in ("tasks", "models", "locks", "paper.yaml"):
-            src = DEFAULT_SPECS / part
-            (specs / part).symlink_to(src, target_is_directory=src.is_dir())
-        (specs / "runs").mkdir()
+        linked_specs(specs)
     run = {
         "name": name,
         "description": f"{name} dry run",

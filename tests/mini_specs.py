@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from milebench.spec.model import ModelSpec
+from milebench.spec.registry import DEFAULT_SPECS
 from milebench.spec.task import GROUP_CATEGORY, Group, Metric, QuestionType, ScorerKind, TaskSpec
 
 
@@ -56,3 +58,14 @@ def builtin_model(name: str = "random", adapter: str = "random", **kw: Any) -> M
     }
     fields.update(kw)
     return ModelSpec.model_validate(fields)
+
+
+def linked_specs(specs: Path) -> Path:
+    """A specs folder whose tasks, models, locks and paper spec link the kit's, with an empty ``runs/``
+    for the test's own run specs."""
+    specs.mkdir(parents=True)
+    for part in ("tasks", "models", "locks", "paper.yaml"):
+        src = DEFAULT_SPECS / part
+        (specs / part).symlink_to(src, target_is_directory=src.is_dir())
+    (specs / "runs").mkdir()
+    return specs

@@ -17,31 +17,6 @@ from package_copy import package_with, run_with
 from milebench.spec.adapters import AdapterDeclaration, _declared_in, declared
 from milebench.spec.base import SpecError
 
-TOY_MODULE = '''
-"""A family the kit never shipped: answers every prompt with its own name."""
-
-from pathlib import Path
-
-ADAPTER = {
-    "kind": "toy-echo",
-    "does": "generate",
-    "entry": "ToyEchoAdapter",
-    "environment": ["TOY_ECHO_KEY"],
-    "execution": "generic",
-    "tiny": {"family": "toy", "builder": "milebench.infer.toy_echo:build_tiny_toy"},
-}
-
-
-class ToyEchoAdapter:
-    def __init__(self, spec, paths, data_root):
-        self.spec = spec
-
-
-def build_tiny_toy(spec, out_dir: Path) -> None:
-    out_dir.mkdir(parents=True)
-    (out_dir / "config.json").write_text("{}")
-'''
-
 ADAPTER_LITERAL = {
     "kind": "toy-echo",
     "does": "generate",
@@ -51,6 +26,28 @@ ADAPTER_LITERAL = {
     "tiny": {"family": "toy", "builder": "milebench.infer.toy_echo:build_tiny_toy"},
 }
 """The literal ``TOY_MODULE`` declares."""
+
+TOY_BODY = """
+
+class ToyEchoAdapter:
+    def __init__(self, spec, paths, data_root):
+        self.spec = spec
+
+
+def build_tiny_toy(spec, out_dir: Path) -> None:
+    out_dir.mkdir(parents=True)
+    (out_dir / "config.json").write_text("{}")
+"""
+
+
+def toy_module(adapter: dict[str, object]) -> str:
+    """A family the kit never shipped, declaring ``adapter`` as a literal ``ADAPTER``."""
+    header = '"""A family the kit never shipped: answers every prompt with its own name."""\n\n'
+    return header + f"from pathlib import Path\n\nADAPTER = {adapter!r}\n" + TOY_BODY
+
+
+TOY_MODULE = toy_module(ADAPTER_LITERAL)
+
 
 TOY_SPEC = {
     "name": "toy",
@@ -115,7 +112,7 @@ def test_an_unknown_kind_is_refused_naming_the_known_ones(tmp_path: Path) -> Non
 
 
 def test_a_bad_declaration_names_its_file_and_field(tmp_path: Path) -> None:
-    bad = TOY_MODULE.replace('"does": "generate",', '"does": "generate", "colour": "red",')
+    bad = toy_module({**ADAPTER_LITERAL, "colour": "red"})
     root = package_with(tmp_path, {"infer/toy_echo.py": bad})
     done = run_python(root, "import milebench.spec.model")
     assert done.returncode != 0
@@ -123,7 +120,7 @@ def test_a_bad_declaration_names_its_file_and_field(tmp_path: Path) -> None:
 
 
 def test_a_kind_declared_twice_names_both_modules(tmp_path: Path) -> None:
-    twice = TOY_MODULE.replace('"kind": "toy-echo"', '"kind": "hf-llava"')
+    twice = toy_module({**ADAPTER_LITERAL, "kind": "hf-llava"})
     root = package_with(tmp_path, {"infer/toy_echo.py": twice})
     done = run_python(root, "import milebench.spec.model")
     assert done.returncode != 0

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from mini_specs import linked_specs
 
 from milebench.job_resources import infer_resources, params_billions
-from milebench.spec.registry import DEFAULT_SPECS, load_specs
+from milebench.spec.registry import load_specs
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
@@ -24,12 +25,7 @@ PLUGINS = {
 
 @pytest.fixture(scope="module")
 def specs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    specs = tmp_path_factory.mktemp("profiles") / "specs"
-    specs.mkdir()
-    for part in ("tasks", "models", "locks", "paper.yaml"):
-        src = DEFAULT_SPECS / part
-        (specs / part).symlink_to(src, target_is_directory=src.is_dir())
-    (specs / "runs").mkdir()
+    specs = linked_specs(tmp_path_factory.mktemp("profiles") / "specs")
     run = {
         "name": "scale",
         "description": "profile dry run",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from milebench.paths import RunPaths
-from milebench.plan import applies
+from milebench.plan import mode_tasks
 from milebench.score.registry import SCORERS
 from milebench.spec.base import SpecError
 from milebench.spec.execution import PAPER, for_run
@@ -102,10 +102,6 @@ class AuditJobs:
         return [paths.audit(name) for name in self.names]
 
 
-def mode_tasks(specs: Specs, run: RunSpec, mode: Mode) -> tuple[str, ...]:
-    return tuple(t.name for t in specs.run_tasks(run) if applies(t, mode))
-
-
 def audit_jobs(specs: Specs, run: RunSpec) -> AuditJobs:
     """The run's audits as jobs; a spec error naming the run file and each bad field."""
     if run.audit is None:
@@ -113,7 +109,7 @@ def audit_jobs(specs: Specs, run: RunSpec) -> AuditJobs:
     problems: list[tuple[str, str]] = []
     batch = []
     for i, plan in enumerate(run.audit.batch):
-        available = mode_tasks(specs, run, plan.mode)
+        available = tuple(mode_tasks(specs, run)[plan.mode])
         chosen = available if plan.tasks == "all" else tuple(plan.tasks)
         problems += [
             (f"audit.batch.{i}.tasks.{j}", f"task {task!r} has no {plan.mode.value} set")
@@ -126,9 +122,8 @@ def audit_jobs(specs: Specs, run: RunSpec) -> AuditJobs:
     for i, found in enumerate(run.audit.drift):
         run_b = run if found.run_b is None else specs.run(found.run_b)
         problems += scorer_problems(f"audit.drift.{i}", found.scorer)
-        drift.append(
-            DriftJob(found, run_b, mode_tasks(specs, run, found.mode), mode_tasks(specs, run_b, found.mode))
-        )
+        tasks_a, tasks_b = mode_tasks(specs, run)[found.mode], mode_tasks(specs, run_b)[found.mode]
+        drift.append(DriftJob(found, run_b, tuple(tasks_a), tuple(tasks_b)))
     jobs = AuditJobs(tuple(batch), tuple(drift))
     names = jobs.names
     problems += [
