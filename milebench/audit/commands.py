@@ -14,7 +14,7 @@ from milebench.audit.plan import batch_name, drift_name, scorer_problems
 from milebench.audit.render import batch_markdown, drift_markdown
 from milebench.io import atomic_write_json, atomic_write_text
 from milebench.paths import RunPaths
-from milebench.plan import applies
+from milebench.plan import mode_tasks
 from milebench.record_files import read_prepared
 from milebench.score.inputs import read_predictions
 from milebench.score.registry import SCORERS
@@ -126,9 +126,9 @@ def side(specs: Specs, run: str, model: str, root: Path, mode: Mode, scorer: str
     """One side's judgments (under ``scorer``) and predictions of every task of its run in ``mode``."""
     paths = RunPaths.for_run(specs.run(run), base=root)
     files = RunFiles(paths)
-    tasks = [t for t in specs.run_tasks(specs.run(run)) if applies(t, mode)]
+    tasks = mode_tasks(specs, specs.run(run)).get(mode, [])
     judgments = {
-        t.name: [j for j in files.judgments(model, t.name, mode) if j.scorer == scorer] for t in tasks
+        name: [j for j in files.judgments(model, name, mode) if j.scorer == scorer] for name in tasks
     }
     judgments = {name: rows for name, rows in judgments.items() if rows}
     if not judgments:
