@@ -88,3 +88,11 @@ def test_prune_command_dry_run_lists_and_exits_zero(caplog: pytest.LogCaptureFix
     caplog.set_level(logging.INFO)
     assert cli.main(["image", "prune", "--dry-run", "--records", str(tmp_path)]) == 0
     assert any("would remove" in r.getMessage() for r in caplog.records)
+
+
+def test_prune_refuses_a_records_folder_that_does_not_exist(
+    caplog: pytest.LogCaptureFixture, tmp_path: Path
+) -> None:
+    """A mistyped folder would keep no image: refused by name before the engine is asked."""
+    assert cli.main(["image", "prune", "--records", str(tmp_path / "typo")]) == 2
+    assert f"--records {tmp_path / 'typo'}: no such folder" in caplog.text

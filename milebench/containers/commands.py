@@ -57,8 +57,13 @@ def image_prune(args: argparse.Namespace) -> int:
     """Remove the family images no record in ``--records`` names (list them with ``--dry-run``)."""
     from milebench.containers.prune import MIB, prune
 
+    records = args.records or [RECORDS_DIR]
+    missing = [str(folder) for folder in args.records or [] if not folder.is_dir()]
+    if missing:  # a mistyped folder would keep no image
+        log.error("milebench image prune: --records %s: no such folder", ", ".join(missing))
+        return 2
     try:
-        done, kept = prune(client_from_env(), records=args.records or [RECORDS_DIR], dry_run=args.dry_run)
+        done, kept = prune(client_from_env(), records=records, dry_run=args.dry_run)
     except ImageError as err:
         log.error("%s", err)
         return 1
