@@ -116,16 +116,18 @@ def test_a_third_benchmark_is_a_module_specs_and_a_rules_file(tmp_path: Path) ->
 
 
 def test_a_run_parses_only_its_own_benchmarks_rules_and_specs(tmp_path: Path) -> None:
-    """Each run plans with the other benchmark's run spec broken: its rules file is never included."""
+    """Each run plans with the other benchmark's run spec broken: its rules file is never included. The
+    plans are made in a folder of their own, so results the checkout already holds do not empty them."""
     specs = specs_copy(tmp_path)
+    fresh = ("--directory", str(tmp_path / "work"))
     smoke, embed = specs / "runs" / "smoke.yaml", specs / "mmlongembed" / "runs" / "embed-smoke.yaml"
     kept = smoke.read_text()
     smoke.write_text("name: smoke\nmodels: 7\n")
-    done = snakemake(REPO, REPO, "embed-smoke", specs, "-n", "--quiet", "rules")
+    done = snakemake(REPO, REPO, "embed-smoke", specs, *fresh, "-n", "--quiet", "rules")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "embed_report" in done.stdout + done.stderr
     smoke.write_text(kept)
     embed.write_text("name: embed-smoke\nmodels: 7\n")
-    done = snakemake(REPO, REPO, "smoke", specs, "-n", "--quiet", "rules")
+    done = snakemake(REPO, REPO, "smoke", specs, *fresh, "-n", "--quiet", "rules")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "report" in done.stdout + done.stderr and "embed_report" not in done.stdout + done.stderr
