@@ -35,18 +35,24 @@ Targets of an MMLongEmbed run (e.g. `--config run=embed-smoke`) besides the defa
 """
 
 import sys
-from pathlib import Path
 
 from milebench.benchmarks import benchmark_of_run
-from milebench.spec.registry import DEFAULT_SPECS
+from milebench.spec.base import SpecError
+from milebench.spec.workflow_config import workflow_config
 
 
 include: "rules/common.smk"
 
 
-SPECS_DIR = Path(config.get("specs", DEFAULT_SPECS)).resolve()
-BENCHMARK_RUN = config.get("run", "smoke")
-BENCHMARK = benchmark_of_run(SPECS_DIR, BENCHMARK_RUN)
+# Every --config key, checked: an unknown one (`runs=paper`) is refused by name, never ignored. A bad key
+# or run spec ends the plan with its message alone.
+try:
+    CONFIG = workflow_config(config)
+    SPECS_DIR = CONFIG.specs.resolve()
+    BENCHMARK_RUN = CONFIG.run
+    BENCHMARK = benchmark_of_run(SPECS_DIR, BENCHMARK_RUN)
+except SpecError as err:
+    sys.exit(str(err))
 # The kit's command on the host; MileBench's rules run it in the images under runtime apptainer.
 MB = Untracked(f"{sys.executable} -m milebench --specs {SPECS_DIR}")
 KIT_FAMILY = "kit"

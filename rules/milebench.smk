@@ -1,8 +1,9 @@
 """MileBench rules: fixture/fetch -> preprocess -> infer -> score -> report (+ aggregate, audit, archive).
 
 Included by the top Snakefile for a run spec of benchmark milebench (milebench.benchmarks.milebench declares
-this file), which lists the targets and config keys. ``BENCHMARK_RUN``, ``SPECS_DIR``, ``MB``, ``KIT_FAMILY``
-and the helpers of rules/common.smk come from there; this file makes ``BENCHMARK_TARGETS`` its default target.
+this file), which lists the targets and config keys. ``CONFIG`` (the checked --config), ``BENCHMARK_RUN``,
+``SPECS_DIR``, ``MB``, ``KIT_FAMILY`` and the helpers of rules/common.smk come from there; this file makes
+``BENCHMARK_TARGETS`` its default target.
 
 The specs are parsed once, here. Each job's params carry the content hash of exactly the specs it
 depends on, so editing a spec re-runs exactly the jobs it affects (Snakemake's params trigger), and
@@ -184,8 +185,8 @@ rule build_image:
     params:
         mb=MB,
         files=lambda w: content_key(family(w.family)),
-        base=f"--base {config['image_base']}" if config.get("image_base") else "",
-        ca=Untracked(f"--ca-bundle {config['image_ca_bundle']}" if config.get("image_ca_bundle") else ""),
+        base=f"--base {CONFIG.image_base}" if CONFIG.image_base else "",
+        ca=Untracked(f"--ca-bundle {CONFIG.image_ca_bundle}" if CONFIG.image_ca_bundle else ""),
     log:
         P.logs("build_image", "{family}"),
     benchmark:
@@ -487,7 +488,7 @@ rule archive:
     params:
         mb=MB,
         run=RUN.name,
-        options=Untracked(config.get("archive_options", "")),
+        options=Untracked(CONFIG.archive_options),
     log:
         P.logs("archive", "archive"),
     container:

@@ -72,6 +72,31 @@ def test_smoke_dry_run_builds_fixture_and_tiny_models(tmp_path: Path) -> None:
     assert counts["preprocess"] == 3 * 29  # random reads the unlimited regime, each tiny model its own
 
 
+@pytest.mark.parametrize("given", ["runs=paper", "limit=5"])
+def test_an_unknown_config_key_is_refused_by_name_before_anything_is_planned(
+    tmp_path: Path, given: str
+) -> None:
+    done = subprocess.run(
+        [*SNAKEMAKE, "-n", "--cores", "1", "--config", given], cwd=tmp_path, capture_output=True, text=True
+    )
+    key = given.split("=")[0]
+    assert done.returncode != 0
+    assert f"--config: {key}: unknown key; the workflow reads run, specs," in done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr and 'File "' not in done.stdout + done.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_config_value_of_the_wrong_type_is_refused_by_its_key(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*SNAKEMAKE, "-n", "--cores", "1", "--config", "image_base=[1, 2]"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode != 0
+    assert "--config: image_base: Input should be a valid string" in done.stdout + done.stderr
+
+
 E2E_TASKS = ["ActionSequence", "GPR1200", "TextNeedleInAHaystack"]
 
 
