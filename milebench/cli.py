@@ -14,6 +14,7 @@ from pathlib import Path
 
 from milebench.errors import KitError
 from milebench.spec.base import SpecError
+from milebench.spec.names import UnknownName
 from milebench.spec.registry import DEFAULT_SPECS
 from milebench.spec.run import Mode
 
@@ -310,6 +311,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return in_image(args, subcommand_argv(argv, args.verbose))
         return int(handler(args) or 0)
+    except UnknownName as err:  # a name typed on the command line, not a spec file's fault
+        log.error("argument %s: %s", err.argument, err.problem)
+        return 2
     except SpecError as err:
         log.error("invalid spec\n%s", err)
         return 2

@@ -341,7 +341,8 @@ def test_preprocess_names_what_it_does_not_know(specs_dir: Path) -> None:  # noq
     )
     with pytest.raises(SpecError) as err:
         commands.preprocess(preprocess_args(specs_dir, task="NoSuchTask"))
-    assert str(err.value) == f"{specs_dir}/tasks: name: no task spec 'NoSuchTask'"
+    known = ", ".join(sorted(load_specs(specs_dir).tasks))
+    assert str(err.value) == f"{specs_dir}/tasks: name: no task spec 'NoSuchTask'; known: {known}"
 
 
 def test_a_model_reading_combined_pictures_gets_them_in_multi_image_mode_too(tmp_path: Path) -> None:
@@ -474,4 +475,5 @@ def test_an_unknown_model_is_named_with_the_models_folder(specs_dir: Path) -> No
     specs = load_specs(specs_dir)
     with pytest.raises(SpecError) as err:
         model_regime(specs, specs.run("t"), "nobody", Mode.MULTI_IMAGE)
-    assert str(err.value) == f"{specs_dir}/models: name: no model spec 'nobody'"
+    known = ", ".join(sorted(specs.models))
+    assert str(err.value) == f"{specs_dir}/models: name: no model spec 'nobody'; known: {known}"

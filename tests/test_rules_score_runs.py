@@ -193,7 +193,10 @@ def compare_args(specs_dir: Path, **changes: object) -> argparse.Namespace:  # n
 def test_compare_names_the_run_file_and_field_of_a_bad_model(specs_dir: Path) -> None:  # noqa: F811
     with pytest.raises(SpecError) as err:
         compare_command(compare_args(specs_dir))
-    assert str(err.value) == f"{specs_dir}/runs/t.yaml: models: model 'other' is not part of run 't'"
+    known = ", ".join(sorted(load_specs(specs_dir).run("t").models))
+    assert str(err.value) == (
+        f"{specs_dir}/runs/t.yaml: models: model 'other' is not part of run 't'; known: {known}"
+    )
 
 
 def test_compare_refuses_a_model_against_itself(specs_dir: Path) -> None:  # noqa: F811
@@ -363,7 +366,10 @@ def test_an_unknown_model_names_the_run_file_and_field(setup) -> None:  # noqa: 
     args.model = "nobody"
     with pytest.raises(SpecError) as err:
         import_official(args)
-    assert str(err.value) == f"{root}/runs/t.yaml: models: model 'nobody' is not part of run 't'"
+    known = ", ".join(sorted(load_specs(root).run("t").models))
+    assert (
+        str(err.value) == f"{root}/runs/t.yaml: models: model 'nobody' is not part of run 't'; known: {known}"
+    )
 
 
 def test_invalid_json_names_the_file(setup) -> None:  # noqa: F811
@@ -609,7 +615,7 @@ def test_a_cell_description_counts_the_ids_past_twenty() -> None:
 @pytest.mark.parametrize(
     ("task", "mode", "problem"),
     [
-        ("GPR1200", Mode.MULTI_IMAGE, "tasks: task 'GPR1200' is not part of run 't'"),
+        ("GPR1200", Mode.MULTI_IMAGE, "tasks: task 'GPR1200' is not part of run 't'; known: "),
         (
             "TextNeedleInAHaystack",
             Mode.ADVERSARIAL,
@@ -620,12 +626,17 @@ def test_a_cell_description_counts_the_ids_past_twenty() -> None:
 def test_score_names_the_run_file_and_field(specs_dir: Path, task: str, mode: Mode, problem: str) -> None:  # noqa: F811
     with pytest.raises(SpecError) as err:
         score(args(specs_dir, task, mode))
-    assert str(err.value) == f"{specs_dir}/runs/t.yaml: {problem}"
+    specs = load_specs(specs_dir)
+    run_tasks = ", ".join(sorted(t.name for t in specs.run_tasks(specs.run("t"))))
+    assert str(err.value) == f"{specs_dir}/runs/t.yaml: {problem}" + (run_tasks if "known" in problem else "")
     bad = args(specs_dir, "ActionSequence")
     bad.model = "nobody"
     with pytest.raises(SpecError) as err:
         score(bad)
-    assert str(err.value) == f"{specs_dir}/runs/t.yaml: models: model 'nobody' is not part of run 't'"
+    known = ", ".join(sorted(specs.run("t").models))
+    assert str(err.value) == (
+        f"{specs_dir}/runs/t.yaml: models: model 'nobody' is not part of run 't'; known: {known}"
+    )
 
 
 def test_score_without_a_task_says_what_is_required(specs_dir: Path) -> None:  # noqa: F811

@@ -21,6 +21,7 @@ from milebench.score.registry import SCORERS
 from milebench.score.run_aggregate import RunFiles
 from milebench.spec.base import SpecError
 from milebench.spec.execution import PAPER, execution_of, variant_problem
+from milebench.spec.names import check_in_run
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode
 from milebench.stage_inputs import MissingInput, command, preprocess_command
@@ -33,8 +34,7 @@ def run_file(specs: Specs, run: str) -> Path:
 
 
 def check_model(specs: Specs, run: str, model: str) -> None:
-    if model not in specs.run(run).models:
-        raise SpecError(run_file(specs, run), [("models", f"model {model!r} is not part of run {run!r}")])
+    check_in_run("model", model, run, specs.run(run).models, run_file(specs, run))
 
 
 def check_scorer(specs: Specs, run: str, scorer: str) -> None:

@@ -15,6 +15,7 @@ from milebench.preprocess.prompt import PreprocessError
 from milebench.preprocess.regime import run_regimes, tokenizer_dirs
 from milebench.preprocess.tokenizer import TokenizerError
 from milebench.spec.base import SpecError, validate_mapping
+from milebench.spec.names import by_name
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode
 from milebench.spec.task import TaskSpec
@@ -24,9 +25,7 @@ log = logging.getLogger(__name__)
 
 
 def task_spec(specs: Specs, name: str) -> TaskSpec:
-    if name not in specs.tasks:
-        raise SpecError(specs.root / "tasks", [("name", f"no task spec {name!r}")])
-    return specs.tasks[name]
+    return by_name(specs.tasks, name, "task", specs.root / "tasks")
 
 
 def read_task_file(path: Path) -> TaskFile:

@@ -16,7 +16,7 @@ from pydantic import Field
 
 from milebench.io import canonical_json, sha256_text
 from milebench.paths import UNLIMITED_REGIME, RunPaths
-from milebench.spec.base import Spec, SpecError
+from milebench.spec.base import Spec
 from milebench.spec.model import HubWeights, ImageInput, ModelSpec, TinyWeights
 from milebench.spec.registry import Specs
 from milebench.spec.run import CombinedSource, Mode, RunSpec, TruncationMode
@@ -99,9 +99,7 @@ def regime_for(spec: ModelSpec, run: RunSpec, mode: Mode, specs_root: Path) -> R
 
 
 def model_regime(specs: Specs, run: RunSpec, model: str, mode: Mode) -> Regime:
-    if model not in specs.models:
-        raise SpecError(specs.root / "models", [("name", f"no model spec {model!r}")])
-    return regime_for(specs.models[model], run, mode, specs.root)
+    return regime_for(specs.model(model), run, mode, specs.root)
 
 
 def run_regimes(specs: Specs, run: RunSpec, mode: Mode) -> dict[str, tuple[Regime, tuple[str, ...]]]:

@@ -19,6 +19,7 @@ from milebench.score.inputs import read_predictions
 from milebench.score.registry import DEFAULT_SCORER, SCORERS
 from milebench.score.standard import SCORER_NAME as STANDARD
 from milebench.spec.base import SpecError
+from milebench.spec.names import check_in_run
 from milebench.spec.registry import load_specs
 from milebench.spec.run import Mode
 from milebench.spec.task import TaskSpec
@@ -109,15 +110,10 @@ def score(args: argparse.Namespace) -> int:
     run = specs.run(args.run)
     run_file = specs.root / "runs" / f"{run.name}.yaml"
     mode = Mode(args.mode)
-    problems = []
-    if args.model not in run.models:
-        problems.append(("models", f"model {args.model!r} is not part of run {run.name!r}"))
-    if args.task not in {t.name for t in specs.run_tasks(run)}:
-        problems.append(("tasks", f"task {args.task!r} is not part of run {run.name!r}"))
-    elif not applies(specs.tasks[args.task], mode):
-        problems.append(("modes", f"task {args.task!r} has no {mode.value} set"))
-    if problems:
-        raise SpecError(run_file, problems)
+    check_in_run("model", args.model, run.name, run.models, run_file)
+    check_in_run("task", args.task, run.name, {t.name for t in specs.run_tasks(run)}, run_file)
+    if not applies(specs.tasks[args.task], mode):
+        raise SpecError(run_file, [("modes", f"task {args.task!r} has no {mode.value} set")])
 
     task = specs.tasks[args.task]
     paths = RunPaths.for_run(run, base=args.root)

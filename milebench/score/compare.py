@@ -18,6 +18,7 @@ from milebench.plan import applies
 from milebench.score.run_aggregate import RunFiles
 from milebench.score.uncertainty import Comparison, TaskSamples, compare
 from milebench.spec.base import SpecError
+from milebench.spec.names import check_in_run
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode
 from milebench.spec.task import TaskSpec
@@ -28,11 +29,7 @@ log = logging.getLogger(__name__)
 
 def _check(specs: Specs, run_name: str, model: str) -> None:
     run = specs.run(run_name)
-    if model not in run.models:
-        raise SpecError(
-            specs.root / "runs" / f"{run.name}.yaml",
-            [("models", f"model {model!r} is not part of run {run.name!r}")],
-        )
+    check_in_run("model", model, run.name, run.models, specs.root / "runs" / f"{run.name}.yaml")
 
 
 def _judged(

@@ -36,7 +36,8 @@ from milebench.record_files import read_prepared
 from milebench.records import GoldSample, Prediction, PreparedSample
 from milebench.score.commands import score_task, write_scores
 from milebench.score.run_aggregate import write_aggregate
-from milebench.spec.base import SpecError, describe_errors
+from milebench.spec.base import describe_errors
+from milebench.spec.names import check_in_run
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode, RunSpec
 from milebench.spec.task import TaskSpec
@@ -224,9 +225,7 @@ def import_official(args: argparse.Namespace) -> int:
     specs = load_specs(args.specs)
     run = specs.run(args.run)
     mode = Mode(args.mode)
-    if args.model not in run.models:
-        raise SpecError(specs.root / "runs" / f"{run.name}.yaml",
-                        [("models", f"model {args.model!r} is not part of run {run.name!r}")])  # fmt: skip
+    check_in_run("model", args.model, run.name, run.models, specs.root / "runs" / f"{run.name}.yaml")
     require(args.outputs, "official outputs folder", OFFICIAL_CODE)
     fetch = command("fetch", run=run.name)
     if args.data_dir is not None:

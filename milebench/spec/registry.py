@@ -14,6 +14,7 @@ from milebench.package_data import package_path
 from milebench.spec.base import S, Spec, SpecError, load_spec
 from milebench.spec.execution import for_run, variant_problem
 from milebench.spec.model import ModelSpec
+from milebench.spec.names import by_name
 from milebench.spec.paper import PaperSpec
 from milebench.spec.run import RunSpec
 from milebench.spec.task import TaskSpec
@@ -33,15 +34,10 @@ class Specs:
     paper: PaperSpec
 
     def run(self, name: str) -> RunSpec:
-        if name not in self.runs:
-            known = ", ".join(sorted(self.runs))
-            raise SpecError(self.root / "runs", [("name", f"no run spec {name!r}; known: {known}")])
-        return self.runs[name]
+        return by_name(self.runs, name, "run", self.root / "runs")
 
     def model(self, name: str) -> ModelSpec:
-        if name not in self.models:
-            raise SpecError(self.root / "models", [("name", f"no model spec {name!r}")])
-        return self.models[name]
+        return by_name(self.models, name, "model", self.root / "models")
 
     def loaded_model(self, run: RunSpec, name: str) -> ModelSpec:
         """The model as a job of ``run`` loads it: the run's execution variant and, for a hub model whose

@@ -12,6 +12,7 @@ from pydantic import Field, RootModel, StrictInt, model_validator
 from milebench.benchmarks.mmlongembed.task_spec import RealTask
 from milebench.spec.base import Number, Spec, SpecError, load_spec
 from milebench.spec.model import ApiLimits
+from milebench.spec.names import by_name
 
 BENCHMARK = "mmlongembed"
 PAPER_BINS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
@@ -250,10 +251,7 @@ class EmbedSpecs:
     models: dict[str, AnyEmbedder]
 
     def run(self, name: str) -> EmbedRunSpec:
-        if name not in self.runs:
-            known = ", ".join(sorted(self.runs))
-            raise SpecError(self.root / "runs", [("name", f"no run spec {name!r}; known: {known}")])
-        return self.runs[name]
+        return by_name(self.runs, name, "run", self.root / "runs")
 
 
 def specs_folder(specs_root: Path) -> Path:
