@@ -40,9 +40,24 @@ def field_path(loc: tuple[int | str, ...]) -> str:
     return ".".join(str(part) for part in loc) or "<root>"
 
 
+def field_errors(err: ValidationError) -> list[tuple[str, str]]:
+    """(field path, message) of each error; a list's "should have at least 1 item after validation" is
+    left out when one of its items failed: the list was not empty, its item is the error."""
+    errors = err.errors()
+
+    def inside(loc: tuple[int | str, ...]) -> bool:
+        return any(len(e["loc"]) > len(loc) and e["loc"][: len(loc)] == loc for e in errors)
+
+    return [
+        (field_path(e["loc"]), e["msg"])
+        for e in errors
+        if not (e["type"] == "too_short" and inside(e["loc"]))
+    ]
+
+
 def describe_errors(err: ValidationError) -> str:
     """All field errors of a validation failure on one line: ``field.path: message; ...``."""
-    return "; ".join(f"{field_path(e['loc'])}: {e['msg']}" for e in err.errors())
+    return "; ".join(f"{where}: {message}" for where, message in field_errors(err))
 
 
 def validate_mapping(path: Path | str, data: object, model: type[S]) -> S:
@@ -50,8 +65,7 @@ def validate_mapping(path: Path | str, data: object, model: type[S]) -> S:
     try:
         return model.model_validate(data)
     except ValidationError as err:
-        problems = [(field_path(e["loc"]), e["msg"]) for e in err.errors()]
-        raise SpecError(path, problems) from None
+        raise SpecError(path, field_errors(err)) from None
 
 
 def read_text(path: Path) -> str:
