@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import stat
 from pathlib import Path
 from typing import Annotated, TypeVar
 
@@ -10,6 +9,7 @@ import yaml
 from pydantic import AllowInfNan, BaseModel, ConfigDict, Strict, ValidationError
 from yaml.reader import ReaderError
 
+from milebench.io import UnreadableText, read_utf8
 from milebench.spec.safe_yaml import parse_yaml
 
 Number = Annotated[float, Strict(), AllowInfNan(False)]
@@ -71,19 +71,13 @@ def validate_mapping(path: Path | str, data: object, model: type[S]) -> S:
 def read_text(path: Path) -> str:
     """A spec file's text; a folder, an unreadable file or non-UTF-8 bytes become a SpecError."""
     try:
-        if not stat.S_ISREG(path.stat().st_mode):
-            raise SpecError(path, [("<file>", "not a regular file (a folder named like a spec?)")])
-        raw = path.read_bytes()
+        return read_utf8(path)
+    except UnreadableText as err:
+        raise SpecError(path, [(err.where, err.problem)]) from None
     except FileNotFoundError:
         raise SpecError(path, [("<file>", "file not found")]) from None
     except OSError as err:
         raise SpecError(path, [("<file>", f"cannot read: {err.strerror or err}")]) from None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = raw[: err.start].count(b"\n") + 1
-        problem = f"not UTF-8 text (byte {raw[err.start]:#04x} at offset {err.start})"
-        raise SpecError(path, [(f"line {line}", problem)]) from None
 
 
 def _yaml_problem(err: yaml.YAMLError, text: str) -> tuple[str, str]:
