@@ -326,14 +326,33 @@ def run(
     return [Prediction.model_validate(r) for r in read_jsonl(out)]
 
 
+SPREAD = {"spaced out": " ".join, "dashed": "-".join, "dotted": ". ".join}
+"""Ways a hostile endpoint may spell the key out, a separator between its characters."""
+
+
+def spellings(secret: str) -> dict[str, str]:
+    """The key reversed, and the key and its reverse spelled out with each separator of ``SPREAD``."""
+    found = {"reversed": secret[::-1]}
+    for name, spell in SPREAD.items():
+        found |= {name: spell(secret), f"{name} and reversed": spell(secret[::-1])}
+    return found
+
+
 def key_forms(secret: str) -> list[str]:
-    """The key as is, URL-encoded, in base64 alone and in the usual header forms, and every 10-character
-    piece of it: none of these may be written or logged."""
+    """The key as is, URL-encoded, in base64 alone and in the usual header forms, spelled out or reversed,
+    and every 10-character piece of these: none of them may be written or logged."""
     wrapped = [secret, f"Bearer {secret}", f"user:{secret}", f":{secret}"]
     encoded = [base64.b64encode(w.encode()).decode().rstrip("=") for w in wrapped]
     encoded += [base64.urlsafe_b64encode(w.encode()).decode().rstrip("=") for w in wrapped]
-    pieces = [secret[i : i + 10] for i in range(len(secret) - 9)]
-    return [secret, quote(secret, safe=""), quote_plus(secret), *encoded, *pieces]
+    pieces = [form[i : i + 10] for form in (secret, secret[::-1]) for i in range(len(form) - 9)]
+    return [
+        secret,
+        *spellings(secret).values(),
+        quote(secret, safe=""),
+        quote_plus(secret),
+        *encoded,
+        *pieces,
+    ]
 
 
 def assert_no_key(root: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -518,6 +537,16 @@ def b64(text: str) -> str:
 
 Hostile = Callable[[str, dict[str, str]], Reply]
 """A reply made from the provider name and the request's headers."""
+
+
+def answering(text: str) -> Hostile:
+    return lambda p, h: Reply(200, success(p, text, 1, 1))
+
+
+def failing(text: str) -> Hostile:
+    return lambda p, h: Reply(400, error(p, 400, text))
+
+
 HOSTILE_ERRORS: dict[str, Hostile] = {
     "key across the message cut": lambda p, h: Reply(400, error(p, 400, "x" * (MESSAGE_LIMIT - 12) + SECRET)),
     "proxy page echoing the request": lambda p, h: Reply(
@@ -534,6 +563,10 @@ HOSTILE_ANSWERS: dict[str, Hostile] = {
         200, success(p, "Authorization: Basic " + b64("user:" + SECRET), 1, 1)
     ),
     "answer with a piece of the key": lambda p, h: Reply(200, success(p, f"B, and {SECRET[4:16]}", 1, 1)),
+    **{f"answer with the key {how}": answering(f"B {form}") for how, form in spellings(SECRET).items()},
+}
+HOSTILE_ERRORS |= {
+    f"error with the key {how}": failing(f"bad key {form}") for how, form in spellings(SECRET).items()
 }
 
 
