@@ -6,6 +6,7 @@ import base64
 import email.utils
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -16,8 +17,11 @@ from typing import Any
 from urllib.parse import quote, quote_plus
 
 import pytest
+import yaml
 from PIL import Image
+from test_declared_files import TASKS, snakemake, write_run
 
+from milebench import cli
 from milebench.infer.adapter import AdapterError
 from milebench.infer.api.base import ApiAdapter
 from milebench.infer.api.client import MESSAGE_LIMIT, RateLimiter, retry_after
@@ -587,6 +591,35 @@ def test_hostile_provider_cannot_get_the_key_written_or_logged(
     assert preds[1].failure is None and preds[1].response
     assert (run_dir / "j.jsonl").stat().st_size > 0
     assert_no_key(tmp_path, caplog)
+
+
+def test_a_bundle_of_a_run_against_a_hostile_provider_holds_no_key(tmp_path: Path) -> None:
+    """A run of the real pipeline (Snakemake) against a provider that echoes the key spelled out and
+    reversed, in answers and in errors, then `milebench archive`: its predictions, journals and logs
+    travel into the bundle, and no form of the key is in any file of it."""
+    forms = spellings(SECRET)
+    hostile = [answering(f"B {forms['spaced out']}"), answering(forms["reversed"])]
+    hostile += [failing(f"bad key {forms['dotted and reversed']}")]
+    root, bundle = tmp_path / "run", tmp_path / "bundle"
+    for api in serve(FakeApi("openai", [lambda h, make=make: make("openai", h) for make in hostile])):
+        config = write_run(root, "hostile", ["gpt-4o"])
+        spec_file = root / "specs" / "runs" / "hostile.yaml"
+        run_spec = yaml.safe_load(spec_file.read_text())  # the failed samples may not stop the run
+        spec_file.write_text(yaml.safe_dump({**run_spec, "max_failure_rate": 1, "allow_incomplete": True}))
+        env = {**os.environ, KEY_ENV["openai"]: SECRET, URL_ENV["openai"]: api.url}
+        snakemake(root, "--cores", "1", *config, env=env)
+        assert len(api.requests) == 2 * len(TASKS)
+    argv = ["--specs", str(root / "specs"), "archive", "--run", "hostile", "--root", str(root)]
+    assert cli.main([*argv, "--out", str(bundle), "--no-images"]) == 0
+    # all but the kit's own source (source/<commit>.tar), which holds this test and its made-up key
+    written = {p: p.read_bytes() for p in bundle.rglob("*") if p.is_file() and p.parent.name != "source"}
+    kinds = {p.relative_to(bundle).parts[3] for p in written if len(p.relative_to(bundle).parts) > 3}
+    assert {"predictions", "journal", "logs"} <= kinds
+    for form in key_forms(SECRET):
+        assert not [p for p, data in written.items() if form.encode() in data], form
+    predictions = [p for p in written if "predictions" in p.parts and p.suffix == ".jsonl"]
+    failed = [r for p in predictions for r in read_jsonl(p) if r["failure"] is not None]
+    assert len(failed) == len(hostile) and any("[redacted]" in r["failure_detail"] for r in failed)
 
 
 def test_redirect_is_not_followed(
