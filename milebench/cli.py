@@ -319,7 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KitError as err:
         log.error("%s", err)
-        return 1
+        return err.exit_status
 
 
 if __name__ == "__main__":

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -17,6 +19,47 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+class UnreadableText(ValueError):
+    """A file that is no regular file, or whose bytes are not UTF-8; ``where`` is ``<file>`` or
+    ``line N``, ``problem`` what is wrong there."""
+
+    def __init__(self, path: Path, where: str, problem: str) -> None:
+        self.path, self.where, self.problem = Path(path), where, problem
+        super().__init__(f"{path}: {where}: {problem}")
+
+
+FILE_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a fifo"), (stat.S_ISSOCK, "a socket"))
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of a regular file. A folder, fifo, socket or device of that name is refused from the
+    opened descriptor: opened without blocking, so a fifo without a writer cannot hang the reader, and
+    checked after opening, so it cannot be swapped in between a check and the read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in FILE_KINDS if test(mode)), "a device")
+            raise UnreadableText(path, "<file>", f"not a regular file ({kind})")
+        return b"".join(iter(lambda: os.read(fd, CHUNK), b""))
+    finally:
+        os.close(fd)
+
+
+def read_utf8(path: Path) -> str:
+    """A regular file's text; bytes that are not UTF-8 are named by line and offset (``UnreadableText``)."""
+    raw = read_regular(path)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        bom = raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
+        problem = f"not UTF-8 text (byte {raw[err.start]:#04x} at offset {err.start})"
+        raise UnreadableText(
+            path, f"line {line}", problem + (": UTF-16, by its byte-order mark" if bom else "")
+        ) from None
 
 
 def sha256_file(path: Path) -> str:

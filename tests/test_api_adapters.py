@@ -6,6 +6,7 @@ import base64
 import email.utils
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -16,8 +17,11 @@ from typing import Any
 from urllib.parse import quote, quote_plus
 
 import pytest
+import yaml
 from PIL import Image
+from test_declared_files import TASKS, snakemake, write_run
 
+from milebench import cli
 from milebench.infer.adapter import AdapterError
 from milebench.infer.api.base import ApiAdapter
 from milebench.infer.api.client import MESSAGE_LIMIT, RateLimiter, retry_after
@@ -326,14 +330,33 @@ def run(
     return [Prediction.model_validate(r) for r in read_jsonl(out)]
 
 
+SPREAD = {"spaced out": " ".join, "dashed": "-".join, "dotted": ". ".join}
+"""Ways a hostile endpoint may spell the key out, a separator between its characters."""
+
+
+def spellings(secret: str) -> dict[str, str]:
+    """The key reversed, and the key and its reverse spelled out with each separator of ``SPREAD``."""
+    found = {"reversed": secret[::-1]}
+    for name, spell in SPREAD.items():
+        found |= {name: spell(secret), f"{name} and reversed": spell(secret[::-1])}
+    return found
+
+
 def key_forms(secret: str) -> list[str]:
-    """The key as is, URL-encoded, in base64 alone and in the usual header forms, and every 10-character
-    piece of it: none of these may be written or logged."""
+    """The key as is, URL-encoded, in base64 alone and in the usual header forms, spelled out or reversed,
+    and every 10-character piece of these: none of them may be written or logged."""
     wrapped = [secret, f"Bearer {secret}", f"user:{secret}", f":{secret}"]
     encoded = [base64.b64encode(w.encode()).decode().rstrip("=") for w in wrapped]
     encoded += [base64.urlsafe_b64encode(w.encode()).decode().rstrip("=") for w in wrapped]
-    pieces = [secret[i : i + 10] for i in range(len(secret) - 9)]
-    return [secret, quote(secret, safe=""), quote_plus(secret), *encoded, *pieces]
+    pieces = [form[i : i + 10] for form in (secret, secret[::-1]) for i in range(len(form) - 9)]
+    return [
+        secret,
+        *spellings(secret).values(),
+        quote(secret, safe=""),
+        quote_plus(secret),
+        *encoded,
+        *pieces,
+    ]
 
 
 def assert_no_key(root: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -518,6 +541,16 @@ def b64(text: str) -> str:
 
 Hostile = Callable[[str, dict[str, str]], Reply]
 """A reply made from the provider name and the request's headers."""
+
+
+def answering(text: str) -> Hostile:
+    return lambda p, h: Reply(200, success(p, text, 1, 1))
+
+
+def failing(text: str) -> Hostile:
+    return lambda p, h: Reply(400, error(p, 400, text))
+
+
 HOSTILE_ERRORS: dict[str, Hostile] = {
     "key across the message cut": lambda p, h: Reply(400, error(p, 400, "x" * (MESSAGE_LIMIT - 12) + SECRET)),
     "proxy page echoing the request": lambda p, h: Reply(
@@ -534,6 +567,10 @@ HOSTILE_ANSWERS: dict[str, Hostile] = {
         200, success(p, "Authorization: Basic " + b64("user:" + SECRET), 1, 1)
     ),
     "answer with a piece of the key": lambda p, h: Reply(200, success(p, f"B, and {SECRET[4:16]}", 1, 1)),
+    **{f"answer with the key {how}": answering(f"B {form}") for how, form in spellings(SECRET).items()},
+}
+HOSTILE_ERRORS |= {
+    f"error with the key {how}": failing(f"bad key {form}") for how, form in spellings(SECRET).items()
 }
 
 
@@ -554,6 +591,35 @@ def test_hostile_provider_cannot_get_the_key_written_or_logged(
     assert preds[1].failure is None and preds[1].response
     assert (run_dir / "j.jsonl").stat().st_size > 0
     assert_no_key(tmp_path, caplog)
+
+
+def test_a_bundle_of_a_run_against_a_hostile_provider_holds_no_key(tmp_path: Path) -> None:
+    """A run of the real pipeline (Snakemake) against a provider that echoes the key spelled out and
+    reversed, in answers and in errors, then `milebench archive`: its predictions, journals and logs
+    travel into the bundle, and no form of the key is in any file of it."""
+    forms = spellings(SECRET)
+    hostile = [answering(f"B {forms['spaced out']}"), answering(forms["reversed"])]
+    hostile += [failing(f"bad key {forms['dotted and reversed']}")]
+    root, bundle = tmp_path / "run", tmp_path / "bundle"
+    for api in serve(FakeApi("openai", [lambda h, make=make: make("openai", h) for make in hostile])):
+        config = write_run(root, "hostile", ["gpt-4o"])
+        spec_file = root / "specs" / "runs" / "hostile.yaml"
+        run_spec = yaml.safe_load(spec_file.read_text())  # the failed samples may not stop the run
+        spec_file.write_text(yaml.safe_dump({**run_spec, "max_failure_rate": 1, "allow_incomplete": True}))
+        env = {**os.environ, KEY_ENV["openai"]: SECRET, URL_ENV["openai"]: api.url}
+        snakemake(root, "--cores", "1", *config, env=env)
+        assert len(api.requests) == 2 * len(TASKS)
+    argv = ["--specs", str(root / "specs"), "archive", "--run", "hostile", "--root", str(root)]
+    assert cli.main([*argv, "--out", str(bundle), "--no-images"]) == 0
+    # all but the kit's own source (source/<commit>.tar), which holds this test and its made-up key
+    written = {p: p.read_bytes() for p in bundle.rglob("*") if p.is_file() and p.parent.name != "source"}
+    kinds = {p.relative_to(bundle).parts[3] for p in written if len(p.relative_to(bundle).parts) > 3}
+    assert {"predictions", "journal", "logs"} <= kinds
+    for form in key_forms(SECRET):
+        assert not [p for p, data in written.items() if form.encode() in data], form
+    predictions = [p for p in written if "predictions" in p.parts and p.suffix == ".jsonl"]
+    failed = [r for p in predictions for r in read_jsonl(p) if r["failure"] is not None]
+    assert len(failed) == len(hostile) and any("[redacted]" in r["failure_detail"] for r in failed)
 
 
 def test_redirect_is_not_followed(

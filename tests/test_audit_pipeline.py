@@ -17,9 +17,11 @@ from test_declared_files import TASKS, snakemake
 from milebench.audit.batch import BatchAudit
 from milebench.audit.drift import DriftAudit
 from milebench.audit.render import AuditTable, batch_tables, drift_tables
+from milebench.cli import main
 from milebench.spec.base import SpecError
 from milebench.spec.commands import check
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
+from milebench.spec.run import MAX_BATCH_SIZE, MAX_REPEATS, MAX_RESAMPLES
 
 DIAGNOSTIC = "TextNeedleInAHaystack"
 """A task without an adversarial set."""
@@ -90,6 +92,36 @@ def test_a_bad_audit_plan_names_the_run_file_and_the_field(
         check(argparse.Namespace(specs=specs_dir))
     line = next(line for line in str(err.value).splitlines() if line.startswith(f"{path}: {field}:"))
     assert says in line
+
+
+BATCH, DRIFT = {"model": "tiny-llava"}, {"model_a": "random", "model_b": "tiny-llava"}
+
+
+@pytest.mark.parametrize(
+    ("kind", "field", "bound", "says"),
+    [
+        ("batch", "repeats", MAX_REPEATS, f"less than or equal to {MAX_REPEATS}"),
+        ("drift", "resamples", MAX_RESAMPLES, f"less than or equal to {MAX_RESAMPLES}"),
+        ("batch", "batch_sizes", MAX_BATCH_SIZE, f"less than or equal to {MAX_BATCH_SIZE}"),
+        ("batch", "batch_sizes", 1, "greater than or equal to 1"),
+    ],
+)
+def test_audit_sizes_are_bounded_and_one_line_gives_the_bound(
+    specs_dir: Path, caplog: pytest.LogCaptureFixture, kind: str, field: str, bound: int, says: str
+) -> None:
+    """A plan at its bound loads; one past it (10^12 repeats or resamples never end, a batch size of -4)
+    is refused by `check-specs` in one line naming the file, the field and the bound, exit 2."""
+    beyond = 10**12 if bound > 1 else -4
+    for value, code in ((bound, 0), (beyond, 2)):
+        given = [value] if field == "batch_sizes" else value
+        path = audited_run(
+            specs_dir, "audited", {kind: [{**(BATCH if kind == "batch" else DRIFT), field: given}]}
+        )
+        caplog.clear()
+        assert main(["--specs", str(specs_dir), "check-specs"]) == code
+    where = f"audit.{kind}.0.{field}" + (".0" if field == "batch_sizes" else "")
+    assert caplog.text.count(f"{path}: ") == 1 and "Traceback" not in caplog.text
+    assert f"{path}: {where}: Input should be {says}" in caplog.text
 
 
 def test_a_run_without_audits_keeps_its_hash_and_a_valid_plan_loads(specs_dir: Path) -> None:

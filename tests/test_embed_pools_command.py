@@ -5,14 +5,18 @@ dataset is one error line naming the file and the query (or field), no traceback
 from __future__ import annotations
 
 import json
+import logging
+import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
 from PIL import Image
+from test_preprocess import png_header
 
 from milebench.cli import main
 from milebench.spec.registry import DEFAULT_SPECS
@@ -119,3 +123,77 @@ def test_a_run_scores_evaluates_and_reports_its_real_tasks(specs: Path, tmp_path
     )
     assert plan.returncode == 0, plan.stderr[-3000:]
     assert "dataset=pages" in plan.stdout and "dataset=videos" not in plan.stdout
+
+
+Hostile = Callable[[Path, Path], tuple[str, str]]
+"""Makes line 3 of a dataset's input hostile (given the inputs folder and a folder outside it); returns
+the dataset and what the error says after ``line 3``."""
+
+
+def edit_line_3(folder: Path, dataset: str, change: Callable[[dict], object]) -> dict:
+    path = folder / f"{dataset}.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    change(rows[2])
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return rows[2]
+
+
+def add_image(name: str) -> Callable[[dict], object]:
+    return lambda row: row["segments"].append({"image": name})
+
+
+def deep(folder: Path, outside: Path) -> tuple[str, str]:
+    path = folder / "reasoning.jsonl"
+    lines = path.read_text().splitlines()
+    lines[2] = '{"id": "r2", "query": ' + "[" * 200_000 + "]" * 200_000 + "}"
+    path.write_text("\n".join(lines) + "\n")
+    return "reasoning", ": lists or objects nested too deep to read"
+
+
+def bomb(folder: Path, outside: Path) -> tuple[str, str]:
+    (folder / "reasoning" / "bomb.png").write_bytes(png_header(30_000, 30_000))
+    edit_line_3(folder, "reasoning", add_image("reasoning/bomb.png"))
+    limit = "over the limit of 89478485 pixels (Pillow's decompression-bomb limit): "
+    return "reasoning", f" (query r2): image {folder / 'reasoning' / 'bomb.png'} is {limit}"
+
+
+def climbing(folder: Path, outside: Path) -> tuple[str, str]:
+    name = os.path.relpath(outside / "secret.png", folder)
+    last = len(edit_line_3(folder, "reasoning", add_image(name))["segments"]) - 1
+    return "reasoning", f" (query r2): segments.{last}.image: {name!r} resolves outside {folder}/"
+
+
+def absolute(folder: Path, outside: Path) -> tuple[str, str]:
+    name = str(outside / "secret.png")
+    last = len(edit_line_3(folder, "reasoning", add_image(name))["segments"]) - 1
+    return "reasoning", f" (query r2): segments.{last}.image: {name!r} is an absolute path"
+
+
+def climbing_folder(folder: Path, outside: Path) -> tuple[str, str]:
+    name = os.path.relpath(outside, folder)
+    edit_line_3(folder, "pages", lambda row: row.update(pages=name))
+    return "pages", f" (query p2): pages: {name!r} resolves outside {folder}/"
+
+
+def linked_page(folder: Path, outside: Path) -> tuple[str, str]:
+    (folder / "pages/doc2/pages/99.png").symlink_to(outside / "secret.png")
+    return "pages", " (query p2): pages: 'pages/doc2/pages/99.png' resolves outside"
+
+
+@pytest.mark.parametrize("hostile", [deep, bomb, climbing, absolute, climbing_folder, linked_page])
+def test_a_hostile_input_is_one_named_error_and_no_picture_leaves_its_folder(
+    specs: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, hostile: Hostile
+) -> None:
+    """Deep nesting and a 900-megapixel header are named errors, and a picture or folder outside the
+    input's folder (``..``, absolute, a symlink) is refused, as MileBench's data is: one error line
+    naming the file, the line and the query, exit 1, no traceback, and nothing of the set written."""
+    folder, outside = specs / "mmlongembed" / "tasks", tmp_path / "private"
+    outside.mkdir()
+    Image.new("RGB", (64, 64), (9, 9, 9)).save(outside / "secret.png")
+    dataset, says = hostile(folder, outside)
+    with caplog.at_level(logging.ERROR):
+        assert pools(specs, tmp_path, dataset) == 1
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and errors[0].startswith(f"{folder / dataset}.jsonl: line 3{says}"), errors
+    assert "Traceback" not in caplog.text and all(r.exc_info is None for r in caplog.records)
+    assert not (tmp_path / "results" / "embed-pools-tiny" / "tasks" / dataset).exists()

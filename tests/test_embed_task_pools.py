@@ -55,6 +55,7 @@ def make(tokenizer: HFTokenizer, task: RealTask, folder: Path) -> TaskSet:
         task, load_sources(task.task, path, reader), reader.texts(bundled_sentences()), tokenizer, path
     )
     validate(task, taskset, folder)
+    reader.write_images()
     return taskset
 
 

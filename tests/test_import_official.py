@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
+import subprocess
+import sys
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -262,14 +266,73 @@ def test_official_outputs_and_task_json_alone_give_judgments_scores_and_a_report
 def test_a_malformed_pred_json_is_one_error_line_from_the_command(
     setup: tuple[Path, Path, Path], caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Bad input reaches the user as the error's own line and exit 1, never as a traceback."""
+    """Bad input reaches the user as the error's own line and exit 2, never as a traceback."""
     specs_dir, data, outputs = setup  # noqa: F811
     pred = outputs / "ActionSequence" / "pred.json"
     pred.write_text(json.dumps([{"sample_id": 1, "gt_response": "x"}]))
     argv = ["--specs", str(specs_dir), "import-official", "--run", "t", "--model", "random"]
     argv += ["--official-outputs", str(outputs), "--data-dir", str(data)]
     with caplog.at_level("ERROR"):
-        assert cli.main(argv) == 1
+        assert cli.main(argv) == 2
     errors = [r for r in caplog.records if r.levelname == "ERROR"]
     assert [r.getMessage() for r in errors] == [f"{pred}: record 0: pred_response: Field required"]
     assert errors[0].exc_info is None
+
+
+def record_text(pred: str) -> str:
+    return f'[{{"sample_id": 0, "gt_response": "the car is gone", "pred_response": {pred}}}]'
+
+
+def write_bytes(data: bytes) -> Callable[[Path], object]:
+    return lambda path: path.write_bytes(data)
+
+
+HOSTILE: dict[str, tuple[Callable[[Path], object], str]] = {
+    "latin-1": (
+        write_bytes(record_text('"caf\xe9"').encode("latin-1")),
+        "line 1: not UTF-8 text (byte 0xe9 at",
+    ),
+    "utf-16": (
+        write_bytes(record_text('"gone"').encode("utf-16")),
+        "line 1: not UTF-8 text (byte 0xff at offset 0): UTF-16, by its byte-order mark",
+    ),
+    "200,000-deep nesting": (
+        write_bytes(record_text("[" * 200_000 + "]" * 200_000).encode()),
+        "record 0 (line 1): lists or objects nested more than",
+    ),
+    "5,000-digit id": (
+        write_bytes(record_text('"gone"').replace('"sample_id": 0', '"sample_id": ' + "7" * 5000).encode()),
+        "record 0: sample_id: an integer of 5000 digits, more than can be read",
+    ),
+    "lone surrogate": (
+        write_bytes(record_text('"gone \\ud800"').encode()),
+        "record 0: pred_response: a lone surrogate ('\\ud800') at character 5, not Unicode text",
+    ),
+    "folder": (Path.mkdir, "<file>: not a regular file (a folder)"),
+    "fifo": (os.mkfifo, "<file>: not a regular file (a fifo)"),
+}
+
+
+@pytest.mark.parametrize("case", HOSTILE)
+def test_a_hostile_pred_json_is_one_named_error_exit_2_and_nothing_written(
+    setup: tuple[Path, Path, Path], tmp_path: Path, case: str
+) -> None:
+    """The real command, in its own process with a deadline (a fifo without a writer must not block it):
+    one error line naming the file (and the record and field), exit 2, no traceback, and nothing written,
+    not even the predictions of the task whose pred.json is sound."""
+    specs_dir, data, outputs = setup  # noqa: F811
+    make, says = HOSTILE[case]
+    pred = outputs / "Spot-the-Diff" / "pred.json"
+    pred.parent.mkdir()
+    make(pred)
+    before = sorted(tmp_path.rglob("*"))
+    argv = ["--specs", str(specs_dir), "import-official", "--run", "t", "--model", "random"]
+    argv += ["--official-outputs", str(outputs), "--data-dir", str(data)]
+    done = subprocess.run(
+        [sys.executable, "-m", "milebench", *argv], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    errors = [line for line in done.stderr.splitlines() if " ERROR " in line]
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert len(errors) == 1 and f"{pred}: {says}" in errors[0], done.stderr[-2000:]
+    assert "Traceback" not in done.stderr + done.stdout
+    assert sorted(tmp_path.rglob("*")) == before

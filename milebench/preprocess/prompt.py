@@ -20,9 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from milebench.data.images import IMAGE_FOLDERS, image_problem, outside, task_image
+from milebench.data.images import IMAGE_FOLDERS, outside, task_image
 from milebench.data.schema import MetaData, Sample
 from milebench.errors import KitError
+from milebench.image_files import image_problem
 from milebench.io import sha256_file, sha256_text
 from milebench.preprocess.truncate import Budget, fit_context
 from milebench.records import IMAGE_PLACEHOLDER, PreparedSample

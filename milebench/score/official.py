@@ -6,7 +6,10 @@ per sample holding at least ``sample_id``, ``gt_response`` and ``pred_response``
 old runs are scored by every scorer and shown in the report beside new ones. Before anything is
 written, every record is checked against the MileBench data: its sample must exist in the task file
 of the mode and its gold answer must equal the data's, so predictions of another task or data
-version are refused, naming the file, record and sample.
+version are refused, naming the file, record and sample. The file itself is not trusted either: a folder
+or fifo of that name, bytes that are not UTF-8, nesting too deep to parse, an integer too long to read and
+a string that cannot be written as UTF-8 (a lone surrogate) are each one error naming the file, and the
+record and field where there is one; every task's file is read and checked before any is written.
 
 Scoring needs no more than the official evaluator does: the predictions and the task JSON. Where the
 run has prepared samples for the model, answers are judged against them; otherwise against the task
@@ -21,12 +24,20 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from milebench.data.schema import TaskFile
 from milebench.errors import KitError
-from milebench.io import atomic_write_jsonl, canonical_json, sha256_file, sha256_text
+from milebench.io import (
+    UnreadableText,
+    atomic_write_jsonl,
+    canonical_json,
+    read_utf8,
+    sha256_file,
+    sha256_text,
+)
 from milebench.paths import RunPaths
 from milebench.plan import applies
 from milebench.preprocess.commands import read_task_file, task_source
@@ -51,6 +62,77 @@ PRED_FILE = "pred.json"
 class OfficialFormatError(KitError, ValueError):
     """An official prediction file that is malformed or does not match the MileBench data."""
 
+    exit_status = 2
+
+
+MAX_NESTING = 32
+"""Deepest lists or objects a record may hold: the official code's nest two levels (``gen_kwargs``,
+``image``), and pydantic writes no more than 255."""
+NESTED = f"lists or objects nested more than {MAX_NESTING} levels deep"
+
+
+class LongInteger(str):
+    """The digits of a JSON integer longer than Python reads (``sys.get_int_max_str_digits``)."""
+
+
+def integer(digits: str) -> int | str:
+    try:
+        return int(digits)
+    except ValueError:
+        return LongInteger(digits)
+
+
+def unwritable(row: Any) -> tuple[str, str] | None:
+    """(field path, why) of the first value in a parsed record that cannot be kept: an integer too long
+    to read, or a string with a lone surrogate (JSON's ``\\ud800`` escape: no UTF-8 file can hold it)."""
+    todo: list[tuple[tuple[str, ...], Any]] = [((), row)]
+    while todo:
+        where, value = todo.pop()
+        field = ".".join(where) or "<record>"
+        if isinstance(value, dict | list) and len(where) >= MAX_NESTING:
+            return where[0], NESTED
+        if isinstance(value, LongInteger):
+            return field, f"an integer of {len(value.lstrip('-'))} digits, more than can be read"
+        if isinstance(value, str) and (problem := surrogate(value)) is not None:
+            return field, problem
+        if isinstance(value, dict):
+            for key in value:
+                if (problem := surrogate(key)) is not None:
+                    return field, f"key {key!a}: {problem}"
+            todo += reversed([((*where, key), item) for key, item in value.items()])
+        elif isinstance(value, list):
+            todo += reversed([((*where, str(i)), item) for i, item in enumerate(value)])
+    return None
+
+
+def too_deep(text: str) -> str:
+    """The record (and its line) where JSON ``text`` (a list of records) first nests more than
+    ``MAX_NESTING`` levels, for a text too deep to parse at all."""
+    depth, record, line, in_string, escaped = 0, 0, 1, False, False
+    for char in text:
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (char == "\\", char != '"')
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth - 2 >= MAX_NESTING:  # the list of records, then the record itself
+                break
+        elif char in "]}":
+            depth -= 1
+        elif char == "," and depth == 1:
+            record += 1
+        line += char == "\n"
+    return f"record {record} (line {line})"
+
+
+def surrogate(text: str) -> str | None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        return f"a lone surrogate ({text[err.start]!a}) at character {err.start}, not Unicode text"
+    return None
+
 
 class OfficialRecord(BaseModel):
     """The fields of an official prediction record that scoring needs; the others are kept aside."""
@@ -65,13 +147,24 @@ class OfficialRecord(BaseModel):
 def read_official(path: Path) -> list[OfficialRecord]:
     """Records of one ``pred.json``; errors name the file, the record index and the field."""
     try:
-        rows = json.loads(path.read_text(encoding="utf-8"))
+        text = read_utf8(path)
+    except UnreadableText as err:
+        raise OfficialFormatError(str(err)) from None
+    except OSError as err:
+        raise OfficialFormatError(f"{path}: cannot read: {err.strerror or err}") from None
+    try:
+        rows = json.loads(text, parse_int=integer)
     except json.JSONDecodeError as err:
         raise OfficialFormatError(f"{path}: invalid JSON: {err}") from None
+    except RecursionError:
+        where = too_deep(text)
+        raise OfficialFormatError(f"{path}: {where}: {NESTED}") from None
     if not isinstance(rows, list):
         raise OfficialFormatError(f"{path}: expected a JSON list of prediction records")
     records = []
     for index, row in enumerate(rows):
+        if (found := unwritable(row)) is not None:
+            raise OfficialFormatError(f"{path}: record {index}: {found[0]}: {found[1]}")
         try:
             records.append(OfficialRecord.model_validate(row))
         except ValidationError as err:
@@ -146,9 +239,9 @@ class ImportedTask:
 
 
 def import_task(
-    task: TaskSpec, mode: Mode, model: str, outputs: Path, data_root: Path, paths: RunPaths, fetch: str
+    task: TaskSpec, mode: Mode, model: str, outputs: Path, data_root: Path, fetch: str
 ) -> ImportedTask | None:
-    """Convert one task's ``pred.json`` (None when the outputs have none) into the run's predictions.
+    """One task's ``pred.json`` (None when the outputs have none) as the run's predictions, checked.
 
     ``fetch`` is the command that makes the task JSON, named when it is absent.
     """
@@ -159,12 +252,13 @@ def import_task(
     source = require(task_source(task, mode, data_root), "task file", fetch)
     task_file = read_task_file(source)
     check_against_data(records, task_file, path, source)
-    predictions = to_predictions(records, task.name, mode, model)
-    atomic_write_jsonl(
-        paths.predictions(model, task.name, mode), [p.model_dump(mode="json") for p in predictions]
-    )
-    log.info("%s: %d records -> %s", path, len(records), paths.predictions(model, task.name, mode))
-    return ImportedTask(task, path, predictions, source, task_file)
+    return ImportedTask(task, path, to_predictions(records, task.name, mode, model), source, task_file)
+
+
+def write_predictions(paths: RunPaths, model: str, mode: Mode, found: ImportedTask) -> None:
+    out = paths.predictions(model, found.task.name, mode)
+    atomic_write_jsonl(out, [p.model_dump(mode="json") for p in found.predictions])
+    log.info("%s: %d predictions -> %s", found.pred_file, len(found.predictions), out)
 
 
 def scoring_samples(
@@ -231,18 +325,20 @@ def import_official(args: argparse.Namespace) -> int:
     if args.data_dir is not None:
         require(args.data_dir, "MileBench data folder", fetch)
     paths = RunPaths.for_run(run, base=args.root)
-    imported = 0
+    imported = []
     for task in specs.run_tasks(run):
         if not applies(task, mode):
             continue
         data_root = args.data_dir or paths.data_root
-        found = import_task(task, mode, args.model, args.outputs, data_root, paths, fetch)
+        found = import_task(task, mode, args.model, args.outputs, data_root, fetch)
         if found is None:
             log.warning("%s: no %s; the task's samples stay missing", args.outputs / task.name, PRED_FILE)
             continue
-        imported += 1
+        imported.append(found)
+    for found in imported:  # every file is read and checked before the first is written
+        write_predictions(paths, args.model, mode, found)
         score_imported(specs, run, paths, args.model, found, mode, args.data_dir)
-    if imported == 0:
+    if not imported:
         log.error("%s: no <Task>/%s of any task of run %s", args.outputs, PRED_FILE, run.name)
         return 1
     if not args.report:

@@ -21,7 +21,7 @@ from typing import Literal
 from pydantic import Field, ValidationError
 
 from milebench.package_data import package_path
-from milebench.spec.base import Spec, SpecError, field_path
+from milebench.spec.base import Spec, SpecError, field_errors
 
 PACKAGE = "milebench"
 DECLARATION = "ADAPTER"
@@ -126,7 +126,7 @@ def _declared_in(root: Path, path: Path) -> list[DeclaredAdapter]:
         except ValidationError as err:
             where = DECLARATION if len(items) == 1 and not isinstance(value, list) else f"{DECLARATION}.{i}"
             raise SpecError(
-                path, [(f"{where}.{field_path(e['loc'])}", e["msg"]) for e in err.errors()]
+                path, [(f"{where}.{field}", message) for field, message in field_errors(err)]
             ) from None
         found.append(DeclaredAdapter(module=_module_name(root, path), path=path, declaration=declaration))
     return found

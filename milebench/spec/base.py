@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import stat
 from pathlib import Path
 from typing import Annotated, TypeVar
 
@@ -10,6 +9,7 @@ import yaml
 from pydantic import AllowInfNan, BaseModel, ConfigDict, Strict, ValidationError
 from yaml.reader import ReaderError
 
+from milebench.io import UnreadableText, read_utf8
 from milebench.spec.safe_yaml import parse_yaml
 
 Number = Annotated[float, Strict(), AllowInfNan(False)]
@@ -40,9 +40,24 @@ def field_path(loc: tuple[int | str, ...]) -> str:
     return ".".join(str(part) for part in loc) or "<root>"
 
 
+def field_errors(err: ValidationError) -> list[tuple[str, str]]:
+    """(field path, message) of each error; a list's "should have at least 1 item after validation" is
+    left out when one of its items failed: the list was not empty, its item is the error."""
+    errors = err.errors()
+
+    def inside(loc: tuple[int | str, ...]) -> bool:
+        return any(len(e["loc"]) > len(loc) and e["loc"][: len(loc)] == loc for e in errors)
+
+    return [
+        (field_path(e["loc"]), e["msg"])
+        for e in errors
+        if not (e["type"] == "too_short" and inside(e["loc"]))
+    ]
+
+
 def describe_errors(err: ValidationError) -> str:
     """All field errors of a validation failure on one line: ``field.path: message; ...``."""
-    return "; ".join(f"{field_path(e['loc'])}: {e['msg']}" for e in err.errors())
+    return "; ".join(f"{where}: {message}" for where, message in field_errors(err))
 
 
 def validate_mapping(path: Path | str, data: object, model: type[S]) -> S:
@@ -50,26 +65,19 @@ def validate_mapping(path: Path | str, data: object, model: type[S]) -> S:
     try:
         return model.model_validate(data)
     except ValidationError as err:
-        problems = [(field_path(e["loc"]), e["msg"]) for e in err.errors()]
-        raise SpecError(path, problems) from None
+        raise SpecError(path, field_errors(err)) from None
 
 
 def read_text(path: Path) -> str:
     """A spec file's text; a folder, an unreadable file or non-UTF-8 bytes become a SpecError."""
     try:
-        if not stat.S_ISREG(path.stat().st_mode):
-            raise SpecError(path, [("<file>", "not a regular file (a folder named like a spec?)")])
-        raw = path.read_bytes()
+        return read_utf8(path)
+    except UnreadableText as err:
+        raise SpecError(path, [(err.where, err.problem)]) from None
     except FileNotFoundError:
         raise SpecError(path, [("<file>", "file not found")]) from None
     except OSError as err:
         raise SpecError(path, [("<file>", f"cannot read: {err.strerror or err}")]) from None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = raw[: err.start].count(b"\n") + 1
-        problem = f"not UTF-8 text (byte {raw[err.start]:#04x} at offset {err.start})"
-        raise SpecError(path, [(f"line {line}", problem)]) from None
 
 
 def _yaml_problem(err: yaml.YAMLError, text: str) -> tuple[str, str]:

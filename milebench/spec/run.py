@@ -122,6 +122,15 @@ DataSource = Annotated[HubSource | MirrorSource | LocalSource | FixtureSource, F
 
 PositiveInt = Annotated[StrictInt, Field(ge=1)]
 
+MAX_BATCH_SIZE = 1024
+"""Above the largest task (600 samples): a larger batch holds the whole task, as this one does."""
+MAX_REPEATS = 100
+"""Each repeat answers every sample of the audited tasks once per batch size: 100 of the 29 tasks is
+days of GPU time, and the flip rates settle after a handful."""
+MAX_RESAMPLES = 100_000
+"""20 times the default: an interval's ends no longer move, and one task of 600 samples already draws an
+index array of 480 MB per side."""
+
 
 class BatchAuditPlan(Spec):
     """A batch-invariance audit the run carries out (``milebench audit batch``): one job, one table."""
@@ -130,8 +139,8 @@ class BatchAuditPlan(Spec):
     tasks: TaskSelection = Field(default="all", description="all: the run's tasks of the mode.")
     mode: Mode = Mode.MULTI_IMAGE
     variant: str | None = Field(default=None, description="Execution variant; null: the run's for the model.")
-    batch_sizes: NonEmptyUnique[PositiveInt] = (1, 4)
-    repeats: PositiveInt = 2
+    batch_sizes: NonEmptyUnique[Annotated[PositiveInt, Field(le=MAX_BATCH_SIZE)]] = (1, 4)
+    repeats: PositiveInt = Field(default=2, le=MAX_REPEATS)
     tie_margin: Number = Field(
         default=0.05, ge=0, description="Near-tie below this top-1/top-2 margin (nats)."
     )
@@ -150,7 +159,7 @@ class DriftAuditPlan(Spec):
     )
     mode: Mode = Mode.MULTI_IMAGE
     scorer: str = "paper"
-    resamples: PositiveInt = 5000
+    resamples: PositiveInt = Field(default=5000, le=MAX_RESAMPLES)
     seed: StrictInt = 0
 
 

@@ -17,30 +17,41 @@ from PIL import Image, ImageDraw, UnidentifiedImageError
 from milebench.benchmarks.mmlongembed.lengths import image_tokens
 from milebench.benchmarks.mmlongembed.needles import COLOURS
 from milebench.benchmarks.mmlongembed.records import IMAGES, ImageSegment
+from milebench.image_files import image_problem
 from milebench.io import atomic_write_bytes
 from milebench.record_files import RecordError
+from milebench.spec.run import MAX_IMAGE_PIXELS
 
 NEEDLE_SIZE = 256
 HAYSTACK_SIZES = ((256, 256), (320, 224), (224, 288), (288, 192))
 BACKGROUND = (236, 236, 230)
 
 
-def store_image(data: bytes, suffix: str, size: tuple[int, int], folder: Path) -> ImageSegment:
-    """Write image bytes under ``folder/images/`` by content hash (once) and describe them as a segment."""
+def image_segment(data: bytes, suffix: str, size: tuple[int, int]) -> ImageSegment:
+    """Image bytes as a segment, named ``images/<sha256><suffix>`` by their content."""
     digest = hashlib.sha256(data).hexdigest()
-    relative = f"{IMAGES}/{digest}{suffix}"
-    target = folder / relative
-    if not target.exists():
-        atomic_write_bytes(target, data)
     width, height = size
     return ImageSegment(
         kind="image",
-        image=relative,
+        image=f"{IMAGES}/{digest}{suffix}",
         sha256=digest,
         width=width,
         height=height,
         tokens=image_tokens(width, height),
     )
+
+
+def write_image(segment: ImageSegment, data: bytes, folder: Path) -> None:
+    """The segment's bytes at its name under ``folder`` (once: the name is the content)."""
+    if not (target := folder / segment.image).exists():
+        atomic_write_bytes(target, data)
+
+
+def store_image(data: bytes, suffix: str, size: tuple[int, int], folder: Path) -> ImageSegment:
+    """Write image bytes under ``folder/images/`` by content hash (once) and describe them as a segment."""
+    segment = image_segment(data, suffix, size)
+    write_image(segment, data, folder)
+    return segment
 
 
 def save_png(image: Image.Image, folder: Path) -> ImageSegment:
@@ -93,12 +104,23 @@ def haystack_image(rng: random.Random) -> Image.Image:
     return image
 
 
-def copy_image(path: Path, folder: Path, where: str) -> ImageSegment:
-    """A user's picture stored under its content name; one that cannot be read is named with ``where``."""
+def read_picture(path: Path, where: str) -> tuple[ImageSegment, bytes]:
+    """A user's picture as a segment and its bytes; one that cannot be read, or is over Pillow's
+    decompression-bomb limit by its header, is named with ``where``."""
+    problem = image_problem(path, MAX_IMAGE_PIXELS, "Pillow's decompression-bomb limit")
+    if problem is not None:
+        raise RecordError(f"{where}: {problem}")
     try:
         with Image.open(path) as image:
             size = image.size
         data = path.read_bytes()
     except (OSError, UnidentifiedImageError) as err:
         raise RecordError(f"{where}: image {path} cannot be read: {err}") from None
-    return store_image(data, path.suffix.lower() or ".img", size, folder)
+    return image_segment(data, path.suffix.lower() or ".img", size), data
+
+
+def copy_image(path: Path, folder: Path, where: str) -> ImageSegment:
+    """A user's picture stored under its content name (``read_picture``)."""
+    segment, data = read_picture(path, where)
+    write_image(segment, data, folder)
+    return segment

@@ -51,13 +51,14 @@ def pools_command(args: argparse.Namespace) -> int:
         where = specs_folder(args.specs) / "runs" / f"{run.name}.yaml"
         raise SpecError(where, [("real_tasks", f"no dataset {args.dataset!r}; known: {known}")])
     folder = paths.task_set(spec.dataset)
-    (folder / IMAGES).mkdir(parents=True, exist_ok=True)  # a declared output, even without pictures
     source = spec.input_path(args.specs)
     try:
         reader = Reader(load_counting_tokenizer(run.counting_tokenizer), folder)
         sources = load_sources(spec.task, source, reader)
         taskset = build(spec, sources, padding_text(spec, args.specs, reader), reader.tokenizer, source)
         validate(spec, taskset, folder)
+        (folder / IMAGES).mkdir(parents=True, exist_ok=True)  # a declared output, even without pictures
+        reader.write_images()
     except (RecordError, TokenizerError) as err:
         log.error("%s", err)
         return 1

@@ -26,11 +26,14 @@ Temporal Summarization (YoukuDenseCaption, ActivityNet Captions)::
   ``fps: 1``), and its captioned events as [start, end] seconds; the events' start times are the event
   boundaries.
 
-Every error names the file, the line and the query.
+Every error names the file, the line and the query. Pictures and folders are named relative to the
+input file and must stay inside its folder (symlinks resolved), as MileBench's images must stay in
+their task's folder, and a picture over Pillow's decompression-bomb limit is refused by its header.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,10 +42,12 @@ from typing import TypeVar
 
 from pydantic import Field, PositiveFloat, ValidationError, model_validator
 
-from milebench.benchmarks.mmlongembed.images import copy_image
+from milebench.benchmarks.mmlongembed.images import read_picture, write_image
 from milebench.benchmarks.mmlongembed.lengths import count_texts
 from milebench.benchmarks.mmlongembed.records import ImageSegment, TextSegment
 from milebench.benchmarks.mmlongembed.task_spec import RealTask, Task
+from milebench.image_files import confined
+from milebench.io import UnreadableText, read_utf8
 from milebench.preprocess.tokenizer import HFTokenizer
 from milebench.record_files import RecordError
 from milebench.spec.base import Spec, describe_errors
@@ -142,8 +147,10 @@ class Source:
 def read_inputs(path: Path, model: type[R]) -> list[tuple[str, R]]:
     """Each line's record, with where it is (``file: line N (query X)``) for later errors."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as err:
+        lines = read_utf8(path).splitlines()
+    except UnreadableText as err:
+        raise RecordError(str(err)) from None
+    except OSError as err:
         raise RecordError(f"{path}: task input cannot be read: {err}") from None
     rows: list[tuple[str, R]] = []
     seen: set[str] = set()
@@ -154,8 +161,10 @@ def read_inputs(path: Path, model: type[R]) -> list[tuple[str, R]]:
             raw = json.loads(line)
         except ValueError as err:
             raise RecordError(f"{path}: line {number}: not JSON: {err}") from None
+        except RecursionError:
+            raise RecordError(f"{path}: line {number}: lists or objects nested too deep to read") from None
         name = raw.get("id") if isinstance(raw, dict) else None
-        where = f"{path}: line {number}" + (f" (query {name})" if name is not None else "")
+        where = f"{path}: line {number}" + (f" (query {name})" if isinstance(name, str) else "")
         try:
             row = model.model_validate(raw)
         except ValidationError as err:
@@ -170,10 +179,24 @@ def read_inputs(path: Path, model: type[R]) -> list[tuple[str, R]]:
 
 
 class Reader:
-    """Counts text with the run's tokenizer and copies images into the set by content hash."""
+    """Counts text with the run's tokenizer and names images by content hash; ``write_images`` then
+    copies them into the set folder, once every input has been read and checked."""
 
     def __init__(self, tokenizer: HFTokenizer, folder: Path) -> None:
         self.tokenizer, self.folder = tokenizer, folder
+        self.pending: dict[str, tuple[ImageSegment, Path]] = {}
+
+    def write_images(self) -> None:
+        """Copy every image read into the set folder; one changed since it was read is refused."""
+        for segment, path in self.pending.values():
+            try:
+                data = path.read_bytes()
+            except OSError as err:
+                raise RecordError(f"{path}: gone while the set was built: {err}") from None
+            if hashlib.sha256(data).hexdigest() != segment.sha256:
+                raise RecordError(f"{path}: changed while the set was built; build it again")
+            write_image(segment, data, self.folder)
+        self.pending.clear()
 
     def texts(self, texts: Sequence[str]) -> list[TextSegment]:
         return [
@@ -182,15 +205,19 @@ class Reader:
         ]
 
     def image(self, path: Path, where: str) -> ImageSegment:
-        return copy_image(path, self.folder, where)
+        segment, _ = read_picture(path, where)
+        self.pending.setdefault(segment.image, (segment, path))
+        return segment
 
-    def folder_images(self, folder: Path, where: str) -> list[Path]:
+    def folder_images(self, base: Path, name: str, where: str, field: str) -> list[Path]:
+        """The pictures of folder ``name`` (under ``base``), each still inside ``base``."""
+        folder = inside(base, name, where, field)
         if not folder.is_dir():
-            raise RecordError(f"{where}: {folder} is not a folder")
+            raise RecordError(f"{where}: {field}: {folder} is not a folder")
         found = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
         if not found:
-            raise RecordError(f"{where}: {folder} holds no images ({', '.join(IMAGE_SUFFIXES)})")
-        return found
+            raise RecordError(f"{where}: {field}: {folder} holds no images ({', '.join(IMAGE_SUFFIXES)})")
+        return [inside(base, str(p.relative_to(base)), where, field) for p in found]
 
     def items(
         self, items: Sequence[TextItem | ImageItem], base: Path, where: str
@@ -198,10 +225,20 @@ class Reader:
         """Counted segments of a document and the indices of its evidence items."""
         texts = iter(self.texts([i.text for i in items if isinstance(i, TextItem)]))
         segments: list[Segment] = [
-            next(texts) if isinstance(item, TextItem) else self.image(base / item.image, where)
-            for item in items
+            next(texts)
+            if isinstance(item, TextItem)
+            else self.image(inside(base, item.image, where, f"segments.{i}.image"), where)
+            for i, item in enumerate(items)
         ]
         return segments, [i for i, item in enumerate(items) if getattr(item, "evidence", False)]
+
+
+def inside(base: Path, name: str, where: str, field: str) -> Path:
+    """``base / name``, refused unless it stays inside ``base`` (the input file's folder)."""
+    why = confined(base, name, f"{base}/")
+    if why is not None:
+        raise RecordError(f"{where}: {field}: {name!r} {why}")
+    return base / name
 
 
 def sample_times(count: int, fps: float) -> list[int]:
@@ -231,15 +268,15 @@ def load_sources(task: Task, path: Path, reader: Reader) -> list[Source]:
             if row.segments is not None:
                 segments, _ = reader.items(row.segments, base, where)
             else:
-                pages = reader.folder_images(base / (row.pages or ""), where)
+                pages = reader.folder_images(base, row.pages or "", where, "pages")
                 segments = [reader.image(p, where) for p in pages]
             spare: tuple[ImageSegment, ...] = ()
             if row.spare_pages is not None:
-                spare_paths = reader.folder_images(base / row.spare_pages, where)
+                spare_paths = reader.folder_images(base, row.spare_pages, where, "spare_pages")
                 spare = tuple(reader.image(p, where) for p in spare_paths)
             out.append(Source(row.id, row.summary, tuple(segments), where, spare=spare))
         else:
-            frames = reader.folder_images(base / row.frames, where)
+            frames = reader.folder_images(base, row.frames, where, "frames")
             picked = [frames[i] for i in sample_times(len(frames), row.fps)]
             starts = event_starts(row.events, len(picked))
             if not starts:
@@ -258,26 +295,34 @@ def load_sources(task: Task, path: Path, reader: Reader) -> list[Source]:
 
 def referenced_files(task: Task, path: Path) -> list[Path]:
     """The input file and every picture it names (folders listed), for a rule's declared inputs; lines
-    that do not parse are skipped here and reported by ``load_sources``."""
+    that do not parse and pictures outside the input's folder are left out here and reported by
+    ``load_sources``."""
     found = [path]
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
+        lines = read_utf8(path).splitlines()
+    except (OSError, UnreadableText):
         return found
+    base = path.parent
+
+    def named(name: object) -> bool:
+        return isinstance(name, str) and confined(base, name, "") is None
+
     for line in lines:
         try:
             row = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if not isinstance(row, dict):
             continue
         items = row.get("segments") or []
-        found += [
-            path.parent / i["image"] for i in items if isinstance(i, dict) and isinstance(i.get("image"), str)
-        ]
+        found += [base / i["image"] for i in items if isinstance(i, dict) and named(i.get("image"))]
         for key in ("pages", "spare_pages", "frames"):
-            if isinstance(row.get(key), str) and (folder := path.parent / row[key]).is_dir():
-                found += sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+            if named(row.get(key)) and (folder := base / row[key]).is_dir():
+                found += sorted(
+                    p
+                    for p in folder.iterdir()
+                    if p.suffix.lower() in IMAGE_SUFFIXES and named(str(p.relative_to(base)))
+                )
     return list(dict.fromkeys(found))
 
 

@@ -3,7 +3,9 @@
 A provider, proxy or gateway may echo the request: the key as is, URL-encoded, inside base64 (of the key
 alone, of ``Bearer key``, of a ``user:key`` Basic credential, of anything around it), or cut short by a
 length limit. Each of these forms is broken into pieces of ``PIECE`` characters, and text holding any
-piece holds (part of) the key.
+piece holds (part of) the key. A hostile endpoint may also spell the key out with spaces or punctuation
+between its characters, or reversed: its letters and digits alone (``letters``), forwards and backwards,
+are broken into pieces too, and found among the letters and digits of the text, whatever stands between.
 """
 
 from __future__ import annotations
@@ -30,6 +32,16 @@ def base64_cores(secret: bytes) -> set[str]:
     return cores
 
 
+def pieces(forms: set[str], width: int) -> frozenset[str]:
+    return frozenset(form[i : i + width] for form in forms for i in range(len(form) - width + 1))
+
+
+def letters(text: str) -> list[int]:
+    """Where the letters and digits of ``text`` are: what is left of a key spelled out with spaces or
+    punctuation between its characters."""
+    return [i for i, char in enumerate(text) if char.isalnum()]
+
+
 class Redactor:
     """Finds and replaces ``secret`` (non-empty) in any of its echoed forms."""
 
@@ -38,23 +50,35 @@ class Redactor:
         for core in base64_cores(secret.encode()):
             forms |= {core, core.translate(URLSAFE)}
         self.width = min(PIECE, len(secret))
-        self.pieces = frozenset(
-            form[i : i + self.width] for form in forms for i in range(len(form) - self.width + 1)
-        )
+        self.pieces = pieces(forms, self.width)
+        bare = "".join(secret[i] for i in letters(secret))
+        self.spread_width = min(PIECE, len(bare))
+        self.spread = pieces({bare, bare[::-1]}, self.spread_width) if bare else frozenset()
 
     def spans(self, text: str) -> list[tuple[int, int]]:
-        """The stretches of ``text`` covered by pieces of the key, merged, in order."""
+        """The stretches of ``text`` covered by pieces of the key, as is or spread out, merged, in order."""
+        found = [
+            (i, i + self.width)
+            for i in range(len(text) - self.width + 1)
+            if text[i : i + self.width] in self.pieces
+        ]
+        at, width = letters(text), self.spread_width
+        bare = "".join(text[i] for i in at)
+        found += [
+            (at[j], at[j + width - 1] + 1)
+            for j in range(len(bare) - width + 1)
+            if bare[j : j + width] in self.spread
+        ]
         spans: list[tuple[int, int]] = []
-        for i in range(len(text) - self.width + 1):
-            if text[i : i + self.width] in self.pieces:
-                if spans and i <= spans[-1][1]:
-                    spans[-1] = (spans[-1][0], i + self.width)
-                else:
-                    spans.append((i, i + self.width))
+        for start, end in sorted(found):
+            if spans and start <= spans[-1][1]:
+                spans[-1] = (spans[-1][0], max(end, spans[-1][1]))
+            else:
+                spans.append((start, end))
         return spans
 
     def found(self, text: str) -> bool:
-        return any(text[i : i + self.width] in self.pieces for i in range(len(text) - self.width + 1))
+        return bool(self.spans(text))
 
     def redact(self, text: str) -> str:
         """``text`` with every stretch holding the key replaced; redact before cutting, so no cut can
