@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, RootModel, StrictInt, model_validator
 
+from milebench.benchmarks.mmlongembed.metrics import Ties
 from milebench.benchmarks.mmlongembed.task_spec import RealTask
 from milebench.spec.base import Number, Spec, SpecError, load_spec
 from milebench.spec.model import ApiLimits
@@ -90,6 +91,11 @@ class EmbedRunSpec(Spec):
         description="Verdict: points (x100) within which ours reproduces a published value.",
     )
     cutoffs: tuple[StrictInt, ...] = (1, 5, 10)
+    ties: Ties = Field(
+        default="expected",
+        description="Equal scores: 'expected', each metric's expectation over every order of the tied"
+        " candidates (McSherry and Najork 2008); 'trec_eval', ties broken by candidate id descending.",
+    )
     real_tasks: tuple[RealTask, ...] = Field(
         default=(), description="Real-task datasets built from the user's files (one set each)."
     )
