@@ -1,7 +1,6 @@
 """The full Visual Grounding run (embed-vg) plans through Snakemake and has the paper's shape: 8 length
 bins (256 to 32,768 tokens) x 6 depths (0% to 100%), 25 candidates per cell, for each needle modality
-and interference. Counts come from the spec and the needle lists the generator uses (building the set
-needs Qwen3's tokenizer from the hub)."""
+and interference. Counts come from the spec and the needle lists the generator uses."""
 
 from __future__ import annotations
 

@@ -40,7 +40,17 @@ class HubTokenizer(Spec):
     revision: str | None = None
 
 
-TokenizerRef = Annotated[PackageTokenizer | HubTokenizer, Field(discriminator="kind")]
+class QwenVocabulary(Spec):
+    """Qwen's BPE ranks shipped in a package, built into Qwen's tokenizer offline (``qwen_vocab``: how,
+    and where it differs from Qwen3's hub tokenizer)."""
+
+    kind: Literal["qwen-tiktoken"]
+    package: str = "dashscope"
+    file: str = Field(default="resources/qwen.tiktoken", description="The ranks file, inside the package.")
+    sha256: str | None = Field(default=None, description="The ranks file's hash, checked at load.")
+
+
+TokenizerRef = Annotated[PackageTokenizer | HubTokenizer | QwenVocabulary, Field(discriminator="kind")]
 
 
 class BundledHaystack(Spec):
