@@ -98,7 +98,8 @@ def cell_id(modality: str, interference: str, length: int, depth: int) -> str:
 def generate(vg: VisualGrounding, material: Material, tokenizer: HFTokenizer, folder: Path) -> VgSet:
     out = VgSet([], [], [], [])
     for modality in vg.needle_modalities:
-        needles = text_needles(vg.families) if modality == "text" else image_needles(vg.families)
+        families = vg.families_of(modality)
+        needles = text_needles(families) if modality == "text" else image_needles(families)
         pieces = [_needle_piece(n, tokenizer, folder) for n in needles]
         for interference in vg.interference:
             for length in vg.bins:

@@ -79,9 +79,18 @@ class VisualGrounding(Spec):
     families: StrictInt = Field(
         default=5, ge=1, le=5, description="Needle families per needle modality; each has 5 look-alikes."
     )
+    image_families: StrictInt | None = Field(
+        default=None, ge=1, le=5, description="Image needle families, where not ``families``."
+    )
     needle_modalities: tuple[Literal["text", "image"], ...] = ("text", "image")
     interference: tuple[Modality, ...] = (Modality.TEXT, Modality.IMAGE, Modality.MIXED)
     haystack: HaystackSource = BundledHaystack(kind="bundled")
+
+    def families_of(self, modality: str) -> int:
+        """Needle families of a needle modality."""
+        return (
+            self.image_families if modality == "image" and self.image_families is not None else self.families
+        )
 
 
 class EmbedRunSpec(Spec):
