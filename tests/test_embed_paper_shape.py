@@ -49,7 +49,7 @@ RUN = {
 
 
 @pytest.fixture(scope="module")
-def shaped(tmp_path_factory: pytest.TempPathFactory) -> tuple[EmbedRunSpec, list[Query], dict]:
+def shaped(tmp_path_factory: pytest.TempPathFactory) -> tuple[EmbedRunSpec, list[Query], dict, dict]:
     run = EmbedRunSpec.model_validate(RUN)
     tokenizer = load_counting_tokenizer(run.counting_tokenizer)
     root = tmp_path_factory.mktemp("shape")
@@ -74,12 +74,14 @@ def shaped(tmp_path_factory: pytest.TempPathFactory) -> tuple[EmbedRunSpec, list
     adapter = load_adapter(load_embed_specs(DEFAULT_SPECS).models["bm25"], root / "cache", None, folders)
     inputs = {c.id: adapter.read(c) for c in candidates}
     scores = adapter.score(queries, {p.query: p for p in pools}, inputs)
-    result = evaluate(run, queries, qrels, scores, dict.fromkeys((q.id for q in queries), 1.0))
-    return run, queries, result
+    seen = dict.fromkeys((q.id for q in queries), 1.0)
+    result = evaluate(run, queries, qrels, scores, seen)
+    variant = evaluate(run.model_copy(update={"ties": "trec_eval"}), queries, qrels, scores, seen)
+    return run, queries, result, variant
 
 
 def test_paper_shaped_run_averages_over_the_papers_subsets(shaped) -> None:
-    run, _, result = shaped
+    run, _, result, _ = shaped
     stated = load_embed_paper(load_embed_specs(DEFAULT_SPECS)).averages.subsets
     subsets = [k for k in result["averages"] if k.startswith(SUBSET)]
     vg = run.visual_grounding
@@ -92,7 +94,7 @@ def test_paper_shaped_run_averages_over_the_papers_subsets(shaped) -> None:
 
 
 def test_paper_shaped_run_gets_a_verdict_on_every_published_average(shaped) -> None:
-    run, queries, result = shaped
+    run, queries, result, _ = shaped
     specs = load_embed_specs(DEFAULT_SPECS)
     rows = load_embed_paper(specs).averages.rows
     held = paper(**{row.paper_name: "bm25" for row in rows})  # every published average held against BM25
@@ -102,3 +104,16 @@ def test_paper_shaped_run_gets_a_verdict_on_every_published_average(shaped) -> N
     for cell in cells:
         assert cell.ours == pytest.approx(100 * result["averages"]["macro"]["P@1"])
         assert cell.coverage == 1.0 and cell.agreement != "no score"
+
+
+def test_both_tie_rules_are_kept_and_the_runs_rule_gives_the_averages(shaped) -> None:
+    _, _, result, variant = shaped
+    for rule, kept in (("expected", result), ("trec_eval", variant)):
+        assert kept["ties"] == rule
+        assert kept["tie_rules"] == result["tie_rules"]
+        assert {k: v for k, v in kept["averages"].items() if not k.startswith(BREAKDOWN)} == kept[
+            "tie_rules"
+        ][rule]
+    tied = sum(v["tied"] for k, v in result["tied_positives"].items() if k.startswith(SUBSET))
+    # BM25 gives every image-only candidate 0: image needles are tied, and the rules differ there
+    assert tied > 0 and result["tie_rules"]["expected"] != result["tie_rules"]["trec_eval"]
