@@ -120,7 +120,7 @@ def test_metrics_files_count_tied_positives_per_subset(run_dir: Path) -> None:
         if (r := json.loads(line))["relevance"] >= 1
     }
     for model in TINY["models"]:
-        rows = (run / "runs" / f"{model}.scores.jsonl").read_text().splitlines()
+        rows = (run / "runs" / f"{model}.jsonl").read_text().splitlines()
         scores = {r["query"]: r["scores"] for r in map(json.loads, rows)}
         tied = {
             q: list(s.values()).count(s[positive[q]]) > 1 for q, s in scores.items()
