@@ -174,6 +174,9 @@ def test_report_renders_every_analysis(run_dir: Path) -> None:
     scale = analysis(run_dir).scale[0].test
     assert f"<td>{100 * scale.mean_difference:+.2f}</td>" in html
     assert '<th scope="row">RzenEmbed-v2-7B</th><td class="text">Average P@1</td><td>58.61</td>' in html
+    assert "<h2>Positives tied with another candidate, by subset" in html
+    assert "P@1 under each tie rule" in html and "macro P@1, trec_eval" in html
+    assert 'id="paper-inconsistencies"' in html
 
 
 @pytest.mark.skipif(shutil.which("latexmk") is None, reason="latexmk absent: run .ci/report-tools.sh")
