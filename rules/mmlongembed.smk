@@ -131,7 +131,7 @@ rule embed_evaluate:
         mb=MB,
         run=ER.name,
         root=job_root(EP.metrics("{embedder}")),
-        metrics=(ER.cutoffs, ER.heatmap_k),
+        metrics=(ER.cutoffs, ER.heatmap_k, ER.ties),
     log:
         EP.logs("embed_evaluate", "{embedder}"),
     benchmark:

@@ -109,6 +109,29 @@ def test_rerun_has_nothing_to_do_and_reuses_the_embedding_cache(run_dir: Path) -
     assert len(keys) == len(set(keys)) == 5 + 2 * 5 * 2 * 3 + len(task_queries) + len(task_candidates)
 
 
+def test_metrics_files_count_tied_positives_per_subset(run_dir: Path) -> None:
+    run = run_dir / "results" / "embed-tiny"
+    sets = [run / "vg", *sorted((run / "tasks").iterdir())]
+    queries = [json.loads(line) for s in sets for line in (s / "queries.jsonl").read_text().splitlines()]
+    positive = {
+        r["query"]: r["candidate"]
+        for s in sets
+        for line in (s / "qrels.jsonl").read_text().splitlines()
+        if (r := json.loads(line))["relevance"] >= 1
+    }
+    for model in TINY["models"]:
+        rows = (run / "runs" / f"{model}.jsonl").read_text().splitlines()
+        scores = {r["query"]: r["scores"] for r in map(json.loads, rows)}
+        tied = {
+            q: list(s.values()).count(s[positive[q]]) > 1 for q, s in scores.items()
+        }  # the positive's score is another candidate's too
+        expected: dict[str, int] = {}
+        for q in queries:
+            expected[f"subset {q['subset']}"] = expected.get(f"subset {q['subset']}", 0) + tied[q["id"]]
+        found = metrics(run_dir, model)["tied_positives"]
+        assert {k: v["tied"] for k, v in found.items() if k.startswith("subset ")} == expected, model
+
+
 def analysis(root: Path) -> Analysis:
     return Analysis.model_validate_json((root / "results" / "embed-tiny" / "analysis.json").read_text())
 
@@ -127,7 +150,7 @@ def test_every_analysis_has_real_numbers(run_dir: Path) -> None:
     for row in result.interference:
         subsets = metrics(run_dir, row.model)["averages"]
         assert row.spread.scores == {
-            m: pytest.approx(100 * subsets[f"subset text-needle/{m}"]["P@1"]) for m in ("mixed", "text")
+            m: pytest.approx(100 * subsets[f"breakdown text-needle/{m}"]["P@1"]) for m in ("mixed", "text")
         }
         assert row.spread.sd is not None
     assert {c.agreement for c in result.verdict.cells} == {"no score"}  # no model of the paper ran
@@ -151,6 +174,9 @@ def test_report_renders_every_analysis(run_dir: Path) -> None:
     scale = analysis(run_dir).scale[0].test
     assert f"<td>{100 * scale.mean_difference:+.2f}</td>" in html
     assert '<th scope="row">RzenEmbed-v2-7B</th><td class="text">Average P@1</td><td>58.61</td>' in html
+    assert "<h2>Positives tied with another candidate, by subset" in html
+    assert "P@1 under each tie rule" in html and "macro P@1, trec_eval" in html
+    assert 'id="paper-inconsistencies"' in html
 
 
 @pytest.mark.skipif(shutil.which("latexmk") is None, reason="latexmk absent: run .ci/report-tools.sh")

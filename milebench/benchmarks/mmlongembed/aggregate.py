@@ -22,6 +22,7 @@ from milebench.benchmarks.mmlongembed.analysis import (
     scale_comparisons,
     split,
 )
+from milebench.benchmarks.mmlongembed.evaluate import BREAKDOWN, SUBSET
 from milebench.benchmarks.mmlongembed.paper import EmbedPaper
 from milebench.benchmarks.mmlongembed.records import Query
 from milebench.benchmarks.mmlongembed.spec import EmbedRunSpec, EmbedSpecs
@@ -46,10 +47,10 @@ class Analysis(Spec):
     paper: EmbedPaper
 
 
-def subset_scores(metrics: Mapping[str, Any]) -> dict[str, float]:
-    """The evaluate stage's P@1 per subset (0-1), by subset name."""
+def subset_scores(metrics: Mapping[str, Any], prefix: str = SUBSET) -> dict[str, float]:
+    """The evaluate stage's P@1 (0-1) per subset, or per breakdown (``prefix``), by name."""
     averages = metrics["averages"]
-    return {k.removeprefix("subset "): v[METRIC] for k, v in averages.items() if k.startswith("subset ")}
+    return {k.removeprefix(prefix): v[METRIC] for k, v in averages.items() if k.startswith(prefix)}
 
 
 def build_analysis(
@@ -66,7 +67,7 @@ def build_analysis(
     models = {m: specs.models[m] for m in run.models}
     scale = scale_comparisons(models, per_query, queries, resamples, seed)
     vg, real = split(queries)
-    spreads = {m: interference(m, subset_scores(metrics[m]), vg) for m in run.models}
+    spreads = {m: interference(m, subset_scores(metrics[m], BREAKDOWN), vg) for m in run.models}
     averages = {}
     for m in run.models:
         low, high = macro_interval(per_query[m], queries, resamples, seed)

@@ -8,8 +8,8 @@ Easy vs Hard the real-task ones.
 - Position bias: per model, the mixed model of query P@1 on depth (as levels, and quadratic) with the
   length bin as levels and a random intercept per needle instance (needle modality, family and entity:
   the same needle across lengths, depths and haystacks).
-- Modality interference: per model, P@1 under each haystack modality (the mean of its needle-modality
-  subsets, so text and image needles weigh equally, as in the macro average), mean and sample SD.
+- Modality interference: per model, P@1 under each haystack modality (the mean of its needle modalities'
+  breakdown cells, so text and image needles weigh equally, as in the macro average), mean and sample SD.
 - Easy vs Hard pools (the paper's Figure 4): per model, task and length pool, P@1 of the Easy and of the
   Hard queries; a run without real tasks has none, and its report says so.
 
@@ -162,14 +162,15 @@ def position(model: str, scores: QueryScores, queries: Sequence[Query]) -> Model
     return ModelPosition(model=model, effects=effects)
 
 
-def interference(model: str, subsets: Mapping[str, float], queries: Sequence[Query]) -> ModelInterference:
-    """``subsets``: the evaluate stage's P@1 per subset (0-1); each haystack modality the mean of its
-    needle-modality subsets."""
+def interference(model: str, splits: Mapping[str, float], queries: Sequence[Query]) -> ModelInterference:
+    """``splits``: the evaluate stage's P@1 per breakdown (0-1, needle modality / haystack modality);
+    each haystack modality the mean of its needle modalities'."""
     members: dict[str, set[str]] = defaultdict(set)
     for q in queries:
-        members[q.interference].add(q.subset)
+        if q.breakdown is not None:
+            members[q.interference].add(q.breakdown)
     by_modality = {
-        modality: 100 * float(np.mean([subsets[s] for s in sorted(names)]))
+        modality: 100 * float(np.mean([splits[s] for s in sorted(names)]))
         for modality, names in sorted(members.items())
     }
     return ModelInterference(model=model, spread=spread(by_modality))

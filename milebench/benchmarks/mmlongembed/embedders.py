@@ -4,7 +4,8 @@ The two text adapters here read text only: a candidate's images are dropped and 
 joined with spaces (the multimodal ones, which read images in document order, are ``vlm`` and
 ``doubao``). A sentence-transformers model then reads at most its window, cut in the middle at segment
 level (head and tail kept); cosine similarity of L2-normalised embeddings ranks a pool. BM25 (bm25s)
-reads the whole text; each pool is its own index, so IDF is over the pool.
+reads the whole text; each pool is its own index, so IDF is over the pool. A candidate without text (an
+image-only one) scores 0, as no query term occurs in it; so does every candidate of a pool without text.
 
 ``ADAPTER`` declares both (milebench.spec.adapters): a model spec's ``kind`` picks its adapter, whichever
 module declares it.
@@ -162,17 +163,22 @@ class Bm25Adapter:
     ) -> Scores:
         import bm25s
 
-        indexes: dict[tuple[str, ...], bm25s.BM25] = {}
+        indexes: dict[tuple[str, ...], bm25s.BM25 | None] = {}
         out: Scores = {}
         for query in queries:
             ids = pools[query.id].candidates
             if ids not in indexes:
-                index = bm25s.BM25(k1=self.spec.k1, b=self.spec.b, method=self.spec.method)
                 corpus = bm25s.tokenize([inputs[c].text for c in ids], stopwords="en", show_progress=False)
-                index.index(corpus, show_progress=False)
+                index = None
+                if (
+                    corpus.vocab
+                ):  # a pool without a single term (image-only candidates): bm25s cannot index it
+                    index = bm25s.BM25(k1=self.spec.k1, b=self.spec.b, method=self.spec.method)
+                    index.index(corpus, show_progress=False)
                 indexes[ids] = index
+            index = indexes[ids]
             tokens = bm25s.tokenize([query.text], stopwords="en", return_ids=False, show_progress=False)[0]
-            scores = indexes[ids].get_scores(tokens) if tokens else [0.0] * len(ids)
+            scores = index.get_scores(tokens) if tokens and index is not None else [0.0] * len(ids)
             out[query.id] = {cid: float(s) for cid, s in zip(ids, scores, strict=True)}
         return out
 

@@ -1,7 +1,8 @@
 """Length counting (the benchmark's control variable) and middle truncation to a model's window.
 
 A document's length is the sum over its segments: text tokens of the counting tokenizer (the paper uses
-Qwen3's; the smoke run counts with all-MiniLM-L6-v2's own WordPiece tokenizer, shipped offline, as a stand-in)
+Qwen3's, built offline from the vocabulary a package ships, ``qwen_vocab``; the smoke run counts with
+all-MiniLM-L6-v2's own WordPiece tokenizer, shipped offline, as a stand-in)
 plus ``ceil(H / 32) * ceil(W / 32)`` per image (16x16 patches merged 2x2). Each text segment is counted
 on its own, so lengths add up exactly and do not depend on how segments are joined.
 
@@ -17,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from milebench.benchmarks.mmlongembed.spec import HubTokenizer, PackageTokenizer
+from milebench.benchmarks.mmlongembed.qwen_vocab import load_qwen_vocabulary
+from milebench.benchmarks.mmlongembed.spec import HubTokenizer, PackageTokenizer, QwenVocabulary
 from milebench.preprocess.tokenizer import HFTokenizer, TokenizerError, load_tokenizer
 
 PATCH = 32
@@ -40,9 +42,11 @@ def package_model_path(package: str) -> Path:
     return Path(getter())
 
 
-def load_counting_tokenizer(ref: PackageTokenizer | HubTokenizer) -> HFTokenizer:
+def load_counting_tokenizer(ref: PackageTokenizer | HubTokenizer | QwenVocabulary) -> HFTokenizer:
     if isinstance(ref, PackageTokenizer):
         return load_tokenizer(package_model_path(ref.package))
+    if isinstance(ref, QwenVocabulary):
+        return load_qwen_vocabulary(ref.package, ref.file, ref.sha256)
     return load_tokenizer(ref.repo, revision=ref.revision)
 
 

@@ -71,6 +71,10 @@ class EmbedPaper(Spec):
     quoted: tuple[str, ...] = Field(
         default=(), description="Printed figures and findings the kit cannot tie to one model or run."
     )
+    inconsistencies: tuple[str, ...] = Field(
+        default=(),
+        description="Printed figures that cannot all hold at once, with the reading the kit takes.",
+    )
 
 
 def load_embed_paper(specs: EmbedSpecs) -> EmbedPaper:

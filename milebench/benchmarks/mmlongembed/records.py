@@ -1,7 +1,7 @@
 """The Visual Grounding set on disk: four JSONL files and an image folder, one record per line.
 
-``queries.jsonl``     ``{"id", "text", "subset", "bin", "depth", "needle_modality", "interference",
-                      "family", "entity"}``: a short text query.
+``queries.jsonl``     ``{"id", "text", "subset", "breakdown", "bin", "depth", "needle_modality",
+                      "interference", "family", "entity"}``: a short text query.
 ``candidates.jsonl``  ``{"id", "segments", "length", "bin", "depth", "realised_depth", "needle_segment",
                       "interference"}``: a long document as ordered segments, each
                       ``{"kind": "text", "text", "tokens"}`` or ``{"kind": "image", "image", "sha256",
@@ -48,7 +48,12 @@ Segment = Annotated[TextSegment | ImageSegment, Field(discriminator="kind")]
 class Query(Spec):
     id: str
     text: str
-    subset: str = Field(description="needle modality / interference, the unit of the macro average.")
+    subset: str = Field(description="The unit of the macro average (the paper's subsets).")
+    breakdown: str | None = Field(
+        default=None,
+        description="A finer split reported beside the subsets, outside the macro average (Visual Grounding:"
+        " needle modality / haystack modality).",
+    )
     bin: int
     depth: int
     needle_modality: Literal["text", "image"]

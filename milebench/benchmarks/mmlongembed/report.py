@@ -17,6 +17,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from milebench.benchmarks.mmlongembed.aggregate import Analysis
+from milebench.benchmarks.mmlongembed.evaluate import BREAKDOWN, SUBSET
+from milebench.benchmarks.mmlongembed.metrics import TIES
 from milebench.benchmarks.mmlongembed.paths import EmbedPaths
 from milebench.benchmarks.mmlongembed.spec import EmbedRunSpec, EmbedSpecs
 from milebench.benchmarks.mmlongembed.verdict import KINDS
@@ -36,6 +38,7 @@ class Table:
     title: str
     columns: list[str]
     rows: list[tuple[str, list[float | None]]]
+    digits: int = 1
 
 
 def _grid_panels(
@@ -72,8 +75,8 @@ def heatmap(model: str, metrics: dict[str, Any]) -> Figure:
             fig,
             f"heatmap-{model}",
             f"{model}: {metrics['heatmap_metric']} by length and needle depth",
-            f"Top: {metrics['heatmap_metric']} (x100) of the queries of each cell, per subset (needle "
-            "modality / haystack modality). Bottom: share of the cell's relevant candidates whose needle "
+            f"Top: {metrics['heatmap_metric']} (x100) of the queries of each cell, per needle modality /"
+            " haystack modality. Bottom: share of the cell's relevant candidates whose needle "
             "reached the model whole (text-only models drop images; windowed ones read head and tail only).",
         )
 
@@ -125,6 +128,41 @@ def easy_hard_figure(analysis: Analysis) -> Figure | None:
         )
 
 
+def _by(metrics: dict[str, dict[str, Any]], prefix: str, metric: str, title: str) -> Table | None:
+    """``metric`` (x100) per subset or breakdown (``prefix``) and model; ``None`` where there is none."""
+    keys = sorted({key for v in metrics.values() for key in v["averages"] if key.startswith(prefix)})
+    if not keys:
+        return None
+    return Table(
+        title,
+        [k.removeprefix(prefix) for k in keys],
+        [(m, [_x100(v["averages"].get(k, {}).get(metric)) for k in keys]) for m, v in metrics.items()],
+    )
+
+
+def tie_tables(metrics: dict[str, dict[str, Any]]) -> list[Table]:
+    """The macro and micro P@1 under each tie rule, and the positives tied with another candidate."""
+    rules = [r for r in TIES if all(r in v["tie_rules"] for v in metrics.values())]
+    rule_table = Table(
+        "P@1 under each tie rule, x100 (the run's rule gives every other number)",
+        [f"{kind} P@1, {rule}" for kind in ("macro", "micro") for rule in rules],
+        [
+            (m, [_x100(v["tie_rules"][rule][kind]["P@1"]) for kind in ("macro", "micro") for rule in rules])
+            for m, v in metrics.items()
+        ],
+        digits=2,
+    )
+    keys = sorted({k for v in metrics.values() for k in v["tied_positives"] if k.startswith(SUBSET)})
+    sizes = {k: next(v["tied_positives"][k]["queries"] for v in metrics.values()) for k in keys}
+    tied = Table(
+        "Positives tied with another candidate, by subset (its queries in brackets)",
+        [f"{k.removeprefix(SUBSET)} ({sizes[k]})" for k in keys],
+        [(m, [v["tied_positives"].get(k, {}).get("tied") for k in keys]) for m, v in metrics.items()],
+        digits=0,
+    )
+    return [rule_table, tied]
+
+
 def tables(run: EmbedRunSpec, metrics: dict[str, dict[str, Any]]) -> list[Table]:
     k = max(run.cutoffs)
     columns = ["P@1", f"Hit@{run.heatmap_k}", f"Recall@{k}", f"MRR@{k}", f"nDCG@{k}"]
@@ -136,19 +174,19 @@ def tables(run: EmbedRunSpec, metrics: dict[str, dict[str, Any]]) -> list[Table]
         )
         for kind in ("macro", "micro")
     ]
-    subsets = sorted({key for v in metrics.values() for key in v["averages"] if key.startswith("subset ")})
-    for metric in ("P@1", f"Hit@{run.heatmap_k}"):
-        out.append(
-            Table(
-                f"{metric} by subset, x100",
-                [s.removeprefix("subset ") for s in subsets],
-                [
-                    (m, [_x100(v["averages"].get(s, {}).get(metric)) for s in subsets])
-                    for m, v in metrics.items()
-                ],
-            )
-        )
-    return out
+    found = [
+        *(
+            _by(metrics, SUBSET, metric, f"{metric} by subset, x100")
+            for metric in ("P@1", f"Hit@{run.heatmap_k}")
+        ),
+        _by(
+            metrics,
+            BREAKDOWN,
+            "P@1",
+            "P@1 by Visual Grounding needle / haystack modality, x100 (outside the macro average)",
+        ),
+    ]
+    return [*out, *(t for t in found if t is not None), *tie_tables(metrics)]
 
 
 def _x100(value: float | None) -> float | None:

@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, RootModel, StrictInt, model_validator
 
+from milebench.benchmarks.mmlongembed.metrics import Ties
 from milebench.benchmarks.mmlongembed.task_spec import RealTask
 from milebench.spec.base import Number, Spec, SpecError, load_spec
 from milebench.spec.model import ApiLimits
@@ -40,7 +41,17 @@ class HubTokenizer(Spec):
     revision: str | None = None
 
 
-TokenizerRef = Annotated[PackageTokenizer | HubTokenizer, Field(discriminator="kind")]
+class QwenVocabulary(Spec):
+    """Qwen's BPE ranks shipped in a package, built into Qwen's tokenizer offline (``qwen_vocab``: how,
+    and where it differs from Qwen3's hub tokenizer)."""
+
+    kind: Literal["qwen-tiktoken"]
+    package: str = "dashscope"
+    file: str = Field(default="resources/qwen.tiktoken", description="The ranks file, inside the package.")
+    sha256: str | None = Field(default=None, description="The ranks file's hash, checked at load.")
+
+
+TokenizerRef = Annotated[PackageTokenizer | HubTokenizer | QwenVocabulary, Field(discriminator="kind")]
 
 
 class BundledHaystack(Spec):
@@ -69,9 +80,18 @@ class VisualGrounding(Spec):
     families: StrictInt = Field(
         default=5, ge=1, le=5, description="Needle families per needle modality; each has 5 look-alikes."
     )
+    image_families: StrictInt | None = Field(
+        default=None, ge=1, le=5, description="Image needle families, where not ``families``."
+    )
     needle_modalities: tuple[Literal["text", "image"], ...] = ("text", "image")
     interference: tuple[Modality, ...] = (Modality.TEXT, Modality.IMAGE, Modality.MIXED)
     haystack: HaystackSource = BundledHaystack(kind="bundled")
+
+    def families_of(self, modality: str) -> int:
+        """Needle families of a needle modality."""
+        return (
+            self.image_families if modality == "image" and self.image_families is not None else self.families
+        )
 
 
 class EmbedRunSpec(Spec):
@@ -91,6 +111,11 @@ class EmbedRunSpec(Spec):
         description="Verdict: points (x100) within which ours reproduces a published value.",
     )
     cutoffs: tuple[StrictInt, ...] = (1, 5, 10)
+    ties: Ties = Field(
+        default="expected",
+        description="Equal scores: 'expected', each metric's expectation over every order of the tied"
+        " candidates (McSherry and Najork 2008); 'trec_eval', ties broken by candidate id descending.",
+    )
     real_tasks: tuple[RealTask, ...] = Field(
         default=(), description="Real-task datasets built from the user's files (one set each)."
     )
