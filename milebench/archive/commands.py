@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from milebench.archive.bundle import Options, archive_run
-from milebench.archive.manifest import BundleError, bundle_id, read_manifest
+from milebench.archive.manifest import BundleError, bundle_id, check_claims, read_manifest
 from milebench.archive.summary import summary
 from milebench.archive.unpack import bundle_folder
 from milebench.archive.verify import Check, Status, VerifyOptions, verify_bundle
@@ -55,6 +55,7 @@ def verify(args: argparse.Namespace) -> int:
 
 def verify_folder(bundle: Path, args: argparse.Namespace) -> int:
     manifest = read_manifest(bundle)
+    check_claims(bundle, manifest)
     identity = bundle_id(bundle)
     if args.expect_id is not None and args.expect_id != identity:
         raise BundleError(f"{args.bundle}: bundle id {identity}, not the expected {args.expect_id}")

@@ -2,31 +2,92 @@
 
 ``MANIFEST.json`` lists every file of the bundle but itself; its own sha256 is the bundle's id, so a
 bundle is content-addressed: two bundles with the same id hold the same bytes.
+
+A bundle comes from another machine, so its manifest is hostile input. It is bounded before it is parsed
+(its length, then its file count), every name in it must be a name (the run, each cell's model, mode and
+task) and every path a relative path inside the bundle, so nothing built from it can climb out; a path
+is also resolved (links followed) inside the bundle before the file behind it is read.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import re
+import stat
+from collections import Counter
+from pathlib import Path, PurePosixPath
+from typing import Annotated
 
-from pydantic import Field, ValidationError
+from pydantic import AfterValidator, Field, ValidationError, model_validator
 
 from milebench.archive.badges import BACKS, Badge, Role
+from milebench.data.extract import destination
 from milebench.errors import KitError
 from milebench.io import atomic_write_text, sha256_file
 from milebench.spec.base import Spec, describe_errors
+from milebench.spec.model import MODEL_NAME
+from milebench.spec.run import RUN_NAME, Mode
+from milebench.spec.task import TASK_NAME
+from milebench.spec.weights_lock import Commit
 
 MANIFEST = "MANIFEST.json"
 FORMAT = "milebench-bundle/1"
+MAX_MANIFEST_BYTES = 64 << 20
+"""The longest manifest read: about 200,000 entries, twice the most a bundle of every MileBench cell needs."""
+MAX_FILES = 100_000
+"""The most files a manifest may list (a full MileBench run of every model has about 20,000)."""
+MAX_PATH_CHARS = 1024
+SHA256 = r"^[0-9a-f]{64}$"
 
 
 class BundleError(KitError, RuntimeError):
     """A run that cannot be archived, or a bundle that cannot be read; the message says which file."""
 
 
+def path_problem(text: str) -> str | None:
+    """Why ``text`` is not a relative POSIX path inside the bundle; None when it is one."""
+    path = PurePosixPath(text)
+    if not text or "\0" in text or len(text) > MAX_PATH_CHARS:
+        return f"empty, over {MAX_PATH_CHARS} characters or with a NUL byte"
+    if path.is_absolute():
+        return "an absolute path"
+    if ".." in path.parts:
+        return "climbs out with '..'"
+    if path.as_posix() != text or "." in path.parts:
+        return "not a normal path (empty, '.' or trailing parts)"
+    return None
+
+
+def bundle_path(text: str) -> str:
+    if (why := path_problem(text)) is not None:
+        raise ValueError(f"{text!r} is not a path inside the bundle: {why}")
+    return text
+
+
+BundlePath = Annotated[str, AfterValidator(bundle_path)]
+
+
+def cell_names(path: str) -> tuple[str, str, str]:
+    """(model, mode, task) of a predictions file ``.../predictions/<model>/<mode>/<task>.jsonl``."""
+    *_, kind, model, mode, name = ("", "", "", *PurePosixPath(path).parts)
+    task = name.removesuffix(".jsonl")
+    if not (
+        kind == "predictions"
+        and re.match(MODEL_NAME, model)
+        and mode in {m.value for m in Mode}
+        and name.endswith(".jsonl")
+        and re.match(TASK_NAME, task)
+    ):
+        raise ValueError(
+            f"{path!r} is not a predictions file <out>/predictions/<model>/<mode>/<task>.jsonl named by a "
+            "model, a mode and a task"
+        )
+    return model, mode, task
+
+
 class Entry(Spec):
-    path: str = Field(description="POSIX path inside the bundle.")
-    sha256: str
+    path: BundlePath = Field(description="POSIX path inside the bundle.")
+    sha256: str = Field(pattern=SHA256)
     size: int = Field(ge=0)
     role: Role
     produced_by: str = Field(description="The command or step that wrote the file.")
@@ -34,23 +95,40 @@ class Entry(Spec):
 
 
 class ImageEntry(Spec):
-    family: str
-    image_id: str = Field(description="The engine's id (sha256 of the image config) the run recorded.")
-    file: str = Field(description="The `docker save` archive in the bundle.")
-    sbom: str | None = Field(description="The image's CycloneDX SBOM in the bundle.")
+    family: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$", description="A folder name under containers/.")
+    image_id: str = Field(
+        pattern=r"^sha256:[0-9a-f]{64}$",
+        description="The engine's id (sha256 of the image config) the run recorded.",
+    )
+    file: BundlePath = Field(description="The `docker save` archive in the bundle.")
+    sbom: BundlePath | None = Field(description="The image's CycloneDX SBOM in the bundle.")
 
 
 class Manifest(Spec):
     format: str = FORMAT
-    run: str
-    specs: str = Field(description="The specs folder the run used, inside the bundle.")
-    root: str = Field(description="The run's layout (results/<run>/, reports/<run>/) inside the bundle.")
-    kit_commits: tuple[str, ...] = Field(description="Every kit commit the run's jobs ran at.")
+    run: str = Field(pattern=RUN_NAME, description="The run's name (a name, never a path).")
+    specs: BundlePath = Field(description="The specs folder the run used, inside the bundle.")
+    root: BundlePath = Field(
+        description="The run's layout (results/<run>/, reports/<run>/) inside the bundle."
+    )
+    kit_commits: tuple[Commit, ...] = Field(
+        min_length=1, description="Every kit commit the run's jobs ran at."
+    )
     dirty: bool = Field(description="Some job ran from a checkout with uncommitted changes.")
     images: tuple[ImageEntry, ...]
     with_data: bool
     with_weights: bool
-    files: tuple[Entry, ...]
+    files: tuple[Entry, ...] = Field(max_length=MAX_FILES)
+
+    @model_validator(mode="after")
+    def _named_once(self) -> Manifest:
+        twice = [p for p, n in Counter(e.path for e in self.files).items() if n > 1]
+        if twice:
+            raise ValueError(f"{twice[0]!r} is listed more than once")
+        for e in self.files:
+            if e.role is Role.PREDICTION:
+                cell_names(e.path)
+        return self
 
 
 def entry(bundle: Path, path: str, role: Role, produced_by: str) -> Entry:
@@ -78,15 +156,49 @@ def bundle_id(bundle: Path) -> str:
 
 
 def read_manifest(bundle: Path) -> Manifest:
+    """The manifest, bounded before it is read and validated as a whole; a BundleError says why not."""
     path = bundle / MANIFEST
     if not bundle.is_dir():
         raise BundleError(f"{bundle}: not a bundle folder")
     try:
+        info = path.lstat()
+        if not stat.S_ISREG(info.st_mode):
+            raise BundleError(f"{path}: not a regular file (a link, folder or device): a bundle's is one")
+        if info.st_size > MAX_MANIFEST_BYTES:
+            raise BundleError(
+                f"{path}: {info.st_size} bytes, over the limit of {MAX_MANIFEST_BYTES} bytes of a bundle "
+                "manifest"
+            )
         return Manifest.model_validate_json(path.read_bytes())
     except FileNotFoundError:
         raise BundleError(f"{path}: missing: not a bundle made by `milebench archive`") from None
     except ValidationError as err:
         raise BundleError(f"{path}: not a bundle manifest: {describe_errors(err)}") from None
+
+
+def inside(folder: Path, path: str) -> Path:
+    """``folder / path`` with its links resolved (the bundle, the scratch copy); a BundleError when that
+    lies outside ``folder``, before anything there is read or written."""
+    found = destination(folder.resolve(), path)
+    if found is None:
+        raise BundleError(f"{folder}: {path}: resolves outside this folder: neither read nor written")
+    return found
+
+
+def held_bytes(bundle: Path) -> int:
+    """The bytes of every regular file under the bundle folder, links not followed (nothing is read)."""
+    return sum(p.lstat().st_size for p in bundle.rglob("*") if stat.S_ISREG(p.lstat().st_mode))
+
+
+def check_claims(bundle: Path, manifest: Manifest) -> None:
+    """Refuse, before any file is read, an entry claiming more bytes than the whole bundle folder holds."""
+    held = held_bytes(bundle)
+    over = next((e for e in manifest.files if e.size > held), None)
+    if over is not None:
+        raise BundleError(
+            f"{bundle / MANIFEST}: {over.path} claims {over.size} bytes, over the {held} bytes the bundle "
+            "folder holds in all"
+        )
 
 
 def bundle_files(bundle: Path) -> set[str]:
@@ -100,10 +212,13 @@ def bundle_files(bundle: Path) -> set[str]:
 
 def check_files(bundle: Path, manifest: Manifest) -> list[str]:
     """One line per file that is missing, altered (size or sha256) or not in the manifest."""
-    problems = []
+    problems, root = [], bundle.resolve()
     for e in manifest.files:
         path = bundle / e.path
-        if path.is_symlink() or not path.is_file():
+        if destination(root, e.path) != root / e.path:
+            problems.append(f"{e.path}: a link or under one: not read (a bundle holds no links)")
+            continue
+        if not path.is_file():
             problems.append(f"{e.path}: missing ({e.role}, {e.size} bytes in the manifest)")
             continue
         size = path.stat().st_size

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from milebench.archive.badges import Role
 from milebench.archive.compare import agreement, compare_rows
 from milebench.archive.contents import RUN_ROOT
-from milebench.archive.manifest import BundleError, Manifest
+from milebench.archive.manifest import BundleError, Manifest, cell_names
 from milebench.archive.workspace import Workspace
 from milebench.plan import Cell
 from milebench.spec.execution import for_run
@@ -48,8 +47,8 @@ def archived_cells(manifest: Manifest) -> list[Cell]:
     found = []
     for e in manifest.files:
         if e.role is Role.PREDICTION:
-            *_, model, mode, name = PurePosixPath(e.path).parts
-            found.append(Cell(model, name.removesuffix(".jsonl"), Mode(mode)))
+            model, mode, task = cell_names(e.path)  # the manifest was validated: these are names
+            found.append(Cell(model, task, Mode(mode)))
     return sorted(found)
 
 
@@ -82,7 +81,7 @@ def plan(ws: Workspace, specs: Specs, cells: list[Cell]) -> list[Planned]:
     run = specs.run(ws.manifest.run)
     planned = []
     for cell in cells:
-        model = for_run(specs.models[cell.model], run)  # in the image of the variant the run selected
+        model = for_run(specs.model(cell.model), run)  # in the image of the variant the run selected
         skip = None
         if isinstance(model.weights, ApiModel):
             skip = "an API model needs the network"
@@ -105,7 +104,7 @@ def prediction_path(ws: Workspace, cell: Cell) -> str:
 def forget(ws: Workspace, cell: Cell) -> None:
     """Remove the cell's answers from the scratch copy, journal included, so infer answers afresh."""
     predictions = ws.here(prediction_path(ws, cell))
-    journal = ws.run_root / ws.out / "journal" / cell.model / str(cell.mode) / f"{cell.task}.jsonl"
+    journal = ws.scratch(RUN_ROOT, ws.out, "journal", cell.model, str(cell.mode), f"{cell.task}.jsonl")
     for path in (predictions, predictions.with_name(predictions.name + ".provenance.json"), journal):
         path.unlink(missing_ok=True)
 

@@ -24,7 +24,7 @@ import docker
 from milebench.archive.badges import Role
 from milebench.archive.compare import compare_json, compare_rows, compare_tables
 from milebench.archive.images import ENGINE_TIMEOUT_S, archive_problems, load_image
-from milebench.archive.manifest import BundleError, Manifest, check_files
+from milebench.archive.manifest import BundleError, Manifest, check_files, inside
 from milebench.archive.rerun import Planned, choose, forget, judge, plan
 from milebench.archive.rerun import archived_cells as cells_of
 from milebench.archive.workspace import Workspace, image_of, open_workspace, run_in_image
@@ -93,12 +93,13 @@ def check_images(client: docker.DockerClient, bundle: Path, manifest: Manifest) 
     if not manifest.images:
         return not_run(Check.IMAGES, "the bundle carries no image (archived with --no-images)")
     for image in manifest.images:
-        problems = archive_problems(bundle / image.file, image.image_id)
+        archive = inside(bundle, image.file)
+        problems = archive_problems(archive, image.image_id)
         if problems:
             out.fail(*(f"{image.file} ({image.family}): {p}" for p in problems))
             continue
         try:
-            loaded = load_image(client, bundle / image.file)
+            loaded = load_image(client, archive)
         except BundleError as err:
             out.fail(f"{image.file} ({image.family}): {err}")
             continue

@@ -18,6 +18,9 @@ from milebench.spec.context import (
 )
 from milebench.spec.execution import Backend, Execution
 
+MODEL_NAME = r"^[a-z0-9][a-z0-9.-]*$"
+"""A model's name: a folder name of its predictions and scores, never a path."""
+
 
 class Section(StrEnum):
     """The row blocks of the paper's main table."""
@@ -158,7 +161,7 @@ class BatchRule(Spec):
 
 
 class ModelSpec(Spec):
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9.-]*$")
+    name: str = Field(pattern=MODEL_NAME)
     display_name: str
     paper_name: str | None = Field(default=None, description="The row label in the paper's table.")
     section: Section

@@ -9,6 +9,8 @@ from pydantic import AfterValidator, Discriminator, Field, StrictBool, StrictInt
 
 from milebench.spec.base import Number, Spec
 
+RUN_NAME = r"^[a-z0-9][a-z0-9_-]*$"
+"""A run's name: a folder name of its results and reports, never a path."""
 MAX_IMAGE_PIXELS = 89_478_485
 """Pillow's own decompression-bomb limit (``PIL.Image.MAX_IMAGE_PIXELS``, about 9459 x 9459), above which
 it warns on every open: the default and the ceiling of a run's ``max_image_pixels``. It is 1.27 times the
@@ -171,7 +173,7 @@ class AuditPlan(Spec):
 
 
 class RunSpec(Spec):
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    name: str = Field(pattern=RUN_NAME)
     benchmark: Literal["milebench"] = Field(
         default="milebench",
         exclude=True,

@@ -8,6 +8,9 @@ from pydantic import Field, StrictBool, StrictInt, model_validator
 
 from milebench.spec.base import Spec
 
+TASK_NAME = r"^[A-Za-z0-9-]+$"
+"""A task's name: its upstream folder name and the file name of its cells, never a path."""
+
 
 class Group(StrEnum):
     """The 12 columns of the paper's main table that tasks are averaged into."""
@@ -72,7 +75,7 @@ def official_scorer(task_name: str, question_type: QuestionType) -> ScorerKind:
 class TaskSpec(Spec):
     """A MileBench task; ``name`` is the exact upstream folder name."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9-]+$")
+    name: str = Field(pattern=TASK_NAME)
     display_name: str
     group: Group
     group_name: str
