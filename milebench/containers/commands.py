@@ -24,6 +24,7 @@ from milebench.containers.image import (
     ImageError,
     build_image,
     client_from_env,
+    known_families,
     recorded_image,
     registry_uri,
 )
@@ -54,16 +55,20 @@ def image_build(args: argparse.Namespace) -> int:
 
 
 def image_prune(args: argparse.Namespace) -> int:
-    """Remove the family images no record in ``--records`` names (list them with ``--dry-run``)."""
-    from milebench.containers.prune import MIB, prune
+    """Remove the family images proven stale by the records in ``--records`` (list them with ``--dry-run``);
+    the records are read before the engine is asked, and one that cannot be refuses the prune (exit 2)."""
+    from milebench.containers.prune import MIB, prune, recorded_images
 
-    records = args.records or [RECORDS_DIR]
-    missing = [str(folder) for folder in args.records or [] if not folder.is_dir()]
-    if missing:  # a mistyped folder would keep no image
-        log.error("milebench image prune: --records %s: no such folder", ", ".join(missing))
-        return 2
+    families = known_families()
     try:
-        done, kept = prune(client_from_env(), records=records, dry_run=args.dry_run)
+        recorded = recorded_images(families, args.records or [RECORDS_DIR])
+    except ImageError as err:
+        log.error("milebench image prune: %s; nothing removed", err)
+        return 2
+    for name in sorted(set(families) - set(recorded)):
+        log.info("family %s: no record, so no image of it is proven stale: all kept", name)
+    try:
+        done, kept = prune(client_from_env(), recorded, dry_run=args.dry_run)
     except ImageError as err:
         log.error("%s", err)
         return 1

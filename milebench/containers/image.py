@@ -25,7 +25,7 @@ from pydantic import Field, ValidationError
 
 from milebench.errors import KitError
 from milebench.io import atomic_write_json, canonical_json, sha256_file, sha256_text
-from milebench.spec.base import Spec
+from milebench.spec.base import Spec, describe_errors
 
 log = logging.getLogger(__name__)
 
@@ -182,8 +182,16 @@ def registry_uri(registry: str, family_name: str, root: Path = REPO_ROOT) -> str
     return f"{registry}/{family_name}:{content_key(family(family_name, root))[:12]}"
 
 
+TAG_KEY_CHARS = 12
+
+
 def image_tag(family_name: str, key: str) -> str:
-    return f"milebench-{family_name}:{key[:12]}"
+    return f"milebench-{family_name}:{key[:TAG_KEY_CHARS]}"
+
+
+def is_kit_tag(tag: str, family_name: str) -> bool:
+    """The tag is one ``image build`` gives a family's image (not one a user chose in its name space)."""
+    return re.fullmatch(rf"milebench-{re.escape(family_name)}:[0-9a-f]{{{TAG_KEY_CHARS}}}", tag) is not None
 
 
 def copy_kit_source(root: Path, dest: Path) -> Path:
@@ -213,14 +221,24 @@ def record_path(family_name: str, records: Path = RECORDS_DIR) -> Path:
     return records / f"{family_name}.json"
 
 
-def read_record(path: Path) -> ImageRecord | None:
-    """The stored record, or None when absent; an unreadable record is rebuilt, not trusted."""
+def parse_record(path: Path) -> ImageRecord | None:
+    """The stored record, or None when absent; an ImageError names a record that does not parse."""
     if not path.is_file():
         return None
     try:
-        return ImageRecord.model_validate_json(path.read_text(encoding="utf-8"))
+        return ImageRecord.model_validate_json(path.read_bytes())
+    except OSError as err:
+        raise ImageError(f"{path}: cannot read the image record: {err.strerror or err}") from None
     except ValidationError as err:
-        log.warning("%s: not an image record, ignored: %s", path, err)
+        raise ImageError(f"{path}: not an image record: {describe_errors(err)}") from None
+
+
+def read_record(path: Path) -> ImageRecord | None:
+    """The stored record, or None when absent; an unreadable record is rebuilt, not trusted."""
+    try:
+        return parse_record(path)
+    except ImageError as err:
+        log.warning("%s, ignored", err)
         return None
 
 
