@@ -24,6 +24,7 @@ from milebench.io import sha256_file
 Manifest = dict[str, Any]
 Attack = Callable[[Path, Path, Manifest], str]
 """(bundle, victim folder, manifest JSON to edit in place) -> the error it must end in."""
+Hostile = Callable[[BundleManifest, Path], BundleManifest]
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +148,7 @@ def hostile_aggregate(manifest: BundleManifest, victim: Path) -> BundleManifest:
 
 @pytest.mark.parametrize("hostile", [hostile_run, hostile_aggregate])
 def test_the_scratch_copy_writes_and_removes_nothing_outside_its_folder(
-    hostile: Callable[[BundleManifest, Path], BundleManifest], small_bundle: Path, victim: Path, tmp_path: Path
+    hostile: Hostile, small_bundle: Path, victim: Path, tmp_path: Path
 ) -> None:
     """The workspace's own guard, under the manifest's: given names that climb out (a manifest copied
     without validation), it refuses before touching anything outside the scratch folder."""
