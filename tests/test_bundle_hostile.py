@@ -21,8 +21,8 @@ from milebench.archive.manifest import Manifest as BundleManifest
 from milebench.archive.workspace import open_workspace
 from milebench.io import sha256_file
 
-Manifest = dict[str, Any]
-Attack = Callable[[Path, Path, Manifest], str]
+ManifestJson = dict[str, Any]
+Attack = Callable[[Path, Path, ManifestJson], str]
 """(bundle, victim folder, manifest JSON to edit in place) -> the error it must end in."""
 Hostile = Callable[[BundleManifest, Path], BundleManifest]
 
@@ -68,7 +68,7 @@ def listed(file: Path, path: str, sha256: str | None = None) -> dict[str, Any]:
     }
 
 
-def of_role(manifest: Manifest, role: str) -> dict[str, Any]:
+def of_role(manifest: ManifestJson, role: str) -> dict[str, Any]:
     return next(e for e in manifest["files"] if e["role"] == role)
 
 
@@ -87,12 +87,12 @@ def verify(bundle: Path, attack: Attack, victim: Path, summary: Path) -> tuple[i
     return code, expected, summary.read_text() if summary.exists() else ""
 
 
-def run_climbs_out(bundle: Path, victim: Path, manifest: Manifest) -> str:
+def run_climbs_out(bundle: Path, victim: Path, manifest: ManifestJson) -> str:
     manifest["run"] = f"../../../../{victim.name}"
     return "run: String should match pattern"
 
 
-def aggregate_climbs_out(bundle: Path, victim: Path, manifest: Manifest) -> str:
+def aggregate_climbs_out(bundle: Path, victim: Path, manifest: ManifestJson) -> str:
     entry = of_role(manifest, "aggregate")
     entry.update(
         listed(victim / "aggregate.json", f"run/../../{victim.name}/aggregate.json"), role="aggregate"
@@ -100,7 +100,7 @@ def aggregate_climbs_out(bundle: Path, victim: Path, manifest: Manifest) -> str:
     return f"'run/../../{victim.name}/aggregate.json' is not a path inside the bundle: climbs out with '..'"
 
 
-def cell_is_no_cell(bundle: Path, victim: Path, manifest: Manifest) -> str:
+def cell_is_no_cell(bundle: Path, victim: Path, manifest: ManifestJson) -> str:
     entry = of_role(manifest, "prediction")
     moved = entry["path"].replace("/multi-image/", "/no-mode/")
     (bundle / moved).parent.mkdir(parents=True)
@@ -109,7 +109,7 @@ def cell_is_no_cell(bundle: Path, victim: Path, manifest: Manifest) -> str:
     return f"{moved!r} is not a predictions file"
 
 
-def image_file_climbs_out(bundle: Path, victim: Path, manifest: Manifest) -> str:
+def image_file_climbs_out(bundle: Path, victim: Path, manifest: ManifestJson) -> str:
     image = {"family": "kit", "image_id": "sha256:" + "0" * 64, "sbom": None}
     manifest["images"] = [{**image, "file": f"../{victim.name}/secret.txt"}]
     return f"images.0.file: Value error, '../{victim.name}/secret.txt' is not a path inside the bundle"
@@ -159,18 +159,18 @@ def test_the_scratch_copy_writes_and_removes_nothing_outside_its_folder(
     assert tree(victim) == before
 
 
-def entry_climbs_out(bundle: Path, victim: Path, manifest: Manifest) -> str:
+def entry_climbs_out(bundle: Path, victim: Path, manifest: ManifestJson) -> str:
     manifest["files"].append(listed(victim / "secret.txt", f"../{victim.name}/secret.txt"))
     return f"'../{victim.name}/secret.txt' is not a path inside the bundle: climbs out with '..'"
 
 
-def entry_is_absolute(bundle: Path, victim: Path, manifest: Manifest) -> str:
+def entry_is_absolute(bundle: Path, victim: Path, manifest: ManifestJson) -> str:
     secret = victim / "secret.txt"
     manifest["files"].append(listed(secret, str(secret), sha256="0" * 64))
     return f"{str(secret)!r} is not a path inside the bundle: an absolute path"
 
 
-def entry_under_a_link(bundle: Path, victim: Path, manifest: Manifest) -> str:
+def entry_under_a_link(bundle: Path, victim: Path, manifest: ManifestJson) -> str:
     (bundle / "run" / "leak").symlink_to(victim)
     manifest["files"].append(listed(victim / "secret.txt", "run/leak/secret.txt", sha256="0" * 64))
     return "hashes failed: run/leak/secret.txt: a link or under one: not read (a bundle holds no links)"
@@ -197,19 +197,19 @@ def test_a_file_outside_the_bundle_is_never_read_described_or_badged(
     assert tree(victim) == before
 
 
-def claims_64_gib(bundle: Path, victim: Path, manifest: Manifest) -> str:
+def claims_64_gib(bundle: Path, victim: Path, manifest: ManifestJson) -> str:
     entry = of_role(manifest, "aggregate")
     entry["size"] = 64 << 30
     return f"{entry['path']} claims {64 << 30} bytes, over the"
 
 
-def lists_too_many_files(bundle: Path, victim: Path, manifest: Manifest) -> str:
+def lists_too_many_files(bundle: Path, victim: Path, manifest: ManifestJson) -> str:
     entry = of_role(manifest, "aggregate")
     manifest["files"] += [{**entry, "path": f"run/pad/{i}"} for i in range(MAX_FILES)]
     return f"files: Tuple should have at most {MAX_FILES} items"
 
 
-def is_too_long(bundle: Path, victim: Path, manifest: Manifest) -> str:
+def is_too_long(bundle: Path, victim: Path, manifest: ManifestJson) -> str:
     manifest[PAD] = MAX_MANIFEST_BYTES
     return f"over the limit of {MAX_MANIFEST_BYTES} bytes of a bundle manifest"
 
