@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from test_archive import RUN, archive, copy_of
 from test_declared_files import snakemake, write_run
 
 from milebench import cli
+from milebench.archive.compare import compare_json, compare_rows
 from milebench.archive.manifest import MANIFEST, MAX_FILES, MAX_MANIFEST_BYTES, BundleError, read_manifest
 from milebench.archive.manifest import Manifest as BundleManifest
 from milebench.archive.workspace import open_workspace
@@ -76,15 +78,43 @@ PAD = "(spaces after the JSON)"
 """A manifest key an attack sets to append that many spaces to the manifest's text (still valid JSON)."""
 
 
-def verify(bundle: Path, attack: Attack, victim: Path, summary: Path) -> tuple[int, str, str]:
-    """Apply ``attack``, rewrite the manifest, verify the hashes; (exit code, expected error, summary)."""
-    path = bundle / MANIFEST
-    manifest = json.loads(path.read_text())
-    expected = attack(bundle, victim, manifest)
-    padding = " " * manifest.pop(PAD, 0)
-    path.write_text(json.dumps(manifest, indent=1) + "\n" + padding)
-    code = cli.main(["verify", str(bundle), "--only", "hashes", "--summary", str(summary)])
-    return code, expected, summary.read_text() if summary.exists() else ""
+@dataclass(frozen=True)
+class Verified:
+    bundle: Path
+    code: int
+    expected: str
+    errors: list[str]
+    output: list[str]
+    """What verify printed and the summary it wrote (empty when refused)."""
+
+
+Attacked = Callable[[Attack], Verified]
+
+
+@pytest.fixture
+def attacked(
+    small_bundle: Path,
+    victim: Path,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> Attacked:
+    """Verify the hashes of a copy of the bundle after an attack, its manifest rewritten to match."""
+
+    def verify(attack: Attack) -> Verified:
+        bundle, summary = copy_of(small_bundle, tmp_path), tmp_path / "summary.md"
+        path = bundle / MANIFEST
+        manifest = json.loads(path.read_text())
+        expected = attack(bundle, victim, manifest)
+        padding = " " * manifest.pop(PAD, 0)
+        path.write_text(json.dumps(manifest, indent=1) + "\n" + padding)
+        with caplog.at_level(logging.ERROR):
+            code = cli.main(["verify", str(bundle), "--only", "hashes", "--summary", str(summary)])
+        errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+        written = summary.read_text() if summary.exists() else ""
+        return Verified(bundle, code, expected, errors, [capsys.readouterr().out, written])
+
+    return verify
 
 
 def run_climbs_out(bundle: Path, victim: Path, manifest: ManifestJson) -> str:
@@ -119,21 +149,14 @@ def image_file_climbs_out(bundle: Path, victim: Path, manifest: ManifestJson) ->
     "attack", [run_climbs_out, aggregate_climbs_out, cell_is_no_cell, image_file_climbs_out]
 )
 def test_a_name_or_path_of_the_manifest_that_is_not_one_is_refused_by_name(
-    attack: Attack,
-    small_bundle: Path,
-    victim: Path,
-    tmp_path: Path,
-    caplog: pytest.LogCaptureFixture,
-    capsys: pytest.CaptureFixture[str],
+    attack: Attack, attacked: Attacked, victim: Path
 ) -> None:
-    bundle, before = copy_of(small_bundle, tmp_path), tree(victim)
-    with caplog.at_level(logging.ERROR):
-        code, expected, summary = verify(bundle, attack, victim, tmp_path / "summary.md")
-    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
-    assert code == 1 and len(errors) == 1, errors
-    assert errors[0].startswith(f"{bundle / MANIFEST}: not a bundle manifest: ") and expected in errors[0]
-    assert summary == "" and "Artifact evaluation" not in capsys.readouterr().out
-    assert tree(victim) == before
+    before = tree(victim)
+    found = attacked(attack)
+    assert found.code == 1 and len(found.errors) == 1, found.errors
+    (error,) = found.errors
+    assert error.startswith(f"{found.bundle / MANIFEST}: not a bundle manifest: ") and found.expected in error
+    assert "Artifact evaluation" not in "".join(found.output) and tree(victim) == before
 
 
 def hostile_run(manifest: BundleManifest, victim: Path) -> BundleManifest:
@@ -178,21 +201,13 @@ def entry_under_a_link(bundle: Path, victim: Path, manifest: ManifestJson) -> st
 
 @pytest.mark.parametrize("attack", [entry_climbs_out, entry_is_absolute, entry_under_a_link])
 def test_a_file_outside_the_bundle_is_never_read_described_or_badged(
-    attack: Attack,
-    small_bundle: Path,
-    victim: Path,
-    tmp_path: Path,
-    caplog: pytest.LogCaptureFixture,
-    capsys: pytest.CaptureFixture[str],
+    attack: Attack, attacked: Attacked, victim: Path
 ) -> None:
-    bundle, before = copy_of(small_bundle, tmp_path), tree(victim)
-    with caplog.at_level(logging.ERROR):
-        code, expected, summary = verify(bundle, attack, victim, tmp_path / "summary.md")
-    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
-    printed = capsys.readouterr().out
-    assert code == 1 and any(expected in e for e in errors), errors
+    before = tree(victim)
+    found = attacked(attack)
+    assert found.code == 1 and any(found.expected in e for e in found.errors), found.errors
     secret = sha256_file(victim / "secret.txt")
-    for text in (summary, printed, *errors):
+    for text in (*found.output, *found.errors):
         assert secret[:12] not in text and "| Available | yes |" not in text
     assert tree(victim) == before
 
@@ -216,16 +231,27 @@ def is_too_long(bundle: Path, victim: Path, manifest: ManifestJson) -> str:
 
 @pytest.mark.parametrize("attack", [claims_64_gib, lists_too_many_files, is_too_long])
 def test_what_a_manifest_may_claim_is_bounded_before_any_file_is_read(
-    attack: Attack,
-    small_bundle: Path,
-    victim: Path,
-    tmp_path: Path,
-    caplog: pytest.LogCaptureFixture,
-    capsys: pytest.CaptureFixture[str],
+    attack: Attack, attacked: Attacked
 ) -> None:
-    bundle = copy_of(small_bundle, tmp_path)
-    with caplog.at_level(logging.ERROR):
-        code, expected, summary = verify(bundle, attack, victim, tmp_path / "summary.md")
-    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
-    assert code == 1 and len(errors) == 1 and expected in errors[0], errors[:3]
-    assert summary == "" and "Artifact evaluation" not in capsys.readouterr().out
+    found = attacked(attack)
+    assert found.code == 1 and len(found.errors) == 1 and found.expected in found.errors[0], found.errors[:3]
+    assert "Artifact evaluation" not in "".join(found.output)
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [(b"\xff\xfe", "not UTF-8 text"), (b"{", "not JSON"), (b"[" * 200_000, "not JSON: nested too deep")],
+)
+def test_an_archived_result_that_does_not_parse_is_named_not_a_traceback(
+    text: bytes, why: str, tmp_path: Path
+) -> None:
+    """The archived side of every comparison is the author's bytes (they pass the hash check as written)."""
+    archived, redone = tmp_path / "aggregate.json", tmp_path / "redone.json"
+    archived.write_bytes(text)
+    redone.write_text("{}\n")
+    with pytest.raises(BundleError, match=f"{archived}: {why}"):
+        compare_json("aggregate.json", archived, redone)
+    rows = tmp_path / "judgments.jsonl"
+    rows.write_text('{"sample_id": 1}\n[1, 2]\n')
+    with pytest.raises(BundleError, match=f"{rows}: a line is not a JSON object"):
+        compare_rows("judgments.jsonl", rows, rows, ("sample_id",))

@@ -1,5 +1,6 @@
 """Archived results against re-computed ones: judgments, task scores, aggregate, verdict cells, report
-tables and predictions. Each difference is one line naming the file and where in it."""
+tables and predictions. Each difference is one line naming the file and where in it. An archived file
+is the bundle author's bytes: one that does not parse is a BundleError naming it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from milebench.archive.manifest import BundleError
 from milebench.io import read_jsonl
 
 MAX_SHOWN = 3
@@ -38,8 +40,20 @@ def shown(name: str, differences: list[str]) -> list[str]:
     return lines + ([f"{name}: {more} more differences"] if more > 0 else [])
 
 
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise BundleError(f"{path}: not UTF-8 text: {err}") from None
+
+
 def read_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        return json.loads(read_text(path))
+    except ValueError as err:  # a JSONDecodeError, or nesting too deep to parse
+        raise BundleError(f"{path}: not JSON: {err}") from None
+    except RecursionError:
+        raise BundleError(f"{path}: not JSON: nested too deep") from None
 
 
 def compare_json(name: str, archived: Path, redone: Path) -> list[str]:
@@ -49,7 +63,13 @@ def compare_json(name: str, archived: Path, redone: Path) -> list[str]:
 
 
 def keyed_rows(path: Path, key: tuple[str, ...]) -> dict[tuple[Any, ...], dict[str, Any]]:
-    return {tuple(row.get(k) for k in key): row for row in read_jsonl(path)}
+    try:
+        rows = list(read_jsonl(path))
+    except (ValueError, RecursionError) as err:  # not UTF-8, not JSON, nested too deep
+        raise BundleError(f"{path}: not JSON lines: {err}") from None
+    if not all(isinstance(row, dict) for row in rows):
+        raise BundleError(f"{path}: a line is not a JSON object")
+    return {tuple(row.get(k) for k in key): row for row in rows}
 
 
 def compare_rows(
@@ -86,7 +106,7 @@ def agreement(archived: Path, redone: Path, fields: tuple[str, ...]) -> tuple[in
 
 
 def tables(path: Path) -> list[str]:
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path)
     return [m.group(0) for m in (HTML_TABLE if path.suffix == ".html" else TEX_TABLE).finditer(text)]
 
 

@@ -12,7 +12,6 @@ Every container runs with ``--network none``. A check that cannot run says why a
 
 from __future__ import annotations
 
-import json
 import logging
 import tempfile
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from pathlib import Path
 import docker
 
 from milebench.archive.badges import Role
-from milebench.archive.compare import compare_json, compare_rows, compare_tables
+from milebench.archive.compare import compare_json, compare_rows, compare_tables, read_json
 from milebench.archive.images import ENGINE_TIMEOUT_S, archive_problems, load_image
 from milebench.archive.manifest import BundleError, Manifest, check_files, inside
 from milebench.archive.rerun import Planned, choose, forget, judge, plan
@@ -116,16 +115,18 @@ def check_images(client: docker.DockerClient, bundle: Path, manifest: Manifest) 
 def rescore_commands(ws: Workspace, fetch: bool) -> list[list[str]]:
     """Re-render the report from the archived scores, re-score every archived cell, re-aggregate with the
     archived settings (and first fetch the bundled data when a re-run cell reads images)."""
-    settings = json.loads(ws.archived(ws.path_of(Role.AGGREGATE)).read_text(encoding="utf-8"))
+    path = ws.path_of(Role.AGGREGATE)
+    settings = read_json(ws.archived(path))
+    resamples, seed = (settings.get(k) if isinstance(settings, dict) else None for k in ("resamples", "seed"))
+    if not (isinstance(resamples, int) and isinstance(seed, int)):
+        raise BundleError(f"{path}: no integer resamples and seed: not an aggregate the kit writes")
     commands = [ws.command("fetch")] if fetch else []
     commands.append(ws.command("report", root=ws.render_root))
     commands += [
         ws.command("score", "--model", c.model, "--task", c.task, "--mode", str(c.mode))
         for c in cells_of(ws.manifest)
     ]
-    commands.append(
-        ws.command("aggregate", "--resamples", str(settings["resamples"]), "--seed", str(settings["seed"]))
-    )
+    commands.append(ws.command("aggregate", "--resamples", str(resamples), "--seed", str(seed)))
     return commands
 
 
