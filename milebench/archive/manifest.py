@@ -33,9 +33,10 @@ from milebench.spec.weights_lock import Commit
 MANIFEST = "MANIFEST.json"
 FORMAT = "milebench-bundle/1"
 MAX_MANIFEST_BYTES = 64 << 20
-"""The longest manifest read: about 200,000 entries, twice the most a bundle of every MileBench cell needs."""
+"""The longest manifest read: room for well over ``MAX_FILES`` entries of about 300 bytes each."""
 MAX_FILES = 100_000
-"""The most files a manifest may list (a full MileBench run of every model has about 20,000)."""
+"""The most files a manifest may list: every cell of the kit's models, tasks and modes (about 2,300) with
+its prediction, journal, judgment, score, job records and logs is a few tens of thousands."""
 MAX_PATH_CHARS = 1024
 SHA256 = r"^[0-9a-f]{64}$"
 
