@@ -74,10 +74,10 @@ def cell_names(path: str) -> tuple[str, str, str]:
     task = name.removesuffix(".jsonl")
     if not (
         kind == "predictions"
-        and re.match(MODEL_NAME, model)
+        and re.fullmatch(MODEL_NAME, model)
         and mode in {m.value for m in Mode}
         and name.endswith(".jsonl")
-        and re.match(TASK_NAME, task)
+        and re.fullmatch(TASK_NAME, task)
     ):
         raise ValueError(
             f"{path!r} is not a predictions file <out>/predictions/<model>/<mode>/<task>.jsonl named by a "
