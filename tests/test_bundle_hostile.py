@@ -1,7 +1,7 @@
 """``milebench verify`` on bundles an attacker made: a real small bundle, tampered and its manifest rewritten
 to match (so the hash check alone would pass), beside a victim folder. Every attack ends in one error
-naming the field or file, a non-zero exit, no Available badge, and the victim's bytes untouched and
-undescribed: no write, removal or read outside the bundle and its scratch copy."""
+naming the field or file (exit 2 for a bundle refused as given), no Available badge, and the victim's
+bytes untouched and undescribed: no write, removal or read outside the bundle and its scratch copy."""
 
 from __future__ import annotations
 
@@ -153,7 +153,7 @@ def test_a_name_or_path_of_the_manifest_that_is_not_one_is_refused_by_name(
 ) -> None:
     before = tree(victim)
     found = attacked(attack)
-    assert found.code == 1 and len(found.errors) == 1, found.errors
+    assert found.code == 2 and len(found.errors) == 1, found.errors
     (error,) = found.errors
     assert error.startswith(f"{found.bundle / MANIFEST}: not a bundle manifest: ") and found.expected in error
     assert "Artifact evaluation" not in "".join(found.output) and tree(victim) == before
@@ -205,7 +205,8 @@ def test_a_file_outside_the_bundle_is_never_read_described_or_badged(
 ) -> None:
     before = tree(victim)
     found = attacked(attack)
-    assert found.code == 1 and any(found.expected in e for e in found.errors), found.errors
+    code = 1 if found.expected.startswith("hashes failed") else 2  # failed, not refused: no check read it
+    assert found.code == code and any(found.expected in e for e in found.errors), found.errors
     secret = sha256_file(victim / "secret.txt")
     for text in (*found.output, *found.errors):
         assert secret[:12] not in text and "| Available | yes |" not in text
@@ -234,7 +235,7 @@ def test_what_a_manifest_may_claim_is_bounded_before_any_file_is_read(
     attack: Attack, attacked: Attacked
 ) -> None:
     found = attacked(attack)
-    assert found.code == 1 and len(found.errors) == 1 and found.expected in found.errors[0], found.errors[:3]
+    assert found.code == 2 and len(found.errors) == 1 and found.expected in found.errors[0], found.errors[:3]
     assert "Artifact evaluation" not in "".join(found.output)
 
 

@@ -45,6 +45,13 @@ class BundleError(KitError, RuntimeError):
     """A run that cannot be archived, or a bundle that cannot be read; the message says which file."""
 
 
+class RefusedBundle(BundleError):
+    """A bundle refused as given (a manifest out of bounds, a name or path that is not one, a path that
+    resolves outside): nothing of it is used, as with a bad spec."""
+
+    exit_status = 2
+
+
 def path_problem(text: str) -> str | None:
     """Why ``text`` is not a relative POSIX path inside the bundle; None when it is one."""
     path = PurePosixPath(text)
@@ -164,9 +171,9 @@ def read_manifest(bundle: Path) -> Manifest:
     try:
         info = path.lstat()
         if not stat.S_ISREG(info.st_mode):
-            raise BundleError(f"{path}: not a regular file (a link, folder or device): a bundle's is one")
+            raise RefusedBundle(f"{path}: not a regular file (a link, folder or device): a bundle's is one")
         if info.st_size > MAX_MANIFEST_BYTES:
-            raise BundleError(
+            raise RefusedBundle(
                 f"{path}: {info.st_size} bytes, over the limit of {MAX_MANIFEST_BYTES} bytes of a bundle "
                 "manifest"
             )
@@ -174,7 +181,7 @@ def read_manifest(bundle: Path) -> Manifest:
     except FileNotFoundError:
         raise BundleError(f"{path}: missing: not a bundle made by `milebench archive`") from None
     except ValidationError as err:
-        raise BundleError(f"{path}: not a bundle manifest: {describe_errors(err)}") from None
+        raise RefusedBundle(f"{path}: not a bundle manifest: {describe_errors(err)}") from None
 
 
 def inside(folder: Path, path: str) -> Path:
@@ -182,7 +189,7 @@ def inside(folder: Path, path: str) -> Path:
     lies outside ``folder``, before anything there is read or written."""
     found = destination(folder.resolve(), path)
     if found is None:
-        raise BundleError(f"{folder}: {path}: resolves outside this folder: neither read nor written")
+        raise RefusedBundle(f"{folder}: {path}: resolves outside this folder: neither read nor written")
     return found
 
 
@@ -196,7 +203,7 @@ def check_claims(bundle: Path, manifest: Manifest) -> None:
     held = held_bytes(bundle)
     over = next((e for e in manifest.files if e.size > held), None)
     if over is not None:
-        raise BundleError(
+        raise RefusedBundle(
             f"{bundle / MANIFEST}: {over.path} claims {over.size} bytes, over the {held} bytes the bundle "
             "folder holds in all"
         )
