@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import torch
 from pydantic import BaseModel, ConfigDict, ValidationError
 from safetensors import safe_open
@@ -189,6 +190,16 @@ def recording() -> bool:
     return os.environ.get(RECORD_VAR) == "1"
 
 
+def require_original(present: bool, missing: str) -> None:
+    """Skip the live comparison, saying ``missing``, where the original code or its environment is
+    absent; fail instead when a recording was asked for, which only the live run can make."""
+    if present:
+        return
+    if recording():
+        pytest.fail(f"{RECORD_VAR}=1, but the live comparison cannot run: {missing}")
+    pytest.skip(missing)
+
+
 def path_of(family: str) -> Path:
     return GOLDEN_DIR / f"{family}.json"
 
@@ -204,15 +215,16 @@ def golden_of(family: str, samples: Mapping[str, Observed], meta: Meta, original
     )
 
 
-def record(family: str, samples: Mapping[str, Observed], meta: Meta, original_python: Path) -> Path:
-    """Write the fixture of the original side's ``samples`` (run by ``original_python``); its path."""
+def record(family: str, samples: Mapping[str, Observed], meta: Meta, original_python: Path) -> Golden:
+    """Write the fixture of the original side's ``samples`` (run by ``original_python``) and return it."""
+    golden = golden_of(family, samples, meta, original_python)
     path = path_of(family)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(golden_of(family, samples, meta, original_python).model_dump(mode="json"), indent=1)
+    text = json.dumps(golden.model_dump(mode="json"), indent=1)
     # One line per id list or hash list, so a fixture's diff shows which sample changed.
     text = re.sub(r"\[\s+([^\[\]{}]*?)\s+\]", lambda m: "[" + re.sub(r",\s+", ", ", m[1]) + "]", text)
     path.write_text(text + "\n", encoding="utf-8")
-    return path
+    return golden
 
 
 def load(family: str) -> Golden:

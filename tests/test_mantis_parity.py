@@ -3,12 +3,16 @@
 adapter under mantis's paper execution give identical texts, input ids, pixel tensors, generated ids and
 answers on every prepared sample of the mini-MileBench, both reading one tiny checkpoint.
 
-Needs Mantis's code (the kit carries none of it): ``bash .ci/original-code.sh`` unpacks its ``mantis``
-package at the commit the kit follows into ``.original-code/Mantis``, or ``MILEBENCH_MANTIS_CODE`` names
-a checkout (the folder holding ``mantis/``); and the official environment (``bash .ci/llava-official.sh``
-makes ``.venv-llava``; ``MILEBENCH_LLAVA_PYTHON`` names another). Both sides run float32 on the CPU.
-Transformers 4.37 keeps one image id per picture where transformers 5 repeats it per feature, so the
-kit's ids are compared with each run of image ids collapsed.
+The kit side always runs and is held to the golden fixture ``tests/golden/parity/mantis.json``, what
+Mantis's code produced (``tests/parity_golden.py``). The live comparison needs Mantis's code (the kit
+carries none of it): ``bash .ci/original-code.sh`` unpacks its ``mantis`` package at the commit the kit
+follows into ``.original-code/Mantis``, or ``MILEBENCH_MANTIS_CODE`` names a checkout at that commit (the
+folder holding ``mantis/``); and the official environment (``bash .ci/llava-official.sh`` makes
+``.venv-llava``; ``MILEBENCH_LLAVA_PYTHON`` names another). Without them only the live comparison skips;
+with them and ``MILEBENCH_RECORD_PARITY=1`` it re-records the fixture (it runs first, so the golden
+comparison then reads the new one). Both sides run float32 on the CPU. Transformers 4.37 keeps one image
+id per picture where transformers 5 repeats it per feature, so the kit's ids are compared with each run of
+image ids collapsed; the kit strips the answer, so the original's is compared stripped.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -29,6 +35,18 @@ from llava_official.parity import (
     official_python,
     run_original,
 )
+from parity_golden import (
+    Meta,
+    Observed,
+    assert_matches,
+    assert_same,
+    checkpoint_sha256,
+    golden_of,
+    pinned_commit,
+    record,
+    recording,
+    require_original,
+)
 from tiny_checks import tiny_port
 
 from milebench.infer.hf_mantis import HfMantisAdapter
@@ -38,17 +56,13 @@ from milebench.paths import RunPaths
 from milebench.records import PreparedSample
 from milebench.spec.model import ModelSpec
 
+FAMILY = "mantis"
 PYTHON = official_python()
 CODE = Path(os.environ.get("MILEBENCH_MANTIS_CODE") or REPO / ".original-code/Mantis")
 DRIVER = Path(__file__).parent / "mantis_official" / "official_mantis.py"
-pytestmark = pytest.mark.skipif(
-    PYTHON is None or not (CODE / "mantis" / "models" / "mllava" / "utils.py").is_file(),
-    reason="needs the official LLaVA environment (`bash .ci/llava-official.sh`, or MILEBENCH_LLAVA_PYTHON) "
-    "and Mantis's code (`bash .ci/original-code.sh`, or MILEBENCH_MANTIS_CODE naming a "
-    "github.com/TIGER-AI-Lab/Mantis checkout)",
-)
 SAMPLES_PER_TASK = 1
 MAX_NEW_TOKENS = 24
+GEN_KWARGS = {"max_new_tokens": MAX_NEW_TOKENS, "min_new_tokens": 1, "do_sample": False}
 
 
 def parity_spec() -> ModelSpec:
@@ -64,8 +78,28 @@ def for_mllava(folder: Path) -> None:
     (folder / "processor_config.json").unlink()
 
 
+def key(sample: PreparedSample) -> str:
+    return f"{sample.task}/{sample.sample_id}"
+
+
+def original_ids(ids: Sequence[int], image_id: int, per_image: int) -> list[int]:
+    """The kit's ids as transformers 4.37 writes them: one image id per picture."""
+    return [image_id if i == OFFICIAL_IMAGE_ID else i for i in collapse_images(ids, image_id, per_image)]
+
+
+@dataclass(frozen=True)
+class Built:
+    paths: RunPaths
+    samples: list[PreparedSample]
+    original: Path
+    """The original side's copy of the tiny checkpoint."""
+    listed: Path
+    meta: Meta
+
+
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[HfMantisAdapter, list[PreparedSample], Path]:
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """The tiny checkpoint, the original side's copy of it, the prepared samples and their list."""
     root = tmp_path_factory.mktemp("mantisparity")
     spec = parity_spec()
     paths = RunPaths(out=root / "out", reports=root / "reports")
@@ -74,34 +108,72 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[HfMantisAdapter, li
     shutil.copytree(paths.model_dir(spec.name), original)
     for_mllava(original)
     samples = listed_fixture(spec, paths, SAMPLES_PER_TASK, root / "samples.json")
-    gen_kwargs = {"max_new_tokens": MAX_NEW_TOKENS, "min_new_tokens": 1, "do_sample": False}
+    meta = Meta(
+        repository="github.com/TIGER-AI-Lab/Mantis (mantis/)",
+        commit=pinned_commit("MANTIS"),
+        checkpoint_sha256=checkpoint_sha256(paths.model_dir(spec.name)),
+        settings={"samples_per_task": SAMPLES_PER_TASK, "gen_kwargs": GEN_KWARGS},
+    )
+    return Built(paths, samples, original, root / "samples.json", meta)
+
+
+@pytest.fixture(scope="module")
+def kit(built: Built) -> dict[str, Observed]:
+    """The kit adapter's outputs on every sample, ids in the original's form."""
+    adapter = load_adapter(parity_spec(), built.paths, built.paths.data_root)
+    assert isinstance(adapter, HfMantisAdapter)
+    observed = {}
+    for sample in built.samples:
+        (row,) = adapter.split_rows(adapter.encode([sample]))
+        observed[key(sample)] = Observed(
+            sample=sample,
+            text=adapter.render(sample),
+            input_ids=original_ids(row["input_ids"][0].tolist(), adapter.image_token_id, adapter.image_seq),
+            vision={"pixel_values": row["pixel_values"]},
+            new_ids=adapter.new_tokens(row, adapter.stopper(row))[0].tolist(),
+            answer=str(adapter.generate([sample])[0]),  # a SampleFailure shows in the diff
+        )
+    return observed
+
+
+def original_side(built: Built, out: Path) -> dict[str, Observed]:
+    """Mantis's code run on every sample."""
     assert PYTHON is not None
     run_original(
         PYTHON,
         DRIVER,
-        *("--code", str(CODE), "--model", str(original), "--samples", str(root / "samples.json")),
-        *("--gen-kwargs", json.dumps(gen_kwargs), "--out", str(root)),
+        *("--code", str(CODE), "--model", str(built.original), "--samples", str(built.listed)),
+        *("--gen-kwargs", json.dumps(GEN_KWARGS), "--out", str(out)),
     )
-    adapter = load_adapter(spec, paths, paths.data_root)
-    assert isinstance(adapter, HfMantisAdapter)
-    return adapter, samples, root
+    results = {(r["task"], r["sample_id"]): r for r in json.loads((out / "results.json").read_text())}
+    pixels = torch.load(out / "pixels.pt")
+    observed = {}
+    for sample in built.samples:
+        want = results[(sample.task, sample.sample_id)]
+        observed[key(sample)] = Observed(
+            sample=sample,
+            text=want["prompt"],
+            input_ids=want["input_ids"],
+            vision={"pixel_values": pixels[key(sample)]},
+            new_ids=want["new_ids"],
+            answer=want["answer"],
+        )
+    return observed
 
 
-def test_identical_texts_ids_pixels_generated_ids_and_answers(
-    setup: tuple[HfMantisAdapter, list[PreparedSample], Path],
-) -> None:
-    adapter, samples, root = setup
-    results = {(r["task"], r["sample_id"]): r for r in json.loads((root / "results.json").read_text())}
-    pixels = torch.load(root / "pixels.pt")
-    assert len(results) == len(samples) == 29 * SAMPLES_PER_TASK
-    image_id = adapter.image_token_id
-    for sample in samples:
-        key = (sample.task, sample.sample_id)
-        want = results[key]
-        (row,) = adapter.split_rows(adapter.encode([sample]))
-        assert adapter.render(sample) == want["prompt"], key
-        ids = collapse_images(row["input_ids"][0].tolist(), image_id, adapter.image_seq)
-        assert ids == [OFFICIAL_IMAGE_ID if i == image_id else i for i in want["input_ids"]], key
-        assert torch.equal(row["pixel_values"], pixels[f"{sample.task}/{sample.sample_id}"]), key
-        assert adapter.new_tokens(row, adapter.stopper(row))[0].tolist() == want["new_ids"], key
-        assert adapter.generate([sample]) == [want["answer"].strip()], key
+def test_kit_matches_original_code_live(built: Built, kit: dict[str, Observed], tmp_path: Path) -> None:
+    require_original(
+        PYTHON is not None and (CODE / "mantis" / "models" / "mllava" / "utils.py").is_file(),
+        "the live comparison needs the official LLaVA environment (`bash .ci/llava-official.sh`, or "
+        "MILEBENCH_LLAVA_PYTHON) and Mantis's code (`bash .ci/original-code.sh`, or MILEBENCH_MANTIS_CODE "
+        "naming a github.com/TIGER-AI-Lab/Mantis checkout); the golden comparison runs without",
+    )
+    assert PYTHON is not None
+    original = original_side(built, tmp_path)
+    golden = (record if recording() else golden_of)(FAMILY, original, built.meta, PYTHON)
+    assert_same(golden, kit, built.meta, answer_form=str.strip)
+
+
+def test_kit_matches_golden_fixture(built: Built, kit: dict[str, Observed]) -> None:
+    assert len(kit) == len(built.samples)
+    assert_matches(FAMILY, kit, built.meta, answer_form=str.strip)
