@@ -13,6 +13,17 @@ Fixtures are written only by the live comparison, from the original side's outpu
 code is present and ``MILEBENCH_RECORD_PARITY=1`` is set; never by hand. The same comparison checks the
 kit against a live original run and against a fixture, so both say what differs in the same words:
 which sample, which field, the first differing position.
+
+Bytes are compared exactly, not rounded: the tiny checkpoints run float32 on the CPU, and the kit's ids,
+pixel bytes and generated ids come out identical with 1 and 2 CPU threads. What a fixture cannot pin is
+the environment that builds the checkpoint and the pictures; a mismatch message shows both environments,
+and a different checkpoint shows as ``meta: checkpoint_sha256``.
+
+A port's test: ``set_up`` builds what both sides read (``Setup``); a module fixture gives the kit's
+``Observed`` per sample in the original's form; the live test calls ``require_original`` (skips, saying
+why, without the code), runs the original's driver, reads it with ``original_outputs`` and calls
+``compare_live`` (which records when asked); the golden test calls ``assert_matches``. The live test comes
+first in the file, so a re-recording is what the golden test then reads.
 """
 
 from __future__ import annotations
@@ -21,6 +32,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -30,11 +42,15 @@ from typing import Any
 
 import pytest
 import torch
+from llava_official.parity import listed_fixture
 from pydantic import BaseModel, ConfigDict, ValidationError
 from safetensors import safe_open
 
+from milebench.infer.tiny import build_tiny
 from milebench.io import canonical_json
+from milebench.paths import RunPaths
 from milebench.records import PreparedSample
+from milebench.spec.model import ModelSpec
 
 GOLDEN_DIR = Path(__file__).parent / "golden" / "parity"
 RECORD_VAR = "MILEBENCH_RECORD_PARITY"
@@ -102,6 +118,67 @@ class Observed:
     vision: Mapping[str, torch.Tensor]
     new_ids: Sequence[int]
     answer: str
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What both sides of a parity test read."""
+
+    paths: RunPaths
+    """The kit's run layout, holding the tiny checkpoint and the mini-MileBench."""
+    samples: list[PreparedSample]
+    original: Path
+    """The original side's copy of the tiny checkpoint."""
+    listed: Path
+    """The samples listed for the original side's driver (``listed_fixture``)."""
+    meta: Meta
+
+
+def set_up(
+    root: Path,
+    spec: ModelSpec,
+    per_task: int,
+    for_original: Callable[[Path], None],
+    repository: str,
+    commit: str,
+    settings: Mapping[str, Any],
+) -> Setup:
+    """The tiny checkpoint of ``spec`` built under ``root``, its copy for the original side (made readable
+    there by ``for_original``), ``per_task`` prepared samples of every task, and the meta of the run."""
+    paths = RunPaths(out=root / "out", reports=root / "reports")
+    build_tiny(spec, paths.model_dir(spec.name))
+    original = root / "original"
+    shutil.copytree(paths.model_dir(spec.name), original)
+    for_original(original)
+    samples = listed_fixture(spec, paths, per_task, root / "samples.json")
+    meta = Meta(
+        repository=repository,
+        commit=commit,
+        checkpoint_sha256=checkpoint_sha256(paths.model_dir(spec.name)),
+        settings={"samples_per_task": per_task, **settings},
+    )
+    return Setup(paths, samples, original, root / "samples.json", meta)
+
+
+def original_outputs(folder: Path, samples: Sequence[PreparedSample]) -> list[Observed]:
+    """What an original-code driver wrote in ``folder`` (``results.json``: task, sample_id, prompt,
+    input_ids, new_ids, answer; ``pixels.pt``: ``task/sample_id`` -> pixel tensor), in ``samples``' order."""
+    results = {(r["task"], r["sample_id"]): r for r in json.loads((folder / "results.json").read_text())}
+    pixels = torch.load(folder / "pixels.pt")
+    observed = []
+    for sample in samples:
+        row = results[(sample.task, sample.sample_id)]
+        observed.append(
+            Observed(
+                sample=sample,
+                text=row["prompt"],
+                input_ids=row["input_ids"],
+                vision={"pixel_values": pixels[f"{sample.task}/{sample.sample_id}"]},
+                new_ids=row["new_ids"],
+                answer=row["answer"],
+            )
+        )
+    return observed
 
 
 def as_recorded(answer: str) -> str:
@@ -261,7 +338,8 @@ def tensor_difference(want: TensorPrint, got: TensorPrint) -> str | None:
     if want.sha256 == got.sha256:
         return None
     items = [i for i, (a, b) in enumerate(zip(want.items, got.items, strict=True)) if a != b]
-    where = f"; slices {items} of {len(want.items)} differ" if items else ""
+    listed = ", ".join(map(str, items[:SHOWN])) + (", ..." if len(items) > SHOWN else "")
+    where = f"; {len(items)} of {len(want.items)} slices differ ({listed})" if items else ""
     return f"same shape and dtype, other bytes (sha256 {want.sha256[:12]}, got {got.sha256[:12]}){where}"
 
 
@@ -323,6 +401,20 @@ def assert_same(
             f"recorded with the original in {want.original_environment} and the kit in "
             f"{want.kit_environment}; the kit here runs in {here}"
         )
+
+
+def compare_live(
+    family: str,
+    original: Mapping[str, Observed],
+    kit: Mapping[str, Observed],
+    meta: Meta,
+    original_python: Path,
+    answer_form: Callable[[str], str] = as_recorded,
+) -> None:
+    """The kit against a live run of the original code; with ``MILEBENCH_RECORD_PARITY=1`` the original's
+    outputs are first written as the family's fixture."""
+    golden = (record if recording() else golden_of)(family, original, meta, original_python)
+    assert_same(golden, kit, meta, answer_form)
 
 
 def assert_matches(

@@ -19,40 +19,32 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import torch
 from llava_official.parity import (
     OFFICIAL_IMAGE_ID,
     REPO,
     collapse_images,
     for_tokenizers_0_15,
-    listed_fixture,
     official_python,
     run_original,
 )
 from parity_golden import (
-    Meta,
     Observed,
+    Setup,
     assert_matches,
-    assert_same,
-    checkpoint_sha256,
-    golden_of,
+    compare_live,
+    original_outputs,
     pinned_commit,
-    record,
-    recording,
     require_original,
+    set_up,
 )
 from tiny_checks import tiny_port
 
 from milebench.infer.hf_mantis import HfMantisAdapter
 from milebench.infer.registry import load_adapter
-from milebench.infer.tiny import build_tiny
-from milebench.paths import RunPaths
 from milebench.records import PreparedSample
 from milebench.spec.model import ModelSpec
 
@@ -87,38 +79,21 @@ def original_ids(ids: Sequence[int], image_id: int, per_image: int) -> list[int]
     return [image_id if i == OFFICIAL_IMAGE_ID else i for i in collapse_images(ids, image_id, per_image)]
 
 
-@dataclass(frozen=True)
-class Built:
-    paths: RunPaths
-    samples: list[PreparedSample]
-    original: Path
-    """The original side's copy of the tiny checkpoint."""
-    listed: Path
-    meta: Meta
-
-
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    """The tiny checkpoint, the original side's copy of it, the prepared samples and their list."""
-    root = tmp_path_factory.mktemp("mantisparity")
-    spec = parity_spec()
-    paths = RunPaths(out=root / "out", reports=root / "reports")
-    build_tiny(spec, paths.model_dir(spec.name))
-    original = root / "original"
-    shutil.copytree(paths.model_dir(spec.name), original)
-    for_mllava(original)
-    samples = listed_fixture(spec, paths, SAMPLES_PER_TASK, root / "samples.json")
-    meta = Meta(
+def built(tmp_path_factory: pytest.TempPathFactory) -> Setup:
+    return set_up(
+        tmp_path_factory.mktemp("mantisparity"),
+        parity_spec(),
+        SAMPLES_PER_TASK,
+        for_mllava,
         repository="github.com/TIGER-AI-Lab/Mantis (mantis/)",
         commit=pinned_commit("MANTIS"),
-        checkpoint_sha256=checkpoint_sha256(paths.model_dir(spec.name)),
-        settings={"samples_per_task": SAMPLES_PER_TASK, "gen_kwargs": GEN_KWARGS},
+        settings={"gen_kwargs": GEN_KWARGS},
     )
-    return Built(paths, samples, original, root / "samples.json", meta)
 
 
 @pytest.fixture(scope="module")
-def kit(built: Built) -> dict[str, Observed]:
+def kit(built: Setup) -> dict[str, Observed]:
     """The kit adapter's outputs on every sample, ids in the original's form."""
     adapter = load_adapter(parity_spec(), built.paths, built.paths.data_root)
     assert isinstance(adapter, HfMantisAdapter)
@@ -136,7 +111,7 @@ def kit(built: Built) -> dict[str, Observed]:
     return observed
 
 
-def original_side(built: Built, out: Path) -> dict[str, Observed]:
+def original_side(built: Setup, out: Path) -> dict[str, Observed]:
     """Mantis's code run on every sample."""
     assert PYTHON is not None
     run_original(
@@ -145,23 +120,10 @@ def original_side(built: Built, out: Path) -> dict[str, Observed]:
         *("--code", str(CODE), "--model", str(built.original), "--samples", str(built.listed)),
         *("--gen-kwargs", json.dumps(GEN_KWARGS), "--out", str(out)),
     )
-    results = {(r["task"], r["sample_id"]): r for r in json.loads((out / "results.json").read_text())}
-    pixels = torch.load(out / "pixels.pt")
-    observed = {}
-    for sample in built.samples:
-        want = results[(sample.task, sample.sample_id)]
-        observed[key(sample)] = Observed(
-            sample=sample,
-            text=want["prompt"],
-            input_ids=want["input_ids"],
-            vision={"pixel_values": pixels[key(sample)]},
-            new_ids=want["new_ids"],
-            answer=want["answer"],
-        )
-    return observed
+    return {key(o.sample): o for o in original_outputs(out, built.samples)}
 
 
-def test_kit_matches_original_code_live(built: Built, kit: dict[str, Observed], tmp_path: Path) -> None:
+def test_kit_matches_original_code_live(built: Setup, kit: dict[str, Observed], tmp_path: Path) -> None:
     require_original(
         PYTHON is not None and (CODE / "mantis" / "models" / "mllava" / "utils.py").is_file(),
         "the live comparison needs the official LLaVA environment (`bash .ci/llava-official.sh`, or "
@@ -169,11 +131,9 @@ def test_kit_matches_original_code_live(built: Built, kit: dict[str, Observed], 
         "naming a github.com/TIGER-AI-Lab/Mantis checkout); the golden comparison runs without",
     )
     assert PYTHON is not None
-    original = original_side(built, tmp_path)
-    golden = (record if recording() else golden_of)(FAMILY, original, built.meta, PYTHON)
-    assert_same(golden, kit, built.meta, answer_form=str.strip)
+    compare_live(FAMILY, original_side(built, tmp_path), kit, built.meta, PYTHON, answer_form=str.strip)
 
 
-def test_kit_matches_golden_fixture(built: Built, kit: dict[str, Observed]) -> None:
+def test_kit_matches_golden_fixture(built: Setup, kit: dict[str, Observed]) -> None:
     assert len(kit) == len(built.samples)
     assert_matches(FAMILY, kit, built.meta, answer_form=str.strip)

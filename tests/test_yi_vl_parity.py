@@ -18,31 +18,24 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import torch
-from llava_official.parity import REPO, for_tokenizers_0_15, listed_fixture, official_python, run_original
+from llava_official.parity import REPO, for_tokenizers_0_15, official_python, run_original
 from parity_golden import (
-    Meta,
     Observed,
+    Setup,
     assert_matches,
-    assert_same,
-    checkpoint_sha256,
-    golden_of,
+    compare_live,
+    original_outputs,
     pinned_commit,
-    record,
-    recording,
     require_original,
+    set_up,
 )
 from tiny_checks import tiny_port
 
 from milebench.infer.hf_yi_vl import HfYiVLAdapter
 from milebench.infer.registry import load_adapter
-from milebench.infer.tiny import build_tiny
-from milebench.paths import RunPaths
 from milebench.records import PreparedSample
 from milebench.spec.model import ModelSpec
 
@@ -71,42 +64,21 @@ def key(keywords: tuple[str, ...], sample: PreparedSample) -> str:
     return f"stop {json.dumps(list(keywords))}/{sample.task}/{sample.sample_id}"
 
 
-@dataclass(frozen=True)
-class Built:
-    paths: RunPaths
-    samples: list[PreparedSample]
-    original: Path
-    """The original side's copy of the tiny checkpoint."""
-    listed: Path
-    meta: Meta
-
-
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    """The tiny checkpoint, the original side's copy of it, the prepared samples and their list."""
-    root = tmp_path_factory.mktemp("yiparity")
-    spec = parity_spec(STOPS[0])
-    paths = RunPaths(out=root / "out", reports=root / "reports")
-    build_tiny(spec, paths.model_dir(spec.name))
-    original = root / "original"
-    shutil.copytree(paths.model_dir(spec.name), original)
-    for_tokenizers_0_15(original)
-    samples = listed_fixture(spec, paths, SAMPLES_PER_TASK, root / "samples.json")
-    meta = Meta(
+def built(tmp_path_factory: pytest.TempPathFactory) -> Setup:
+    return set_up(
+        tmp_path_factory.mktemp("yiparity"),
+        parity_spec(STOPS[0]),
+        SAMPLES_PER_TASK,
+        for_tokenizers_0_15,
         repository="github.com/01-ai/Yi (VL/)",
         commit=pinned_commit("YI"),
-        checkpoint_sha256=checkpoint_sha256(paths.model_dir(spec.name)),
-        settings={
-            "samples_per_task": SAMPLES_PER_TASK,
-            "gen_kwargs": GEN_KWARGS,
-            "stop_keywords": [list(k) for k in STOPS],
-        },
+        settings={"gen_kwargs": GEN_KWARGS, "stop_keywords": [list(k) for k in STOPS]},
     )
-    return Built(paths, samples, original, root / "samples.json", meta)
 
 
 @pytest.fixture(scope="module")
-def kit(built: Built) -> dict[str, Observed]:
+def kit(built: Setup) -> dict[str, Observed]:
     """The kit adapter's outputs on every sample, under each stop setting."""
     observed = {}
     for keywords in STOPS:
@@ -125,10 +97,10 @@ def kit(built: Built) -> dict[str, Observed]:
     return observed
 
 
-def original_side(built: Built, out: Path) -> dict[str, Observed]:
+def original_side(built: Setup, out: Path) -> dict[str, Observed]:
     """Yi's code run on every sample, under each stop setting."""
     assert PYTHON is not None
-    observed = {}
+    observed: dict[str, Observed] = {}
     for n, keywords in enumerate(STOPS):
         folder = out / str(n)
         folder.mkdir()
@@ -139,22 +111,11 @@ def original_side(built: Built, out: Path) -> dict[str, Observed]:
             *("--gen-kwargs", json.dumps(GEN_KWARGS), "--keywords", json.dumps(list(keywords))),
             *("--out", str(folder)),
         )
-        results = {(r["task"], r["sample_id"]): r for r in json.loads((folder / "results.json").read_text())}
-        pixels = torch.load(folder / "pixels.pt")
-        for sample in built.samples:
-            want = results[(sample.task, sample.sample_id)]
-            observed[key(keywords, sample)] = Observed(
-                sample=sample,
-                text=want["prompt"],
-                input_ids=want["input_ids"],
-                vision={"pixel_values": pixels[f"{sample.task}/{sample.sample_id}"]},
-                new_ids=want["new_ids"],
-                answer=want["answer"],
-            )
+        observed |= {key(keywords, o.sample): o for o in original_outputs(folder, built.samples)}
     return observed
 
 
-def test_kit_matches_original_code_live(built: Built, kit: dict[str, Observed], tmp_path: Path) -> None:
+def test_kit_matches_original_code_live(built: Setup, kit: dict[str, Observed], tmp_path: Path) -> None:
     require_original(
         PYTHON is not None and (CODE / "llava" / "mm_utils.py").is_file(),
         "the live comparison needs the official LLaVA environment (`bash .ci/llava-official.sh`, or "
@@ -162,12 +123,10 @@ def test_kit_matches_original_code_live(built: Built, kit: dict[str, Observed], 
         "naming the VL folder of a github.com/01-ai/Yi checkout); the golden comparison runs without",
     )
     assert PYTHON is not None
-    original = original_side(built, tmp_path)
-    golden = (record if recording() else golden_of)(FAMILY, original, built.meta, PYTHON)
-    assert_same(golden, kit, built.meta)
+    compare_live(FAMILY, original_side(built, tmp_path), kit, built.meta, PYTHON)
 
 
-def test_kit_matches_golden_fixture(built: Built, kit: dict[str, Observed]) -> None:
+def test_kit_matches_golden_fixture(built: Setup, kit: dict[str, Observed]) -> None:
     assert len(kit) == len(STOPS) * len(built.samples)
     assert_matches(FAMILY, kit, built.meta)
     spaced = [len(kit[key(STOPS[1], sample)].new_ids) for sample in built.samples]
