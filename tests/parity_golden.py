@@ -298,8 +298,9 @@ def record(family: str, samples: Mapping[str, Observed], meta: Meta, original_py
     path = path_of(family)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(golden.model_dump(mode="json"), indent=1)
-    # One line per id list or hash list, so a fixture's diff shows which sample changed.
-    text = re.sub(r"\[\s+([^\[\]{}]*?)\s+\]", lambda m: "[" + re.sub(r",\s+", ", ", m[1]) + "]", text)
+    # One line per id list or hash list, so a fixture's diff shows which sample changed. Only the layout's
+    # line breaks are joined: a JSON string holds none.
+    text = re.sub(r"\[\n\s*([^\[\]{}]*?)\n\s*\]", lambda m: "[" + re.sub(r",\n\s*", ", ", m[1]) + "]", text)
     path.write_text(text + "\n", encoding="utf-8")
     return golden
 
