@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The original code of the ported models, for the original-code parity tests (tests/test_yi_vl_parity.py,
-# tests/test_mantis_parity.py), which run it in .venv-llava (.ci/llava-official.sh): the VL folder of
-# github.com/01-ai/Yi and the mantis package of github.com/TIGER-AI-Lab/Mantis, each at the commit the kit
-# follows, unpacked into .original-code/ (git-ignored). Nothing of it enters the kit. Takes seconds.
-# Where GitHub cannot be reached it says so and exits 0: those two parity tests then skip and say why.
+# The original code of the ported models, for the live comparison of the parity tests
+# (tests/test_yi_vl_parity.py, tests/test_mantis_parity.py), which run it in .venv-llava
+# (.ci/llava-official.sh): the VL folder of github.com/01-ai/Yi and the mantis package of
+# github.com/TIGER-AI-Lab/Mantis, each at the commit the kit follows, unpacked into .original-code/
+# (git-ignored). Nothing of it enters the kit. Takes seconds. The commits below are the ones the golden
+# fixtures (tests/golden/parity/) were recorded from; changing one fails the golden comparison until the
+# live test re-records them (MILEBENCH_RECORD_PARITY=1). Where GitHub cannot be reached it says so and
+# exits 0: the parity tests still hold the kit to the golden fixtures; only the live comparison skips.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,7 +34,7 @@ PY
 }
 
 fetch 01-ai/Yi "$YI" VL .original-code/Yi/VL ||
-  { echo "original code: Yi-VL unavailable; its parity test will skip"; rm -rf .original-code/Yi; }
+  { echo "original code: Yi-VL unavailable; its live parity comparison will skip"; rm -rf .original-code/Yi; }
 fetch TIGER-AI-Lab/Mantis "$MANTIS" mantis .original-code/Mantis/mantis ||
-  { echo "original code: Mantis unavailable; its parity test will skip"; rm -rf .original-code/Mantis; }
+  { echo "original code: Mantis unavailable; its live parity comparison will skip"; rm -rf .original-code/Mantis; }
 exit 0

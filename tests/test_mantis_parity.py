@@ -3,52 +3,58 @@
 adapter under mantis's paper execution give identical texts, input ids, pixel tensors, generated ids and
 answers on every prepared sample of the mini-MileBench, both reading one tiny checkpoint.
 
-Needs Mantis's code (the kit carries none of it): ``bash .ci/original-code.sh`` unpacks its ``mantis``
-package at the commit the kit follows into ``.original-code/Mantis``, or ``MILEBENCH_MANTIS_CODE`` names
-a checkout (the folder holding ``mantis/``); and the official environment (``bash .ci/llava-official.sh``
-makes ``.venv-llava``; ``MILEBENCH_LLAVA_PYTHON`` names another). Both sides run float32 on the CPU.
-Transformers 4.37 keeps one image id per picture where transformers 5 repeats it per feature, so the
-kit's ids are compared with each run of image ids collapsed.
+The kit side always runs and is held to the golden fixture ``tests/golden/parity/mantis.json``, what
+Mantis's code produced (``tests/parity_golden.py``). The live comparison needs Mantis's code (the kit
+carries none of it): ``bash .ci/original-code.sh`` unpacks its ``mantis`` package at the commit the kit
+follows into ``.original-code/Mantis``, or ``MILEBENCH_MANTIS_CODE`` names a checkout at that commit (the
+folder holding ``mantis/``); and the official environment (``bash .ci/llava-official.sh`` makes
+``.venv-llava``; ``MILEBENCH_LLAVA_PYTHON`` names another). Without them only the live comparison skips;
+with them and ``MILEBENCH_RECORD_PARITY=1`` it re-records the fixture (it runs first, so the golden
+comparison then reads the new one). Both sides run float32 on the CPU. Transformers 4.37 keeps one image
+id per picture where transformers 5 repeats it per feature, so the kit's ids are compared with each run of
+image ids collapsed; the kit strips the answer, so the original's is compared stripped.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-import torch
 from llava_official.parity import (
     OFFICIAL_IMAGE_ID,
     REPO,
     collapse_images,
     for_tokenizers_0_15,
-    listed_fixture,
     official_python,
     run_original,
+)
+from parity_golden import (
+    Observed,
+    Setup,
+    assert_matches,
+    compare_live,
+    original_outputs,
+    pinned_commit,
+    require_original,
+    set_up,
 )
 from tiny_checks import tiny_port
 
 from milebench.infer.hf_mantis import HfMantisAdapter
 from milebench.infer.registry import load_adapter
-from milebench.infer.tiny import build_tiny
-from milebench.paths import RunPaths
 from milebench.records import PreparedSample
 from milebench.spec.model import ModelSpec
 
+FAMILY = "mantis"
 PYTHON = official_python()
 CODE = Path(os.environ.get("MILEBENCH_MANTIS_CODE") or REPO / ".original-code/Mantis")
 DRIVER = Path(__file__).parent / "mantis_official" / "official_mantis.py"
-pytestmark = pytest.mark.skipif(
-    PYTHON is None or not (CODE / "mantis" / "models" / "mllava" / "utils.py").is_file(),
-    reason="needs the official LLaVA environment (`bash .ci/llava-official.sh`, or MILEBENCH_LLAVA_PYTHON) "
-    "and Mantis's code (`bash .ci/original-code.sh`, or MILEBENCH_MANTIS_CODE naming a "
-    "github.com/TIGER-AI-Lab/Mantis checkout)",
-)
 SAMPLES_PER_TASK = 1
 MAX_NEW_TOKENS = 24
+GEN_KWARGS = {"max_new_tokens": MAX_NEW_TOKENS, "min_new_tokens": 1, "do_sample": False}
 
 
 def parity_spec() -> ModelSpec:
@@ -64,44 +70,70 @@ def for_mllava(folder: Path) -> None:
     (folder / "processor_config.json").unlink()
 
 
+def key(sample: PreparedSample) -> str:
+    return f"{sample.task}/{sample.sample_id}"
+
+
+def original_ids(ids: Sequence[int], image_id: int, per_image: int) -> list[int]:
+    """The kit's ids as transformers 4.37 writes them: one image id per picture."""
+    return [image_id if i == OFFICIAL_IMAGE_ID else i for i in collapse_images(ids, image_id, per_image)]
+
+
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[HfMantisAdapter, list[PreparedSample], Path]:
-    root = tmp_path_factory.mktemp("mantisparity")
-    spec = parity_spec()
-    paths = RunPaths(out=root / "out", reports=root / "reports")
-    build_tiny(spec, paths.model_dir(spec.name))
-    original = root / "original"
-    shutil.copytree(paths.model_dir(spec.name), original)
-    for_mllava(original)
-    samples = listed_fixture(spec, paths, SAMPLES_PER_TASK, root / "samples.json")
-    gen_kwargs = {"max_new_tokens": MAX_NEW_TOKENS, "min_new_tokens": 1, "do_sample": False}
+def built(tmp_path_factory: pytest.TempPathFactory) -> Setup:
+    return set_up(
+        tmp_path_factory.mktemp("mantisparity"),
+        parity_spec(),
+        SAMPLES_PER_TASK,
+        for_mllava,
+        repository="github.com/TIGER-AI-Lab/Mantis (mantis/)",
+        commit=pinned_commit("MANTIS"),
+        settings={"gen_kwargs": GEN_KWARGS},
+    )
+
+
+@pytest.fixture(scope="module")
+def kit(built: Setup) -> dict[str, Observed]:
+    """The kit adapter's outputs on every sample, ids in the original's form."""
+    adapter = load_adapter(parity_spec(), built.paths, built.paths.data_root)
+    assert isinstance(adapter, HfMantisAdapter)
+    observed = {}
+    for sample in built.samples:
+        (row,) = adapter.split_rows(adapter.encode([sample]))
+        observed[key(sample)] = Observed(
+            sample=sample,
+            text=adapter.render(sample),
+            input_ids=original_ids(row["input_ids"][0].tolist(), adapter.image_token_id, adapter.image_seq),
+            vision={"pixel_values": row["pixel_values"]},
+            new_ids=adapter.new_tokens(row, adapter.stopper(row))[0].tolist(),
+            answer=str(adapter.generate([sample])[0]),  # a SampleFailure shows in the diff
+        )
+    return observed
+
+
+def original_side(built: Setup, out: Path) -> dict[str, Observed]:
+    """Mantis's code run on every sample."""
     assert PYTHON is not None
     run_original(
         PYTHON,
         DRIVER,
-        *("--code", str(CODE), "--model", str(original), "--samples", str(root / "samples.json")),
-        *("--gen-kwargs", json.dumps(gen_kwargs), "--out", str(root)),
+        *("--code", str(CODE), "--model", str(built.original), "--samples", str(built.listed)),
+        *("--gen-kwargs", json.dumps(GEN_KWARGS), "--out", str(out)),
     )
-    adapter = load_adapter(spec, paths, paths.data_root)
-    assert isinstance(adapter, HfMantisAdapter)
-    return adapter, samples, root
+    return {key(o.sample): o for o in original_outputs(out, built.samples)}
 
 
-def test_identical_texts_ids_pixels_generated_ids_and_answers(
-    setup: tuple[HfMantisAdapter, list[PreparedSample], Path],
-) -> None:
-    adapter, samples, root = setup
-    results = {(r["task"], r["sample_id"]): r for r in json.loads((root / "results.json").read_text())}
-    pixels = torch.load(root / "pixels.pt")
-    assert len(results) == len(samples) == 29 * SAMPLES_PER_TASK
-    image_id = adapter.image_token_id
-    for sample in samples:
-        key = (sample.task, sample.sample_id)
-        want = results[key]
-        (row,) = adapter.split_rows(adapter.encode([sample]))
-        assert adapter.render(sample) == want["prompt"], key
-        ids = collapse_images(row["input_ids"][0].tolist(), image_id, adapter.image_seq)
-        assert ids == [OFFICIAL_IMAGE_ID if i == image_id else i for i in want["input_ids"]], key
-        assert torch.equal(row["pixel_values"], pixels[f"{sample.task}/{sample.sample_id}"]), key
-        assert adapter.new_tokens(row, adapter.stopper(row))[0].tolist() == want["new_ids"], key
-        assert adapter.generate([sample]) == [want["answer"].strip()], key
+def test_kit_matches_original_code_live(built: Setup, kit: dict[str, Observed], tmp_path: Path) -> None:
+    require_original(
+        PYTHON is not None and (CODE / "mantis" / "models" / "mllava" / "utils.py").is_file(),
+        "the live comparison needs the official LLaVA environment (`bash .ci/llava-official.sh`, or "
+        "MILEBENCH_LLAVA_PYTHON) and Mantis's code (`bash .ci/original-code.sh`, or MILEBENCH_MANTIS_CODE "
+        "naming a github.com/TIGER-AI-Lab/Mantis checkout); the golden comparison runs without",
+    )
+    assert PYTHON is not None
+    compare_live(FAMILY, original_side(built, tmp_path), kit, built.meta, PYTHON, answer_form=str.strip)
+
+
+def test_kit_matches_golden_fixture(built: Setup, kit: dict[str, Observed]) -> None:
+    assert len(kit) == len(built.samples)
+    assert_matches(FAMILY, kit, built.meta, answer_form=str.strip)
