@@ -60,7 +60,17 @@ def test_unreachable_hub_is_a_clear_error_not_a_traceback(monkeypatch, caplog) -
 
     monkeypatch.setattr(huggingface_hub, "HfApi", DownHub)
     assert cli.main(["lock-weights"]) == 1
-    assert "cannot resolve model revisions on the hub: Name or service not known" in caplog.text
+    first = min(
+        n
+        for n, m in load_specs().models.items()
+        if isinstance(m.weights, HubWeights) and m.weights.revision is None
+    )
+    repo = load_specs().models[first].weights.repo_id  # type: ignore[union-attr]
+    assert (
+        f"cannot resolve model revisions on the hub: {first} ({repo} at 'main'): "
+        f"{network_error.__name__}: Name or service not known"
+    ) in caplog.text
+    assert "Traceback" not in caplog.text
 
 
 def test_the_command_writes_the_lock_into_the_specs_folder_it_is_given(
