@@ -242,6 +242,31 @@ def test_hub_source_uses_resolve_urls_and_token(tmp_path: Path, monkeypatch: pyt
     assert (paths.data_root / "TaskB" / "TaskB.json").is_file()
 
 
+def test_offline_a_hub_fetch_takes_verified_downloads_and_asks_the_hub_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import huggingface_hub.constants
+
+    revision = "a" * 40
+    files = {f"datasets/org/MileBench/resolve/{revision}/{n}": d for n, d in ARCHIVES.items()}
+    write_lock(tmp_path / "specs" / LOCK, ARCHIVES, repo_id="org/MileBench", revision=revision)
+    specs, run, paths = setup(tmp_path, HubSource(kind="hub", lock=LOCK))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    with RangeServer(files) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url())
+        with pytest.raises(FetchError) as err:
+            fetch_run(specs, run, paths)
+        assert server.requests == []
+        first = next(iter(ARCHIVES))
+        assert str(err.value).startswith(f"{first}: no verified copy in {paths.downloads} and HF_HUB_OFFLINE")
+        paths.downloads.mkdir(parents=True)
+        for name, data in ARCHIVES.items():
+            (paths.downloads / name).write_bytes(data)
+        fetch_run(specs, run, paths)
+        assert server.requests == []
+    assert (paths.data_root / "TaskB" / "TaskB.json").is_file()
+
+
 @pytest.mark.parametrize(
     ("repo_id", "revision", "problem"),
     [
