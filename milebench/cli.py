@@ -120,6 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("lock-weights", "milebench.spec.lock_weights:lock_weights", "Pin hub model revisions to commits.")
     p.add_argument("--ref", default="main", help="Branch or tag to resolve.")
+    p.add_argument(
+        "--run", default=None, help="Pin only this run's models (the lock's other entries are kept)."
+    )
 
     p = add("validate-data", "milebench.data.validate:command", "Check a data tree against the task specs.")
     p.add_argument("data_root", type=Path, help="The extracted MileBench/ folder.")

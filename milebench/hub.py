@@ -21,3 +21,9 @@ def hub_errors() -> tuple[type[BaseException], ...]:
         except ImportError:
             continue
     return tuple(errors)
+
+
+def hub_error_text(err: BaseException) -> str:
+    """A failed hub call on one line, named by its kind: ``RepositoryNotFoundError: 401 Client Error...``
+    (the hub's messages span lines; a log line should not)."""
+    return f"{type(err).__name__}: {' '.join(str(err).split())}"

@@ -1,15 +1,22 @@
-"""Session fixtures of the Docker tests, made once for every test file that needs them: the kit image and a
+"""Session fixtures, made once for every test file that needs them: for the Docker tests the kit image and a
 CPU build of hf-current, and a run whose every job ran in them (Docker builds and container starts are
-slow: minutes each on a vfs engine)."""
+slow: minutes each on a vfs engine); for the hub tests a real hub server."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from docker_runs import LOCAL_BASE, BoxedRun, cpu_checkout_at, run_boxed, torch_wheel
+from hub_server import OLAH, Olah, build_mirrors
+
+from milebench.spec.model import TinyWeights
+from milebench.spec.registry import load_specs
+from milebench.spec.run import FixtureSource
 
 
 @pytest.fixture(scope="session")
@@ -34,3 +41,25 @@ def cpu_checkout(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def boxed_run(cpu_checkout: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> BoxedRun:
     """The run of every job in a container (``run_boxed``), made once. Tests read it, never change it."""
     return run_boxed(*cpu_checkout, tmp_path_factory.mktemp("boxed-run"))
+
+
+@pytest.fixture(scope="session")
+def olah_hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Olah]:
+    """olah serving the hub's repositories (``hub_server``) on 127.0.0.1 for the whole session. Without
+    ``.ci/hub-setup.sh`` it skips, saying so; in CI (where that script ran) it fails instead."""
+    if not OLAH.is_file() or shutil.which("git-lfs") is None:
+        message = f"hub: no olah at {OLAH} or no git-lfs (run .ci/hub-setup.sh)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    root = tmp_path_factory.mktemp("hub")
+    specs = load_specs()
+    smoke = specs.run("smoke")
+    assert isinstance(smoke.data, FixtureSource)
+    tiny = [m for m in specs.run_models(smoke) if isinstance(m.weights, TinyWeights)]
+    build_mirrors(
+        root / "mirrors", list(specs.tasks.values()), smoke.data.seed, smoke.data.samples_per_task, tiny
+    )
+    server = Olah(root / "mirrors", root).start()
+    yield server
+    server.stop()

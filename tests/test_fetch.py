@@ -242,6 +242,31 @@ def test_hub_source_uses_resolve_urls_and_token(tmp_path: Path, monkeypatch: pyt
     assert (paths.data_root / "TaskB" / "TaskB.json").is_file()
 
 
+def test_offline_a_hub_fetch_takes_verified_downloads_and_asks_the_hub_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import huggingface_hub.constants
+
+    revision = "a" * 40
+    files = {f"datasets/org/MileBench/resolve/{revision}/{n}": d for n, d in ARCHIVES.items()}
+    write_lock(tmp_path / "specs" / LOCK, ARCHIVES, repo_id="org/MileBench", revision=revision)
+    specs, run, paths = setup(tmp_path, HubSource(kind="hub", lock=LOCK))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    with RangeServer(files) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url())
+        with pytest.raises(FetchError) as err:
+            fetch_run(specs, run, paths)
+        assert server.requests == []
+        first = next(iter(ARCHIVES))
+        assert str(err.value).startswith(f"{first}: no verified copy in {paths.downloads} and HF_HUB_OFFLINE")
+        paths.downloads.mkdir(parents=True)
+        for name, data in ARCHIVES.items():
+            (paths.downloads / name).write_bytes(data)
+        fetch_run(specs, run, paths)
+        assert server.requests == []
+    assert (paths.data_root / "TaskB" / "TaskB.json").is_file()
+
+
 @pytest.mark.parametrize(
     ("repo_id", "revision", "problem"),
     [
@@ -408,8 +433,8 @@ class FakeLfs:
 
 
 @dataclass
-class FakeSibling:
-    rfilename: str
+class FakeFile:
+    path: str
     size: int | None
     lfs: FakeLfs | None
 
@@ -417,37 +442,46 @@ class FakeSibling:
 @dataclass
 class FakeInfo:
     sha: str
-    siblings: list[FakeSibling]
 
 
 class FakeApi:
-    def __init__(self, siblings: list[FakeSibling]):
-        self.siblings = siblings
-        self.calls: list[tuple[str, str | None, bool]] = []
+    """The hub's revision lookup and file tree: what lock-data reads."""
 
-    def dataset_info(
-        self, repo_id: str, *, revision: str | None = None, files_metadata: bool = False
-    ) -> FakeInfo:
-        self.calls.append((repo_id, revision, files_metadata))
-        return FakeInfo(sha="c" * 40, siblings=self.siblings)
+    def __init__(self, files: list[FakeFile]):
+        self.files = files
+        self.calls: list[tuple[str, str, str | None]] = []
+
+    def dataset_info(self, repo_id: str, *, revision: str | None = None) -> FakeInfo:
+        self.calls.append(("info", repo_id, revision))
+        return FakeInfo(sha="c" * 40)
+
+    def list_repo_tree(
+        self, repo_id: str, *, revision: str | None = None, repo_type: str | None = None
+    ) -> list[FakeFile]:
+        assert repo_type == "dataset"
+        self.calls.append(("tree", repo_id, revision))
+        return self.files
 
 
-def _sibling(name: str, n: int) -> FakeSibling:
-    return FakeSibling(name, n, FakeLfs(n, hashlib.sha256(name.encode()).hexdigest()))
+def _lfs_file(name: str, n: int) -> FakeFile:
+    return FakeFile(name, n, FakeLfs(n, hashlib.sha256(name.encode()).hexdigest()))
 
 
 def test_hub_lock_writes_a_complete_lock(tmp_path: Path) -> None:
-    siblings = [
-        FakeSibling("README.md", 10, None),
-        _sibling("MileBench_part10.tar.gz", 30),
-        _sibling("MileBench_part2.tar.gz", 20),
-        FakeSibling(".gitattributes", 5, None),
+    files = [
+        FakeFile("README.md", 10, None),
+        _lfs_file("MileBench_part10.tar.gz", 30),
+        _lfs_file("MileBench_part2.tar.gz", 20),
+        FakeFile(".gitattributes", 5, None),
     ]
-    api = FakeApi(siblings)
+    api = FakeApi(files)
     out = tmp_path / "locks" / "hub.lock.yaml"
     write_hub_lock("FreedomIntelligence/MileBench", "main", out, api=api)
     lock = load_lock(out)
-    assert api.calls == [("FreedomIntelligence/MileBench", "main", True)]
+    assert api.calls == [
+        ("info", "FreedomIntelligence/MileBench", "main"),
+        ("tree", "FreedomIntelligence/MileBench", "c" * 40),
+    ]
     assert lock.repo_id == "FreedomIntelligence/MileBench" and lock.revision == "c" * 40
     assert lock.note == "resolved from revision 'main' by `milebench lock-data`"
     assert [(a.name, a.size, a.sha256) for a in lock.archives] == [
@@ -459,26 +493,26 @@ def test_hub_lock_writes_a_complete_lock(tmp_path: Path) -> None:
 def test_hub_lock_errors_name_the_dataset_the_revision_and_its_commit(tmp_path: Path) -> None:
     where = f"dataset o/d at 'main' (commit {'c' * 40})"
     cases = [
-        ([FakeSibling("README.md", 10, None)], f"{where}: no MileBench_part*.tar.gz archives"),
+        ([FakeFile("README.md", 10, None)], f"{where}: no MileBench_part*.tar.gz archives"),
         (
-            [FakeSibling("MileBench_part0.tar.gz", 11, FakeLfs(10, "0" * 64))],
+            [FakeFile("MileBench_part0.tar.gz", 11, FakeLfs(10, "0" * 64))],
             f"{where}: MileBench_part0.tar.gz size 11 != LFS size 10",
         ),
     ]
-    for siblings, message in cases:
+    for files, message in cases:
         with pytest.raises(FetchError) as err:
-            write_hub_lock("o/d", "main", tmp_path / "hub.lock.yaml", api=FakeApi(siblings))
+            write_hub_lock("o/d", "main", tmp_path / "hub.lock.yaml", api=FakeApi(files))
         assert str(err.value) == message
 
 
 def test_an_archive_the_hub_lists_without_a_size_takes_its_lfs_size(tmp_path: Path) -> None:
-    api = FakeApi([FakeSibling("MileBench_part0.tar.gz", None, FakeLfs(10, "0" * 64))])
+    api = FakeApi([FakeFile("MileBench_part0.tar.gz", None, FakeLfs(10, "0" * 64))])
     lock = write_hub_lock("o/d", "main", tmp_path / "hub.lock.yaml", api=api)
     assert [(a.name, a.size) for a in lock.archives] == [("MileBench_part0.tar.gz", 10)]
 
 
 def test_hub_lock_refuses_archives_without_lfs_metadata(tmp_path: Path) -> None:
-    api = FakeApi([FakeSibling("MileBench_part0.tar.gz", 10, None)])
+    api = FakeApi([FakeFile("MileBench_part0.tar.gz", 10, None)])
     out = tmp_path / "hub.lock.yaml"
     with pytest.raises(FetchError, match=r"MileBench_part0\.tar\.gz has no LFS metadata"):
         write_hub_lock("o/d", "main", out, api=api)
@@ -486,11 +520,11 @@ def test_hub_lock_refuses_archives_without_lfs_metadata(tmp_path: Path) -> None:
 
 
 def test_lock_command_uses_the_hub_api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    api = FakeApi([_sibling("MileBench_part0.tar.gz", 7)])
+    api = FakeApi([_lfs_file("MileBench_part0.tar.gz", 7)])
     monkeypatch.setattr(hub_lock, "HfApi", lambda: api)
     out = tmp_path / "hub.lock.yaml"
     assert commands.lock(argparse.Namespace(repo_id="o/d", revision="v1", out=out)) == 0
-    assert api.calls == [("o/d", "v1", True)]
+    assert api.calls == [("info", "o/d", "v1"), ("tree", "o/d", "c" * 40)]
     assert load_lock(out).archives[0].size == 7
     monkeypatch.setattr(hub_lock, "HfApi", lambda: FakeApi([]))
     assert commands.lock(argparse.Namespace(repo_id="o/d", revision="v1", out=tmp_path / "none.yaml")) == 1
@@ -509,4 +543,5 @@ def test_lock_command_on_an_unreachable_hub_fails_cleanly(
     assert not out.exists()
     with pytest.raises(FetchError) as err:
         write_hub_lock("o/d", "v1", out, api=DownApi())
-    assert str(err.value) == "cannot read dataset o/d at 'v1': Name or service not known"
+    down = hub_errors()[-1].__name__
+    assert str(err.value) == f"cannot read dataset o/d at 'v1': {down}: Name or service not known"

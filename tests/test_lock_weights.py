@@ -60,7 +60,17 @@ def test_unreachable_hub_is_a_clear_error_not_a_traceback(monkeypatch, caplog) -
 
     monkeypatch.setattr(huggingface_hub, "HfApi", DownHub)
     assert cli.main(["lock-weights"]) == 1
-    assert "cannot resolve model revisions on the hub: Name or service not known" in caplog.text
+    first = min(
+        n
+        for n, m in load_specs().models.items()
+        if isinstance(m.weights, HubWeights) and m.weights.revision is None
+    )
+    repo = load_specs().models[first].weights.repo_id  # type: ignore[union-attr]
+    assert (
+        f"cannot resolve model revisions on the hub: {first} ({repo} at 'main'): "
+        f"{network_error.__name__}: Name or service not known"
+    ) in caplog.text
+    assert "Traceback" not in caplog.text
 
 
 def test_the_command_writes_the_lock_into_the_specs_folder_it_is_given(
@@ -81,3 +91,41 @@ def test_the_command_writes_the_lock_into_the_specs_folder_it_is_given(
     assert list(written) == list(expected.model_dump())
     assert list(written["revisions"].items()) == list(expected.revisions.items())
     assert set(written["revisions"].values()) == {"a" * 40}
+
+
+def test_a_run_pins_its_own_models_and_keeps_the_other_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import huggingface_hub
+    import yaml
+
+    from milebench import cli
+    from milebench.spec.registry import DEFAULT_SPECS
+
+    specs = tmp_path / "specs"
+    shutil.copytree(DEFAULT_SPECS, specs)
+    open_hub = sorted(
+        n
+        for n, m in load_specs().models.items()
+        if isinstance(m.weights, HubWeights) and m.weights.revision is None
+    )
+    ours, other = open_hub[0], open_hub[1]
+    (specs / "runs" / "one.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "name": "one",
+                "description": "one model",
+                "models": ["random", ours],
+                "tasks": "all",
+                "modes": ["multi-image"],
+                "data": {"kind": "fixture"},
+            }
+        )
+    )
+    lock = specs / "locks" / "weights.lock.yaml"
+    lock.write_text(yaml.safe_dump({"revisions": {other: "b" * 40, ours: "c" * 40}}))
+    hub = FakeHub()
+    monkeypatch.setattr(huggingface_hub, "HfApi", lambda: hub)
+    assert cli.main(["--specs", str(specs), "lock-weights", "--run", "one"]) == 0
+    assert hub.calls == [(load_specs().models[ours].weights.repo_id, "main")]  # type: ignore[union-attr]
+    assert yaml.safe_load(lock.read_text())["revisions"] == {other: "b" * 40, ours: "a" * 40}

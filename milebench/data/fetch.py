@@ -15,7 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from milebench.data.download import RetryPolicy, download
+from huggingface_hub import is_offline_mode
+
+from milebench.data.download import DownloadError, RetryPolicy, download
 from milebench.data.extract import (
     MARKERS,
     ExtractLimits,
@@ -93,16 +95,18 @@ def _fetch_archives(
         return
     _discard_manifest(paths)
     log.info("%d of %d archives to fetch", len(pending), len(source.archives))
+    hub = source.describe["kind"] == "hub"
     for entry, url in pending:
-        _download_verified(entry, url, paths, source.auth, retry)
+        _download_verified(entry, url, paths, source.auth, retry, hub)
     for entry, _ in pending:
         _extract(entry, paths, data_dir, limits)
 
 
 def _download_verified(
-    entry: ArchiveEntry, url: str, paths: RunPaths, auth: bool, retry: RetryPolicy
+    entry: ArchiveEntry, url: str, paths: RunPaths, auth: bool, retry: RetryPolicy, hub: bool
 ) -> None:
-    """Reuse an earlier download when it still matches the lock, else (re)download and verify."""
+    """Reuse an earlier download when it still matches the lock, else (re)download and verify; from the
+    hub only while it may be reached (``HF_HUB_OFFLINE`` unset), as every other hub call of the kit."""
     dest = paths.downloads / entry.name
     quarantine_dir = paths.downloads / QUARANTINE
     if dest.is_file():
@@ -111,6 +115,11 @@ def _download_verified(
             return
         except VerificationError as err:
             log.warning("%s; downloading it again", err)
+    if hub and is_offline_mode():
+        raise DownloadError(
+            f"{entry.name}: no verified copy in {paths.downloads} and HF_HUB_OFFLINE is set: fetch it once "
+            "where the hub is reachable"
+        )
     download(url, dest, size=entry.size, auth=auth, retry=retry)
     verify_archive(dest, entry, quarantine_dir)
 

@@ -11,7 +11,7 @@ from huggingface_hub import HfApi
 
 from milebench.data.errors import FetchError
 from milebench.data.lock import ArchiveEntry, DataLock, dump_lock
-from milebench.hub import hub_errors
+from milebench.hub import hub_error_text, hub_errors
 from milebench.io import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -19,23 +19,31 @@ log = logging.getLogger(__name__)
 ARCHIVE = re.compile(r"^MileBench_part(\d+)\.tar\.gz$")
 
 
-class DatasetInfoApi(Protocol):
-    """The one hub call the lock needs (``HfApi`` satisfies it; tests pass a fake)."""
+class DatasetApi(Protocol):
+    """The two hub calls the lock needs (``HfApi`` satisfies them; tests pass a fake)."""
 
-    def dataset_info(
-        self, repo_id: str, *, revision: str | None = None, files_metadata: bool = False
+    def dataset_info(self, repo_id: str, *, revision: str | None = None) -> Any: ...
+
+    def list_repo_tree(
+        self, repo_id: str, *, revision: str | None = None, repo_type: str | None = None
     ) -> Any: ...
 
 
-def resolve_hub_lock(repo_id: str, revision: str, api: DatasetInfoApi | None = None) -> DataLock:
-    """Resolve ``revision`` (branch, tag or sha) to a commit and list the archives found there."""
+def resolve_hub_lock(repo_id: str, revision: str, api: DatasetApi | None = None) -> DataLock:
+    """Resolve ``revision`` (branch, tag or sha) to a commit and list the archives found there.
+
+    The sizes and sha256 digests come from the file tree at that commit (each large file's LFS entry):
+    the tree listing carries them on the hub and on mirrors alike, where a repository's file list
+    (``dataset_info(files_metadata=True)``) may name the files only.
+    """
     hub = api if api is not None else HfApi()
     try:
-        info = hub.dataset_info(repo_id, revision=revision, files_metadata=True)
+        info = hub.dataset_info(repo_id, revision=revision)
+        where = f"dataset {repo_id} at {revision!r} (commit {info.sha})"
+        files = list(hub.list_repo_tree(repo_id, revision=info.sha, repo_type="dataset"))
     except hub_errors() as err:
-        raise FetchError(f"cannot read dataset {repo_id} at {revision!r}: {err}") from err
-    where = f"dataset {repo_id} at {revision!r} (commit {info.sha})"
-    parts = [(int(m.group(1)), s) for s in info.siblings or () if (m := ARCHIVE.match(s.rfilename))]
+        raise FetchError(f"cannot read dataset {repo_id} at {revision!r}: {hub_error_text(err)}") from err
+    parts = [(int(m.group(1)), f) for f in files if (m := ARCHIVE.match(f.path))]
     if not parts:
         raise FetchError(f"{where}: no MileBench_part*.tar.gz archives")
     parts.sort(key=lambda part: part[0])
@@ -43,20 +51,20 @@ def resolve_hub_lock(repo_id: str, revision: str, api: DatasetInfoApi | None = N
         repo_id=repo_id,
         revision=info.sha,
         note=f"resolved from revision {revision!r} by `milebench lock-data`",
-        archives=tuple(_entry(s, where) for _, s in parts),
+        archives=tuple(_entry(f, where) for _, f in parts),
     )
 
 
-def _entry(sibling: Any, where: str) -> ArchiveEntry:
-    lfs = sibling.lfs
+def _entry(file: Any, where: str) -> ArchiveEntry:
+    lfs = getattr(file, "lfs", None)  # a folder of the tree has none
     if lfs is None:
-        raise FetchError(f"{where}: {sibling.rfilename} has no LFS metadata, so no sha256 to pin")
-    if sibling.size is not None and sibling.size != lfs.size:
-        raise FetchError(f"{where}: {sibling.rfilename} size {sibling.size} != LFS size {lfs.size}")
-    return ArchiveEntry(name=sibling.rfilename, size=lfs.size, sha256=lfs.sha256)
+        raise FetchError(f"{where}: {file.path} has no LFS metadata, so no sha256 to pin")
+    if file.size is not None and file.size != lfs.size:
+        raise FetchError(f"{where}: {file.path} size {file.size} != LFS size {lfs.size}")
+    return ArchiveEntry(name=file.path, size=lfs.size, sha256=lfs.sha256)
 
 
-def write_hub_lock(repo_id: str, revision: str, out: Path, api: DatasetInfoApi | None = None) -> DataLock:
+def write_hub_lock(repo_id: str, revision: str, out: Path, api: DatasetApi | None = None) -> DataLock:
     """Resolve the lock and write it atomically to ``out``."""
     lock = resolve_hub_lock(repo_id, revision, api)
     atomic_write_text(out, dump_lock(lock))

@@ -10,13 +10,18 @@ from typing import Protocol
 
 import yaml
 
-from milebench.hub import hub_errors
+from milebench.errors import KitError
+from milebench.hub import hub_error_text, hub_errors
 from milebench.io import atomic_write_text
 from milebench.spec.model import HubWeights, ModelSpec
 from milebench.spec.registry import load_specs
-from milebench.spec.weights_lock import WEIGHTS_LOCK, WeightsLock
+from milebench.spec.weights_lock import WEIGHTS_LOCK, WeightsLock, load_weights_lock
 
 log = logging.getLogger(__name__)
+
+
+class RevisionError(KitError, RuntimeError):
+    """A model's revision could not be resolved on the hub; the message names the model and its repo."""
 
 
 class ModelInfo(Protocol):
@@ -34,9 +39,15 @@ def resolve_revisions(models: Mapping[str, ModelSpec], api: HubApi, ref: str = "
     revisions: dict[str, str] = {}
     for name, spec in sorted(models.items()):
         if isinstance(spec.weights, HubWeights) and spec.weights.revision is None:
-            sha = api.model_info(spec.weights.repo_id, revision=ref).sha
+            where = f"{name} ({spec.weights.repo_id} at {ref!r})"
+            try:
+                sha = api.model_info(spec.weights.repo_id, revision=ref).sha
+            except hub_errors() as err:
+                raise RevisionError(
+                    f"cannot resolve model revisions on the hub: {where}: {hub_error_text(err)}"
+                ) from err
             if sha is None:
-                raise RuntimeError(f"hub returned no commit for {spec.weights.repo_id}@{ref} ({name})")
+                raise RevisionError(f"hub returned no commit for {spec.weights.repo_id}@{ref} ({name})")
             log.info("%s: %s@%s -> %s", name, spec.weights.repo_id, ref, sha)
             revisions[name] = sha
     return WeightsLock(
@@ -45,15 +56,16 @@ def resolve_revisions(models: Mapping[str, ModelSpec], api: HubApi, ref: str = "
 
 
 def lock_weights(args: argparse.Namespace) -> int:
+    """Pin every open hub model, or with ``--run`` that run's only, keeping the lock's other entries."""
     from huggingface_hub import HfApi
 
     specs = load_specs(args.specs)
-    try:
-        lock = resolve_revisions(specs.models, HfApi(), ref=args.ref)
-    except hub_errors() as err:
-        log.error("cannot resolve model revisions on the hub: %s", err)
-        return 1
     out = Path(args.specs) / WEIGHTS_LOCK
+    models = specs.models if args.run is None else {n: specs.model(n) for n in specs.run(args.run).models}
+    lock = resolve_revisions(models, HfApi(), ref=args.ref)
+    if args.run is not None and out.exists():
+        kept = {n: r for n, r in load_weights_lock(out).revisions.items() if n not in models}
+        lock = lock.model_copy(update={"revisions": dict(sorted({**kept, **lock.revisions}.items()))})
     atomic_write_text(out, yaml.safe_dump(lock.model_dump(mode="json"), sort_keys=False))
     log.info("wrote %d revisions to %s", len(lock.revisions), out)
     return 0
