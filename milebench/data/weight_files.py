@@ -122,8 +122,11 @@ def _verify(path: Path, file: WeightFile, folder: Path) -> None:
 
 
 def digest_of(spec: ModelSpec, file: WeightFile, cache: Path, retry: RetryPolicy) -> tuple[int, str]:
-    """Size and sha256 of ``file`` as its URL serves it now, downloaded into the cache (for
-    ``lock-weights``: what is recorded is what was received, so the lock pins it from then on)."""
+    """Size and sha256 of ``file`` for ``lock-weights``: of the copy already in the cache (a URL that
+    serves browsers only, such as Google Drive's for large files, is downloaded by hand into it), else of
+    what its URL serves now, downloaded into the cache. What is recorded is what was received: the lock
+    pins it from then on."""
     dest = model_folder(spec, cache) / file.name
-    download(file.url, dest, retry=retry)
+    if not dest.is_file():
+        download(file.url, dest, retry=retry)
     return dest.stat().st_size, sha256_file(dest)
