@@ -32,7 +32,9 @@ def test_resolves_exactly_the_open_hub_revisions(tmp_path) -> None:
     hub = FakeHub()
     lock = resolve_revisions(specs.models, hub, ref="v1")
     open_hub = {
-        name for name, m in specs.models.items() if (part := hub_part(m)) is not None and part.revision is None
+        name
+        for name, m in specs.models.items()
+        if (part := hub_part(m)) is not None and part.revision is None
     }
     assert open_hub and set(lock.revisions) == open_hub
     assert all(ref == "v1" for _, ref in hub.calls)

@@ -29,6 +29,7 @@ import pytest
 import torch
 from llava_official.parity import REPO, broken_byte_runs, listed_fixture, run_original
 from parity_golden import (
+    RECORD_VAR,
     Meta,
     Observed,
     assert_matches,
@@ -37,7 +38,6 @@ from parity_golden import (
     golden_of,
     pinned_commit,
     record,
-    RECORD_VAR,
     recording,
 )
 from tiny_checks import tiny_port

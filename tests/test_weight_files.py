@@ -11,13 +11,13 @@ import pytest
 from fetch_helpers import RangeServer
 
 from milebench.data.download import RetryPolicy
+from milebench.data.verify import VerificationError
 from milebench.data.weight_files import (
     WeightsError,
     fetch_weight_files,
     verified_weight_files,
     weights_cache,
 )
-from milebench.data.verify import VerificationError
 from milebench.spec.model import ModelSpec, UrlWeights
 
 BODY = b"tiny checkpoint bytes " * 300
@@ -60,7 +60,9 @@ def test_a_wrong_hash_fails_closed_naming_the_file_and_quarantines_it(tmp_path: 
             fetch_weight_files(spec, tmp_path, FAST)
     assert not (tmp_path / "ext" / "ckpt.pth").exists()
     assert [p.read_bytes() for p in (tmp_path / "ext" / "quarantine").iterdir()] == [BODY]
-    with pytest.raises(WeightsError, match=r"ckpt\.pth is missing; run `milebench fetch-weights --model ext`"):
+    with pytest.raises(
+        WeightsError, match=r"ckpt\.pth is missing; run `milebench fetch-weights --model ext`"
+    ):
         verified_weight_files(spec, tmp_path)
 
 
@@ -70,7 +72,7 @@ def test_a_cut_transfer_resumes_and_a_too_short_server_never_passes(tmp_path: Pa
         assert server.requests[1]["Range"] == "bytes=1000-"
     assert fetched["ckpt.pth"].read_bytes() == BODY
     short = BODY[: len(BODY) // 2]
-    with RangeServer({"ckpt.pth": short}) as server, pytest.raises(Exception, match="ckpt.pth"):
+    with RangeServer({"ckpt.pth": short}) as server, pytest.raises(Exception, match=r"ckpt\.pth"):
         fetch_weight_files(good(server.url("ckpt.pth")), tmp_path / "other", FAST)
     assert not (tmp_path / "other" / "ext" / "ckpt.pth").exists()
 

@@ -26,6 +26,7 @@ from milebench.spec.model import ModelSpec, UrlWeights, WeightFile
 
 log = logging.getLogger(__name__)
 
+DEFAULT_RETRY = RetryPolicy()
 CACHE_VAR = "MILEBENCH_WEIGHTS"
 CACHE_FOLDER = "milebench-weights"
 VERIFIED_SUFFIX = ".verified.json"
@@ -65,7 +66,7 @@ def require_resolved(spec: ModelSpec, file: WeightFile) -> None:
 
 
 def fetch_weight_files(
-    spec: ModelSpec, cache: Path | None = None, retry: RetryPolicy = RetryPolicy()
+    spec: ModelSpec, cache: Path | None = None, retry: RetryPolicy = DEFAULT_RETRY
 ) -> dict[str, Path]:
     """Every file of ``spec`` in the cache and verified; an earlier download that still matches is kept."""
     folder = model_folder(spec, cache or weights_cache())

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
@@ -138,7 +139,9 @@ class HfMiniGPTv2Adapter(HfLlavaAdapter):
             if missing:
                 raise AdapterError(f"model spec {spec.name!r}: weights.files lacks {missing}")
             return files
-        raise AdapterError(f"model spec {spec.name!r}: weights kind {spec.weights.kind!r} has no MiniGPT-v2 parts")
+        raise AdapterError(
+            f"model spec {spec.name!r}: weights kind {spec.weights.kind!r} has no MiniGPT-v2 parts"
+        )
 
     @cached_property
     def image_seq(self) -> int:
@@ -159,7 +162,8 @@ class HfMiniGPTv2Adapter(HfLlavaAdapter):
         for the merge on the device."""
         on_gpu = self.device.type == "cuda"
         dtype = getattr(torch, self.execution.dtype.value) if on_gpu else torch.float32
-        llama = LlamaForCausalLM.from_pretrained(source, **{DTYPE_ARGUMENT: dtype}, **kwargs)
+        options: dict[str, Any] = {DTYPE_ARGUMENT: dtype, **kwargs}
+        llama = LlamaForCausalLM.from_pretrained(source, **options)
         minigpt = MiniGPTv2(self.processor.shape, llama)
         minigpt.load_vision(torch.load(self.parts[EVA_FILE], map_location="cpu", weights_only=True))
         saved = torch.load(self.parts[CHECKPOINT_FILE], map_location="cpu", weights_only=True)
@@ -207,7 +211,7 @@ class HfMiniGPTv2Adapter(HfLlavaAdapter):
         """The pieces' ids between the image ids, as ``get_context_emb`` tokenized them."""
         places = (ids == IMAGE_ID).nonzero().flatten().tolist()
         bounds = [-1, *places, ids.shape[0]]
-        return [ids[start + 1 : end] for start, end in zip(bounds, bounds[1:], strict=False)]
+        return [ids[start + 1 : end] for start, end in pairwise(bounds)]
 
     def generate_inputs(self, inputs: BatchFeature) -> dict[str, Any]:
         (ids,) = inputs["input_ids"]

@@ -44,9 +44,7 @@ def train_sentencepiece() -> bytes:
     try:
         import sentencepiece as spm
     except ImportError as err:
-        raise AdapterError(
-            "the tiny MiniGPT-v2 needs sentencepiece: pip install -e '.[minigpt-v2]'"
-        ) from err
+        raise AdapterError("the tiny MiniGPT-v2 needs sentencepiece: pip install -e '.[minigpt-v2]'") from err
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(CORPUS * 3),

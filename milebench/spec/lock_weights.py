@@ -52,7 +52,7 @@ def resolve_files(
     models: Mapping[str, ModelSpec],
     known: Mapping[str, Mapping[str, FileDigest]],
     cache: Path,
-    retry: RetryPolicy = RetryPolicy(),
+    retry: RetryPolicy | None = None,
 ) -> dict[str, dict[str, FileDigest]]:
     """Size and sha256 of every url weight file its spec leaves open: the lock's where it has them, else
     what the URL serves now (downloaded into the weights cache, which then holds the verified file)."""
@@ -67,7 +67,7 @@ def resolve_files(
                 continue
             digest = known.get(name, {}).get(file.name)
             if digest is None:
-                size, sha256 = digest_of(spec, file, cache, retry)
+                size, sha256 = digest_of(spec, file, cache, retry or RetryPolicy())
                 digest = FileDigest(size=size, sha256=sha256)
                 log.info("%s: %s -> %d bytes, sha256 %s (as served now)", name, file.url, size, sha256)
             files.setdefault(name, {})[file.name] = digest

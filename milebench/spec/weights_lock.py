@@ -95,9 +95,7 @@ def locked_file(name: str, file: WeightFile, specs_root: Path) -> WeightFile:
     digest = load_weights_lock(path).files.get(name, {}).get(file.name) if path.exists() else None
     if digest is None:
         return file
-    return file.model_copy(
-        update={"size": file.size or digest.size, "sha256": file.sha256 or digest.sha256}
-    )
+    return file.model_copy(update={"size": file.size or digest.size, "sha256": file.sha256 or digest.sha256})
 
 
 def pin_weights(spec: ModelSpec, specs_root: Path) -> ModelSpec:

@@ -36,13 +36,12 @@ from PIL import Image
 def run(code: Path, model_dir: Path, samples: list[dict], max_new_tokens: int, out: Path) -> None:
     sys.modules["torchvision._meta_registrations"] = types.ModuleType("torchvision._meta_registrations")
     sys.path.insert(0, str(code))
-    from omegaconf import OmegaConf
-
     import minigpt4.models.base_model as base_model
     from minigpt4.common.registry import registry
     from minigpt4.conversation.conversation import CONV_VISION_minigptv2
     from minigpt4.models import eva_vit, minigpt_v2  # noqa: F401  (registers the model)
     from minigpt4.processors import blip_processors  # noqa: F401  (registers the processors)
+    from omegaconf import OmegaConf
 
     sizes = json.loads((model_dir / "minigpt_v2.json").read_text())
 
@@ -152,9 +151,13 @@ def run(code: Path, model_dir: Path, samples: list[dict], max_new_tokens: int, o
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--code", type=Path, required=True, help="A MiniGPT-4 checkout (minigpt4/, eval_configs/).")
+    parser.add_argument(
+        "--code", type=Path, required=True, help="A MiniGPT-4 checkout (minigpt4/, eval_configs/)."
+    )
     parser.add_argument("--model", type=Path, required=True)
-    parser.add_argument("--samples", type=Path, required=True, help="JSON list of task, sample_id, prompt, images.")
+    parser.add_argument(
+        "--samples", type=Path, required=True, help="JSON list of task, sample_id, prompt, images."
+    )
     parser.add_argument("--max-new-tokens", type=int, required=True)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
