@@ -113,12 +113,23 @@ def build_parser() -> argparse.ArgumentParser:
         "size); an unfinished download resumes on the next fetch.",
     )
 
+    p = add(
+        "fetch-weights",
+        "milebench.data.commands:fetch_weights",
+        "Download a model's url weight files into the weights cache and verify them.",
+    )
+    p.add_argument("--model", required=True, help="A model spec with url weights.")
+
     p = add("lock-data", "milebench.data.commands:lock", "Resolve the hub revision and archive checksums.")
     p.add_argument("--repo-id", default="FreedomIntelligence/MileBench")
     p.add_argument("--revision", default="main")
     p.add_argument("--out", type=Path, default=DEFAULT_SPECS / "locks" / "milebench-hub.lock.yaml")
 
-    p = add("lock-weights", "milebench.spec.lock_weights:lock_weights", "Pin hub model revisions to commits.")
+    p = add(
+        "lock-weights",
+        "milebench.spec.lock_weights:lock_weights",
+        "Pin hub model revisions to commits and url weight files to their size and sha256.",
+    )
     p.add_argument("--ref", default="main", help="Branch or tag to resolve.")
     p.add_argument(
         "--run", default=None, help="Pin only this run's models (the lock's other entries are kept)."

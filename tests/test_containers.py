@@ -53,7 +53,7 @@ from milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.spec.task import Group, QuestionType, ScorerKind
 
 REPO = Path(__file__).resolve().parents[1]
-FAMILIES = ("kit", "api", "hf-current", "llava15", "qwen-vl-chat")
+FAMILIES = ("kit", "api", "hf-current", "llava15", "qwen-vl-chat", "minigpt-v2")
 LOCAL_BASE = "milebench-base:bookworm"
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 SECRET = "sk-do-not-log-0123456789"
@@ -110,7 +110,7 @@ def test_family_lock_pins_every_requirement_with_a_hash(name: str) -> None:
     requirement_lines = [ln for ln in text.splitlines() if re.match(r"^[A-Za-z0-9]", ln)]
     assert len(blocks) == len(requirement_lines) > 0
     assert pinned["rouge"] == "1.0.1" and "pydantic" in pinned and "setuptools" in pinned
-    if name in ("llava15", "qwen-vl-chat"):
+    if name in ("llava15", "qwen-vl-chat", "minigpt-v2"):
         assert pinned["transformers"] == "4.37.2" and pinned["torch"] == "2.1.2"
         assert pinned["numpy"].startswith("1.")
     if name == "qwen-vl-chat":
@@ -126,6 +126,7 @@ OUTSIDE_KIT = {
     "rocrate": "milebench archive and verify run on the host, beside the engine",
     "cyclonedx": "the SBOM tool is mounted into each image for one run, never installed in it",
     "vllm": "the vllm execution backend runs in its own family image (containers/vllm)",
+    "sentencepiece": "the tiny MiniGPT-v2's SentencePiece tokenizer is built in the torch families",
 }
 """Libraries the package imports that the kit image leaves out, and why."""
 

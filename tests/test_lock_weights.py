@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from milebench.spec.lock_weights import resolve_revisions
-from milebench.spec.model import HubWeights
+from milebench.spec.model import UrlWeights
 from milebench.spec.registry import load_specs
-from milebench.spec.weights_lock import check_weights_lock
+from milebench.spec.weights_lock import check_weights_lock, hub_part
 
 
 @dataclass
@@ -34,7 +34,7 @@ def test_resolves_exactly_the_open_hub_revisions(tmp_path) -> None:
     open_hub = {
         name
         for name, m in specs.models.items()
-        if isinstance(m.weights, HubWeights) and m.weights.revision is None
+        if (part := hub_part(m)) is not None and part.revision is None
     }
     assert open_hub and set(lock.revisions) == open_hub
     assert all(ref == "v1" for _, ref in hub.calls)
@@ -85,6 +85,13 @@ def test_the_command_writes_the_lock_into_the_specs_folder_it_is_given(
     specs = tmp_path / "specs"
     shutil.copytree(DEFAULT_SPECS, specs)
     monkeypatch.setattr(huggingface_hub, "HfApi", FakeHub)
+    # Url weight files already in the weights cache are hashed where they lie, never downloaded.
+    monkeypatch.setenv("MILEBENCH_WEIGHTS", str(tmp_path / "weights"))
+    for name, model in load_specs(specs).models.items():
+        if isinstance(model.weights, UrlWeights):
+            for file in model.weights.files:
+                (tmp_path / "weights" / name).mkdir(parents=True, exist_ok=True)
+                (tmp_path / "weights" / name / file.name).write_bytes(file.name.encode())
     assert cli.main(["--specs", str(specs), "lock-weights"]) == 0
     written = yaml.safe_load((specs / "locks" / "weights.lock.yaml").read_text())
     expected = resolve_revisions(load_specs(specs).models, FakeHub())

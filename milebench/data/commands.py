@@ -1,4 +1,4 @@
-"""CLI handlers of ``milebench fetch`` and ``milebench lock-data``."""
+"""CLI handlers of ``milebench fetch``, ``milebench fetch-weights`` and ``milebench lock-data``."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from milebench.data.fetch import fetch_run
 from milebench.data.hub_lock import write_hub_lock
 from milebench.paths import RunPaths
 from milebench.spec.registry import load_specs
+from milebench.spec.weights_lock import pin_weights
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +26,20 @@ def fetch(args: argparse.Namespace) -> int:
             RunPaths.for_run(run, base=args.root),
             retry=RetryPolicy(deadline_s=args.download_deadline),
         )
+    except FetchError as err:
+        log.error("%s", err)
+        return 1
+    return 0
+
+
+def fetch_weights(args: argparse.Namespace) -> int:
+    from milebench.data.weight_files import fetch_weight_files
+
+    specs = load_specs(args.specs)
+    try:
+        spec = pin_weights(specs.model(args.model), specs.root)
+        for name, path in fetch_weight_files(spec).items():
+            log.info("%s: %s verified at %s", spec.name, name, path)
     except FetchError as err:
         log.error("%s", err)
         return 1

@@ -27,8 +27,9 @@ def quarantine(path: Path, quarantine_dir: Path) -> Path:
     return target
 
 
-def verify_archive(path: Path, entry: ArchiveEntry, quarantine_dir: Path) -> None:
-    """Check ``path`` against ``entry``; on mismatch quarantine it and raise VerificationError."""
+def verify_archive(path: Path, entry: ArchiveEntry, quarantine_dir: Path, what: str = "archive") -> None:
+    """Check ``path`` against ``entry``; on mismatch quarantine it and raise VerificationError naming it
+    as ``what`` (an archive, a weight file)."""
     size = path.stat().st_size
     digest = sha256_file(path)
     if size == entry.size and digest == entry.sha256:
@@ -36,6 +37,6 @@ def verify_archive(path: Path, entry: ArchiveEntry, quarantine_dir: Path) -> Non
         return
     moved = quarantine(path, quarantine_dir)
     raise VerificationError(
-        f"archive {entry.name} failed verification: expected size {entry.size} sha256 {entry.sha256}, "
+        f"{what} {entry.name} failed verification: expected size {entry.size} sha256 {entry.sha256}, "
         f"got size {size} sha256 {digest}; the file was moved to {moved}"
     )

@@ -10,7 +10,7 @@ from typing import Any
 from milebench.infer.adapter import AdapterError
 from milebench.paths import RunPaths
 from milebench.spec.adapters import declared_adapters
-from milebench.spec.model import AdapterKind, HubWeights, ModelSpec, TinyWeights
+from milebench.spec.model import AdapterKind, HubWeights, ModelSpec, TinyWeights, UrlWeights
 
 TINY_FAMILY: dict[AdapterKind, str] = {
     AdapterKind(kind): declared.declaration.tiny.family
@@ -37,6 +37,8 @@ def checkpoint(spec: ModelSpec, paths: RunPaths) -> tuple[str, dict[str, Any]]:
                 f"run `milebench tiny-model --model {spec.name}`"
             )
         return str(folder), {}
+    if isinstance(weights, UrlWeights) and weights.base is not None:
+        weights = weights.base  # the hub model the url files complete; its adapter reads the files
     if isinstance(weights, HubWeights):
         return weights.repo_id, {"revision": weights.revision, "trust_remote_code": weights.trust_remote_code}
     raise AdapterError(

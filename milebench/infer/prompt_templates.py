@@ -59,6 +59,16 @@ def mllava_v1(prompt: str) -> str:
     return f"{MLLAVA_V1_SYSTEM}</s>USER: {denoted}</s>ASSISTANT:"
 
 
+MINIGPT_V2_IMAGE = "<Img><ImageHere></Img>"
+"""How MiniGPT-v2's ``Chat.upload_img`` writes a picture into the user's message."""
+
+
+def minigpt_v2(prompt: str) -> str:
+    """MiniGPT-v2's ``CONV_VISION_minigptv2`` for one user message with an empty system text, as its
+    ``eval_scripts/eval_vqa.py`` renders it, each ``<ImageHere>`` written as ``Chat.upload_img`` does."""
+    return f"<s>[INST] {prompt.replace('<ImageHere>', MINIGPT_V2_IMAGE)} [/INST]"
+
+
 def user_assistant(prompt: str) -> str:
     return f"USER: {prompt} ASSISTANT:"
 
@@ -71,6 +81,7 @@ FIXED_TEMPLATES: dict[PromptTemplate, Callable[[str], str]] = {
     PromptTemplate.LLAVA_LLAMA_2: llava_llama_2,
     PromptTemplate.YI_MM_DEFAULT: yi_mm_default,
     PromptTemplate.MLLAVA_V1: mllava_v1,
+    PromptTemplate.MINIGPT_V2: minigpt_v2,
     PromptTemplate.USER_ASSISTANT: user_assistant,
     PromptTemplate.PLAIN: plain,
 }

@@ -43,6 +43,10 @@ class PromptTemplate(StrEnum):
     ``mantis/models/conversation.py``), with the ``MLlavaProcessor``'s image denotation:
     ``{system}</s>USER: {prompt}</s>ASSISTANT:``, the j-th ``<image>`` written
     ``(image j: <Image><image></Image>)``."""
+    MINIGPT_V2 = "minigpt_v2"
+    """MiniGPT-v2's ``CONV_VISION_minigptv2`` (github.com/Vision-CAIR/MiniGPT-4,
+    ``minigpt4/conversation/conversation.py``) with the empty system text of its benchmark evaluation:
+    ``<s>[INST] {prompt} [/INST]``, each picture written ``<Img><ImageHere></Img>``."""
     QWEN_CHAT = "qwen_chat"
     """Qwen-VL-Chat's ``chat``: a chatml turn built by the checkpoint's remote code."""
     ALLAVA = "allava"

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, StrictBool, StrictInt, model_validator
 
+from milebench.data.lock import ArchiveEntry
 from milebench.spec.adapters import UNPORTED, adapter_kinds, tiny_families
 from milebench.spec.base import Number, Spec
 from milebench.spec.context import (
@@ -139,8 +140,34 @@ class ExternalWeights(Spec):
     url: str | None = Field(default=None, description="Where the original code base or checkpoint lives.")
 
 
+class WeightFile(ArchiveEntry):
+    """One file of a checkpoint distributed outside the hub: fetched from ``url`` into the weights cache
+    and used only once its size and sha256 match (``null``: taken from the weights lock; unresolved
+    there, the model refuses to load until ``milebench lock-weights`` records them)."""
+
+    url: str = Field(description="Where the file is downloaded from (http, https or file).")
+    source: str = Field(description="Where the URL, and the size and sha256 where given, are stated.")
+
+
+class UrlWeights(Spec):
+    """A checkpoint whose parts are files distributed outside the hub (``files``), completing a hub
+    model (``base``: the language model they were trained on, pinned like hub weights)."""
+
+    kind: Literal["url"]
+    files: tuple[WeightFile, ...] = Field(min_length=1)
+    base: HubWeights | None = None
+
+    @model_validator(mode="after")
+    def _names_unique(self) -> UrlWeights:
+        names = [f.name for f in self.files]
+        if len(set(names)) != len(names):
+            raise ValueError(f"files: each name once (they are files of one folder): {names}")
+        return self
+
+
 Weights = Annotated[
-    HubWeights | ApiModel | BuiltinModel | TinyWeights | ExternalWeights, Field(discriminator="kind")
+    HubWeights | ApiModel | BuiltinModel | TinyWeights | ExternalWeights | UrlWeights,
+    Field(discriminator="kind"),
 ]
 
 
