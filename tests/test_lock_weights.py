@@ -61,11 +61,11 @@ def test_unreachable_hub_is_a_clear_error_not_a_traceback(monkeypatch, caplog) -
     monkeypatch.setattr(huggingface_hub, "HfApi", DownHub)
     assert cli.main(["lock-weights"]) == 1
     first = min(
-        n
-        for n, m in load_specs().models.items()
-        if isinstance(m.weights, HubWeights) and m.weights.revision is None
+        n for n, m in load_specs().models.items() if (hub := hub_part(m)) is not None and hub.revision is None
     )
-    repo = load_specs().models[first].weights.repo_id  # type: ignore[union-attr]
+    hub = hub_part(load_specs().models[first])
+    assert hub is not None
+    repo = hub.repo_id
     assert (
         f"cannot resolve model revisions on the hub: {first} ({repo} at 'main'): "
         f"{network_error.__name__}: Name or service not known"
@@ -114,7 +114,7 @@ def test_a_run_pins_its_own_models_and_keeps_the_other_entries(
     open_hub = sorted(
         n
         for n, m in load_specs().models.items()
-        if isinstance(m.weights, HubWeights) and m.weights.revision is None
+        if (part := hub_part(m)) is not None and part.revision is None
     )
     ours, other = open_hub[0], open_hub[1]
     (specs / "runs" / "one.yaml").write_text(
@@ -134,5 +134,6 @@ def test_a_run_pins_its_own_models_and_keeps_the_other_entries(
     hub = FakeHub()
     monkeypatch.setattr(huggingface_hub, "HfApi", lambda: hub)
     assert cli.main(["--specs", str(specs), "lock-weights", "--run", "one"]) == 0
-    assert hub.calls == [(load_specs().models[ours].weights.repo_id, "main")]  # type: ignore[union-attr]
+    part = hub_part(load_specs().models[ours])
+    assert part is not None and hub.calls == [(part.repo_id, "main")]
     assert yaml.safe_load(lock.read_text())["revisions"] == {other: "b" * 40, ours: "a" * 40}
