@@ -126,6 +126,8 @@ OUTSIDE_KIT = {
     "rocrate": "milebench archive and verify run on the host, beside the engine",
     "cyclonedx": "the SBOM tool is mounted into each image for one run, never installed in it",
     "vllm": "the vllm execution backend runs in its own family image (containers/vllm)",
+    "open_flamingo": "OpenFlamingo's original code runs in its family image (containers/open-flamingo)",
+    "open_clip": "OpenFlamingo's vision encoder, installed with it in containers/open-flamingo",
 }
 """Libraries the package imports that the kit image leaves out, and why."""
 

@@ -16,7 +16,7 @@ from milebench.data.lock import load_lock
 from milebench.spec.base import SpecError, load_spec
 from milebench.spec.commands import SCHEMA_MODELS, WEIGHTS_LOCK, export
 from milebench.spec.context import SourceKind
-from milebench.spec.model import AdapterKind, ApiModel, HubWeights, ModelSpec, Section
+from milebench.spec.model import AdapterKind, ApiModel, HubWeights, ModelSpec, Section, TinyWeights
 from milebench.spec.registry import DEFAULT_SPECS, Specs, load_specs
 from milebench.spec.run import FixtureSource, HubSource, Mode
 from milebench.spec.task import Group, QuestionType
@@ -118,8 +118,9 @@ def test_models_cover_the_paper_table(specs: Specs) -> None:
         model = specs.models[row.model]
         assert (model.paper_name, model.section, model.size) == (row.paper_name, row.section, row.size)
     kit = {n for n, m in specs.models.items() if m.section is Section.KIT}
-    assert kit == {"oracle", "tiny-llava", "tiny-qwen2-vl"}
-    assert len(specs.models) == 26
+    assert {"oracle", "tiny-llava", "tiny-qwen2-vl"} <= kit
+    assert not kit & {m.name for m in with_paper_name.values()}
+    assert len(specs.models) == len(with_paper_name) + len(kit)  # a paper row or a kit model, nothing else
 
 
 def test_model_paper_names_match_csv(specs: Specs) -> None:
@@ -185,7 +186,7 @@ def test_a_budget_without_its_source_is_refused_naming_file_and_field(tmp_path: 
 
 
 def test_runs(specs: Specs) -> None:
-    assert set(specs.runs) == {"smoke", "paper"}
+    assert {"smoke", "paper", "ports"} <= set(specs.runs)
     smoke, paper = specs.runs["smoke"], specs.runs["paper"]
     assert smoke.models == ("random", "tiny-llava", "tiny-qwen2-vl")
     assert smoke.modes == (Mode.MULTI_IMAGE,)
@@ -195,6 +196,23 @@ def test_runs(specs: Specs) -> None:
     assert set(paper.modes) == set(Mode)
     assert isinstance(paper.data, HubSource)
     assert len(specs.run_tasks(paper)) == 29
+
+
+def test_the_ports_run_holds_the_tiny_model_of_every_family_ported_from_its_original_code(
+    specs: Specs,
+) -> None:
+    """A kit tiny model that runs a paper model's adapter kind, and is not in the smoke run, is in the
+    ports run; every ports model is such a tiny model, on the fixture in multi-image mode."""
+    smoke, ports = specs.runs["smoke"], specs.runs["ports"]
+    paper_kinds = {m.adapter for m in specs.models.values() if m.paper_model}
+    ported = {
+        name
+        for name, m in specs.models.items()
+        if isinstance(m.weights, TinyWeights) and m.adapter in paper_kinds and name not in smoke.models
+    }
+    assert ported and set(ports.models) == ported
+    assert ports.modes == (Mode.MULTI_IMAGE,) and isinstance(ports.data, FixtureSource)
+    assert len(specs.run_tasks(ports)) == len(specs.tasks)
 
 
 def test_data_lock_names_the_six_archives(specs: Specs) -> None:
