@@ -6,7 +6,7 @@
 # under the kit's transformers 5 (its FlamingoLMMixin.forward needs the attention mask that transformers
 # 5's generate no longer passes), so the open-flamingo tests and the ports run's jobs run here:
 #   .venv-openflamingo-kit/bin/python -m pytest -q tests/test_tiny_open_flamingo.py tests/test_open_flamingo_parity.py
-#   PATH="$PWD/.venv-openflamingo-kit/bin:$PATH" .venv/bin/snakemake --cores all --config run=ports
+#   PATH="$PWD/.venv-openflamingo-kit/bin:$PATH" snakemake --cores all --config run=ports
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=.venv-openflamingo-kit
@@ -16,5 +16,5 @@ bash .ci/open-flamingo-official.sh "$VENV"
   "setuptools>=68" requests "docker>=7" "pytest>=8" "hypothesis>=6"
 # The kit's other stages (fixture, preprocess, score, report), so the ports run's jobs run here too.
 "$VENV/bin/python" -m pip install -q "rouge-score>=0.1.2" "matplotlib>=3.8" "scipy>=1.15" "statsmodels>=0.14" \
-  numpy==1.26.4
+  "snakemake>=9,<10" numpy==1.26.4
 "$VENV/bin/python" -m pip install -q --no-deps --no-build-isolation -e .

@@ -24,7 +24,7 @@ from typing import Any
 import parity_golden
 import pytest
 import torch
-from llava_official.parity import REPO, for_tokenizers_0_15, listed_fixture, run_original
+from llava_official.parity import REPO, listed_fixture, run_original
 from parity_golden import Meta, Observed
 from tiny_checks import tiny_port
 
@@ -160,7 +160,6 @@ def test_identical_texts_ids_vision_tensors_generated_ids_and_answers(
     if PYTHON.is_file():
         copy = root / f"original-{variant}"
         shutil.copytree(folder, copy)
-        for_tokenizers_0_15(copy)
         layout = FlamingoLayout.model_validate_json((folder / LAYOUT_FILE).read_text())
         live = original(copy, layout, samples, root / "samples.json", variant, root / f"out-{variant}")
         if parity_golden.recording():
