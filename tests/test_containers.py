@@ -53,7 +53,10 @@ from milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.spec.task import Group, QuestionType, ScorerKind
 
 REPO = Path(__file__).resolve().parents[1]
-FAMILIES = ("kit", "api", "hf-current", "llava15", "qwen-vl-chat")
+FAMILIES = tuple(
+    sorted(p.parent.name for p in (REPO / "containers").glob("*/Dockerfile") if p.parent.name != "vllm")
+)
+"""Every family image but vllm's, whose lock is built apart (containers/README.md)."""
 LOCAL_BASE = "milebench-base:bookworm"
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 SECRET = "sk-do-not-log-0123456789"
