@@ -53,7 +53,10 @@ from milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.spec.task import Group, QuestionType, ScorerKind
 
 REPO = Path(__file__).resolve().parents[1]
-FAMILIES = ("kit", "api", "hf-current", "llava15", "qwen-vl-chat", "minigpt-v2")
+FAMILIES = tuple(
+    sorted(p.parent.name for p in (REPO / "containers").glob("*/Dockerfile") if p.parent.name != "vllm")
+)
+"""Every family image but vllm's, whose lock is built apart (containers/README.md)."""
 LOCAL_BASE = "milebench-base:bookworm"
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 SECRET = "sk-do-not-log-0123456789"
@@ -127,6 +130,8 @@ OUTSIDE_KIT = {
     "cyclonedx": "the SBOM tool is mounted into each image for one run, never installed in it",
     "vllm": "the vllm execution backend runs in its own family image (containers/vllm)",
     "sentencepiece": "the tiny MiniGPT-v2's SentencePiece tokenizer is built in the torch families",
+    "open_flamingo": "OpenFlamingo's original code runs in its family image (containers/open-flamingo)",
+    "open_clip": "OpenFlamingo's vision encoder, installed with it in containers/open-flamingo",
 }
 """Libraries the package imports that the kit image leaves out, and why."""
 

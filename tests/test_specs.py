@@ -128,6 +128,7 @@ def test_models_cover_the_paper_table(specs: Specs) -> None:
     kit = {n: m for n, m in specs.models.items() if m.section is Section.KIT}
     assert {"oracle", "tiny-llava", "tiny-qwen2-vl"} <= set(kit)
     assert all(isinstance(m.weights, BuiltinModel | TinyWeights) for m in kit.values())
+    assert not set(kit) & {m.name for m in with_paper_name.values()}
     assert len(specs.models) == len(with_paper_name) + len(kit)
 
 
@@ -194,7 +195,7 @@ def test_a_budget_without_its_source_is_refused_naming_file_and_field(tmp_path: 
 
 
 def test_runs(specs: Specs) -> None:
-    assert {"smoke", "paper"} <= set(specs.runs)
+    assert {"smoke", "paper", "ports"} <= set(specs.runs)
     smoke, paper = specs.runs["smoke"], specs.runs["paper"]
     assert smoke.models == ("random", "tiny-llava", "tiny-qwen2-vl")
     assert smoke.modes == (Mode.MULTI_IMAGE,)
@@ -204,6 +205,23 @@ def test_runs(specs: Specs) -> None:
     assert set(paper.modes) == set(Mode)
     assert isinstance(paper.data, HubSource)
     assert len(specs.run_tasks(paper)) == 29
+
+
+def test_the_ports_run_holds_the_tiny_model_of_every_family_ported_from_its_original_code(
+    specs: Specs,
+) -> None:
+    """A kit tiny model that runs a paper model's adapter kind, and is not in the smoke run, is in the
+    ports run; every ports model is such a tiny model, on the fixture in multi-image mode."""
+    smoke, ports = specs.runs["smoke"], specs.runs["ports"]
+    paper_kinds = {m.adapter for m in specs.models.values() if m.paper_model}
+    ported = {
+        name
+        for name, m in specs.models.items()
+        if isinstance(m.weights, TinyWeights) and m.adapter in paper_kinds and name not in smoke.models
+    }
+    assert ported and set(ports.models) == ported
+    assert ports.modes == (Mode.MULTI_IMAGE,) and isinstance(ports.data, FixtureSource)
+    assert len(specs.run_tasks(ports)) == len(specs.tasks)
 
 
 def test_data_lock_names_the_six_archives(specs: Specs) -> None:
@@ -321,9 +339,8 @@ def test_schemas_are_fresh(tmp_path: Path) -> None:
         assert (committed / name).read_bytes() == fresh, f"{name} is stale: run `milebench export-schemas`"
 
 
-def test_check_specs_cli_accepts_the_real_specs(caplog: pytest.LogCaptureFixture) -> None:
+def test_check_specs_cli_accepts_the_real_specs(specs: Specs, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO):
         assert main(["--specs", str(DEFAULT_SPECS), "check-specs"]) == 0
-    specs = load_specs()
-    counts = f"{len(specs.tasks)} tasks, {len(specs.models)} models, {len(specs.runs)} runs, 23 paper rows"
-    assert counts in caplog.text
+    counts = (len(specs.tasks), len(specs.models), len(specs.runs), len(specs.paper.main_table.rows))
+    assert "{} tasks, {} models, {} runs, {} paper rows".format(*counts) in caplog.text

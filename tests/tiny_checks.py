@@ -4,10 +4,12 @@ whole mini-MileBench answered through the engine."""
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
 from picture_samples import write_pictures
 
 from milebench.fixture.prepared import prepared_fixture
@@ -45,6 +47,22 @@ def weights_hash(folder: Path, model_class: Any) -> str:
     for name, tensor in sorted(model_class.from_pretrained(folder).state_dict().items()):
         digest.update(name.encode())
         digest.update(tensor.numpy().tobytes())
+    return digest.hexdigest()
+
+
+def tensor_sha256(tensor: torch.Tensor) -> str:
+    """sha256 of a tensor's shape and float32 bytes (the original-code drivers hash the same way)."""
+    digest = hashlib.sha256(json.dumps(list(tensor.shape)).encode())
+    digest.update(tensor.detach().to(torch.float32).contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def state_dict_sha256(path: Path) -> str:
+    """sha256 over the names and tensors of a saved state dict (``torch.save``), in name order."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(torch.load(path, map_location="cpu").items()):
+        digest.update(name.encode())
+        digest.update(tensor_sha256(tensor).encode())
     return digest.hexdigest()
 
 

@@ -4,7 +4,9 @@
 user message and an open assistant turn: the conversation's ``<s>`` separator is stripped from the
 front, so the text starts at ``[INST]`` (the tokenizer adds BOS). ``yi_mm_default`` is Yi-VL's
 ``conv_templates["mm_default"].get_prompt()`` and ``mllava_v1`` what Mantis's ``chat_mllava`` hands the
-tokenizer after its ``MLlavaProcessor`` has denoted the images. Checkpoint-defined formats (chat
+tokenizer after its ``MLlavaProcessor`` has denoted the images; ``open_flamingo`` is OpenFlamingo's
+interleaved text, which has no turn (``open_flamingo_chunked`` closes each picture's chunk before the
+next picture). Checkpoint-defined formats (chat
 templates, Qwen's ``chat``) are rendered by their adapters.
 """
 
@@ -69,6 +71,22 @@ def minigpt_v2(prompt: str) -> str:
     return f"<s>[INST] {prompt.replace('<ImageHere>', MINIGPT_V2_IMAGE)} [/INST]"
 
 
+OPEN_FLAMINGO_IMAGE_TOKEN = "<image>"
+"""The media token OpenFlamingo's ``create_model_and_transforms`` adds to the tokenizer."""
+OPEN_FLAMINGO_END_OF_CHUNK = "<|endofchunk|>"
+"""The token that ends a picture's chunk of text (added beside ``<image>``); its generate stops on it."""
+
+
+def open_flamingo_chunked(prompt: str) -> str:
+    """Every ``<image>`` after the first preceded by ``<|endofchunk|>``."""
+    first, *rest = prompt.split(OPEN_FLAMINGO_IMAGE_TOKEN)
+    if not rest:
+        return first
+    head, *tail = rest
+    joiner = OPEN_FLAMINGO_END_OF_CHUNK + OPEN_FLAMINGO_IMAGE_TOKEN
+    return first + OPEN_FLAMINGO_IMAGE_TOKEN + head + "".join(joiner + piece for piece in tail)
+
+
 def user_assistant(prompt: str) -> str:
     return f"USER: {prompt} ASSISTANT:"
 
@@ -82,6 +100,8 @@ FIXED_TEMPLATES: dict[PromptTemplate, Callable[[str], str]] = {
     PromptTemplate.YI_MM_DEFAULT: yi_mm_default,
     PromptTemplate.MLLAVA_V1: mllava_v1,
     PromptTemplate.MINIGPT_V2: minigpt_v2,
+    PromptTemplate.OPEN_FLAMINGO: plain,
+    PromptTemplate.OPEN_FLAMINGO_CHUNKED: open_flamingo_chunked,
     PromptTemplate.USER_ASSISTANT: user_assistant,
     PromptTemplate.PLAIN: plain,
 }

@@ -47,6 +47,13 @@ class PromptTemplate(StrEnum):
     """MiniGPT-v2's ``CONV_VISION_minigptv2`` (github.com/Vision-CAIR/MiniGPT-4,
     ``minigpt4/conversation/conversation.py``) with the empty system text of its benchmark evaluation:
     ``<s>[INST] {prompt} [/INST]``, each picture written ``<Img><ImageHere></Img>``."""
+    OPEN_FLAMINGO = "open_flamingo"
+    """OpenFlamingo's interleaved text (github.com/mlfoundations/open_flamingo, its README's generation
+    example and evaluation prompts): no turn and no system text, each picture an ``<image>`` token in
+    place, the question's chunk left open (no ``<|endofchunk|>``), so the model continues it."""
+    OPEN_FLAMINGO_CHUNKED = "open_flamingo_chunked"
+    """OpenFlamingo's interleaved text with an ``<|endofchunk|>`` before every ``<image>`` but the first,
+    as its training data closes each picture's chunk of text before the next picture."""
     QWEN_CHAT = "qwen_chat"
     """Qwen-VL-Chat's ``chat``: a chatml turn built by the checkpoint's remote code."""
     ALLAVA = "allava"
