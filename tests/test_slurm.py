@@ -1,0 +1,293 @@
+"""A real SLURM cluster (``.ci/slurm-setup.sh``): the reduced smoke run with every job but the local rules
+submitted through ``profiles/slurm``, its FILL-IN values taken from the cluster as a user fills them in.
+It gives the local run's aggregate, verdict and report tables, and sacct lists its jobs. The per-(model,
+mode) infer jobs, cancelled mid-way with ``scancel`` or stopped at their time limit, resume on a rerun:
+every sample answered exactly once. A job that declares a GPU asks SLURM for one."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+from mini_specs import linked_specs
+from test_declared_files import report_tables
+from test_infer_kill import answers
+from test_infer_load_once import journal_lines
+
+from milebench.paths import RunPaths
+from milebench.spec.registry import load_specs
+from milebench.spec.run import Mode
+
+pytestmark = pytest.mark.slurm
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
+RUN = "slurm-smoke"
+TINY = ["tiny-llava", "tiny-qwen2-vl"]
+TASKS = ["GPR1200"]
+"""One task (each SLURM job costs a Snakemake start): GPR1200, answered one sample per batch, so a job
+paused at its first answer is mid-task."""
+SAMPLES = 3
+SPEC = {
+    "name": RUN,
+    "description": "the smoke run, reduced: both tiny models and the Random baseline on one task",
+    "models": ["random", *TINY],
+    "tasks": TASKS,
+    "modes": ["multi-image"],
+    "data": {"kind": "fixture", "seed": 0, "samples_per_task": SAMPLES},
+}
+MODE = Mode.MULTI_IMAGE
+MODEL_JOB = "infer_model_multi_image"
+"""The rule of the per-(model, mode) infer job of the models that load weights."""
+LOCAL_RULES = {"all", "fixture", "fetch", "aggregate", "report"}
+STATUS_POLL = ["--slurm-init-seconds-before-status-checks", "2"]
+"""The plugin's first status check after 2 s, not 40: the jobs here take seconds."""
+DEADLINE_S = 1200.0
+"""Upper bound on one Snakemake run: a guard against hanging, not a timing assertion."""
+SUBMITTED = re.compile(r"has been submitted with SLURM jobid (\d+) \(log: .*/slurm_logs/rule_(\w+)/")
+SUMMARY = re.compile(
+    r"predictions/[^/]+/[^/]+/([\w-]+)\.jsonl: InferSummary\(total=(\d+), reused=(\d+), generated=(\d+)"
+)
+
+
+def slurm_or_skip() -> None:
+    for tool in ("sinfo", "sacct", "sbatch"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"slurm: no {tool} on this machine (run .ci/slurm-setup.sh)")
+    for probe in (["sinfo", "-h", "-o", "%T"], ["sacct", "-n", "-X", "-S", "now"]):
+        done = subprocess.run(probe, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            pytest.skip(f"slurm: `{' '.join(probe)}` fails (run .ci/slurm-setup.sh): {done.stderr[-200:]}")
+    if not re.search(
+        r"^(idle|mixed|allocated)", subprocess.check_output(["sinfo", "-h", "-o", "%T"], text=True), re.M
+    ):
+        pytest.skip("slurm: no node is up (run .ci/slurm-setup.sh)")
+
+
+def out(*argv: str) -> str:
+    return subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+
+
+def filled_profile(dest: Path) -> Path:
+    """profiles/slurm with its FILL-IN values as a user of this cluster writes them: their account, the
+    default partition for CPU jobs and a partition whose nodes have GPUs for the infer jobs."""
+    user = out("id", "-un").strip()
+    accounts = out("sacctmgr", "-n", "-P", "list", "association", f"user={user}", "format=Account").split()
+    partitions = [line.split("|") for line in out("sinfo", "-h", "-o", "%P|%G").split()]
+    default = next(name.rstrip("*") for name, _ in partitions if name.endswith("*"))
+    gpu = next(
+        (name.rstrip("*") for name, gres in partitions if "gpu" in gres and name != f"{default}*"), default
+    )
+    assert accounts, f"slurm: user {user} is in no account"
+    text = (REPO / "profiles" / "slurm" / "config.yaml").read_text()
+    for placeholder, value in (
+        ("FILL-IN-account", accounts[0]),
+        ("FILL-IN-cpu-partition", default),
+        ("FILL-IN-gpu-partition", gpu),
+    ):
+        assert placeholder in text, placeholder
+        text = text.replace(placeholder, value)
+    assert "FILL-IN" not in text
+    dest.mkdir(parents=True)
+    (dest / "config.yaml").write_text(text)
+    return dest
+
+
+def config(root: Path) -> list[str]:
+    return ["--config", f"run={RUN}", f"specs={root / 'specs'}"]
+
+
+def write_run(root: Path) -> Path:
+    specs = linked_specs(root / "specs")
+    (specs / "runs" / f"{RUN}.yaml").write_text(yaml.safe_dump(SPEC))
+    return root
+
+
+def paths_of(root: Path) -> RunPaths:
+    return RunPaths.for_run(load_specs(root / "specs").run(RUN), base=root)
+
+
+@contextmanager
+def snakemake(root: Path, *args: str) -> Iterator[subprocess.Popen[str]]:
+    """Snakemake in ``root``, its output in ``root/snakemake.log``; stopped if the test fails."""
+    with (root / "snakemake.log").open("w") as log:
+        child = subprocess.Popen(
+            [*SNAKEMAKE, *args, *config(root)], cwd=root, stdout=log, stderr=subprocess.STDOUT, text=True
+        )
+        try:
+            yield child
+        finally:
+            if child.poll() is None:
+                child.terminate()  # the executor cancels its submitted jobs
+            child.wait(timeout=120)
+
+
+def finish(child: subprocess.Popen[str], root: Path) -> tuple[int, str]:
+    child.wait(timeout=DEADLINE_S)
+    return child.returncode, (root / "snakemake.log").read_text()
+
+
+@dataclass(frozen=True)
+class Job:
+    rule: str
+    state: str
+    partition: str
+    tres: str
+    comment: str
+
+
+def submitted(output: str) -> dict[str, str]:
+    """SLURM job id -> rule, of every job Snakemake submitted."""
+    return {jobid: rule for jobid, rule in SUBMITTED.findall(output)}
+
+
+def accounted(ids: dict[str, str]) -> dict[str, Job]:
+    """What sacct has on record for the jobs ``ids`` (allocations only, not their steps)."""
+    fields = "JobID,State,Partition,ReqTRES,Comment"
+    table = out("sacct", "-n", "-X", "-P", "-j", ",".join(ids), "-o", fields)
+    jobs = {}
+    for line in table.splitlines():
+        jobid, state, partition, tres, comment = line.split("|")
+        jobs[jobid] = Job(ids[jobid], state.split()[0], partition, tres, comment)
+    return jobs
+
+
+@dataclass(frozen=True)
+class Runs:
+    local: Path
+    cluster: Path
+    output: str
+    """The cluster run's Snakemake output."""
+    profile: Path
+
+    def partitions(self) -> tuple[str, str]:
+        """The profile's CPU and GPU partitions, as filled in."""
+        profile = yaml.safe_load((self.profile / "config.yaml").read_text())
+        gpu = profile["set-resources"][MODEL_JOB]["slurm_partition"]
+        return profile["default-resources"]["slurm_partition"], gpu
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    """The reduced smoke run twice, side by side: on this host, and with every job on SLURM."""
+    slurm_or_skip()
+    local, cluster = (write_run(tmp_path_factory.mktemp(name)) for name in ("local", "cluster"))
+    profile = filled_profile(tmp_path_factory.mktemp("profile") / "slurm")
+    with (
+        snakemake(local, "--cores", "2") as on_host,
+        snakemake(cluster, "--profile", str(profile), *STATUS_POLL) as on_slurm,
+    ):
+        host_rc, host_output = finish(on_host, local)
+        slurm_rc, slurm_output = finish(on_slurm, cluster)
+    assert host_rc == 0, host_output[-3000:]
+    assert slurm_rc == 0, slurm_output[-3000:]
+    return Runs(local, cluster, slurm_output, profile)
+
+
+def test_a_run_on_slurm_gives_the_local_runs_aggregate_verdict_and_report(runs: Runs) -> None:
+    for name in ("aggregate.json", "verdict.json"):
+        ours = (runs.cluster / "results" / RUN / name).read_bytes()
+        assert ours == (runs.local / "results" / RUN / name).read_bytes(), name
+    assert report_tables(runs.cluster / "reports" / RUN) == report_tables(runs.local / "reports" / RUN)
+
+
+def test_sacct_lists_every_job_but_the_local_rules(runs: Runs) -> None:
+    ids = submitted(runs.output)
+    planned = re.findall(r"^(local)?rule (\w+):$", runs.output, re.M)
+    assert {rule for local, rule in planned if local} <= LOCAL_RULES
+    assert sorted(ids.values()) == sorted(rule for local, rule in planned if not local)
+    jobs = accounted(ids)
+    assert set(jobs) == set(ids)
+    assert {job.rule for job in jobs.values()} == {"tiny_model", "preprocess", "infer", MODEL_JOB, "score"}
+    for jobid, job in jobs.items():
+        assert job.state == "COMPLETED", (jobid, job)
+        assert job.comment.startswith(f"rule_{job.rule}"), (jobid, job)
+        # No job of this run declares a GPU (the tiny models and the baseline run on CPUs).
+        assert "gres/gpu" not in job.tres, (jobid, job)
+    # The profile's partitions: infer jobs on the GPU partition, the others on the CPU one.
+    cpu, gpu = runs.partitions()
+    for job in jobs.values():
+        assert job.partition == (gpu if job.rule.startswith("infer") else cpu), job
+
+
+def model_job(model: str) -> str | None:
+    """The SLURM job id of ``model``'s per-(model, mode) infer job, while it is queued or running."""
+    for line in out("squeue", "-h", "-o", "%i|%k").split():
+        jobid, comment = line.split("|")
+        if comment == f"rule_{MODEL_JOB}_wildcards_{model}":
+            return jobid
+    return None
+
+
+def pause_mid_task(paths: RunPaths, task: str, child: subprocess.Popen[str]) -> dict[str, str]:
+    """Stop each tiny model's infer job (SIGSTOP to all its processes) once it has answered the first
+    sample of ``task``: model -> its SLURM job id. The job stays allocated, its clock running."""
+    paused: dict[str, str] = {}
+    deadline = time.monotonic() + DEADLINE_S
+    while len(paused) < len(TINY) and child.poll() is None and time.monotonic() < deadline:
+        for model in set(TINY) - set(paused):
+            jobid = model_job(model) if journal_lines(paths.journal(model, task, MODE)) else None
+            if jobid is not None:
+                out("scancel", "--full", "--signal=STOP", jobid)
+                paused[model] = jobid
+        time.sleep(0.02)
+    assert len(paused) == len(TINY), f"not every infer job answered in {task}: {paused}; {child.poll()=}"
+    return paused
+
+
+def test_cancelled_and_timed_out_infer_jobs_resume_answering_every_sample_once(
+    runs: Runs, tmp_path: Path
+) -> None:
+    """One tiny model's infer job is cancelled (scancel), the other's is stopped by SLURM at its time limit,
+    each mid-task; the rerun answers only what neither answered. Both declare a
+    GPU (``--set-resources``, as one would for a checkpoint on the GPU partition): SLURM is asked for it."""
+    root = tmp_path / "faults"
+    shutil.copytree(runs.cluster, root, symlinks=True)
+    paths = paths_of(root)
+    for model in TINY:  # the finished run's answers are in the journals: answer afresh
+        for task in TASKS:
+            paths.journal(model, task, MODE).unlink()
+    profile = ["--profile", str(runs.profile), *STATUS_POLL, "--set-resources", f"{MODEL_JOB}:gpu=1"]
+    cancelled, timed_out = TINY
+    with snakemake(root, *profile, "--forcerun", MODEL_JOB) as first:
+        jobs = pause_mid_task(paths, TASKS[0], first)
+        out("scancel", jobs[cancelled])
+        # Below the time it has run: SLURM stops it at its next time-limit check.
+        out("scontrol", "update", f"JobId={jobs[timed_out]}", "TimeLimit=1")
+        rc, output = finish(first, root)
+    assert rc != 0, output[-3000:]
+    states = accounted({jobid: MODEL_JOB for jobid in jobs.values()})
+    assert states[jobs[cancelled]].state == "CANCELLED" and states[jobs[timed_out]].state == "TIMEOUT", states
+    kept = {(m, t): journal_lines(paths.journal(m, t, MODE)) for m in TINY for t in TASKS}
+    assert all(1 <= n < SAMPLES for n in kept.values()), kept
+
+    with snakemake(root, *profile) as rerun:
+        rc, output = finish(rerun, root)
+    assert rc == 0, output[-3000:]
+    _, gpu = runs.partitions()
+    for jobid, job in accounted(submitted(output)).items():
+        assert job.state == "COMPLETED", (jobid, job)
+        declared = job.rule == MODEL_JOB
+        assert ("gres/gpu=1" in job.tres) is declared and (job.partition == gpu) is declared, (jobid, job)
+    for model in TINY:
+        log = paths.logs("infer", f"{model}.{MODE}").read_text()
+        summaries = {task: tuple(map(int, n)) for task, *n in SUMMARY.findall(log)}
+        for task in TASKS:
+            n = kept[(model, task)]
+            assert summaries[task] == (SAMPLES, n, SAMPLES - n), (model, task, summaries)
+            # Each sample once, answered as in the uninterrupted run.
+            uninterrupted = paths_of(runs.cluster).predictions(model, task, MODE)
+            assert answers(paths.predictions(model, task, MODE)) == answers(uninterrupted), (model, task)
+    for name in ("aggregate.json", "verdict.json"):
+        assert (paths.out / name).read_bytes() == (runs.cluster / "results" / RUN / name).read_bytes()
+    for jobid, job in states.items():
+        assert "gres/gpu=1" in job.tres and job.partition == gpu, (jobid, job)
