@@ -148,12 +148,17 @@ StorageLoc=$DB
 EOF
 }
 
+daemon_pid() {
+    # daemon_pid NAME: the pid in /run/slurm/NAME.pid if that process is NAME (not a stale file's).
+    local pid
+    pid="$(cat "/run/slurm/$1.pid" 2>/dev/null)" || return 1
+    [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$1" ] && echo "$pid"
+}
+
 stop_daemon() {
-    # stop_daemon NAME: end the daemon of pid file /run/slurm/NAME.pid, if it runs.
-    local pidfile="/run/slurm/$1.pid" pid
-    [ -f "$pidfile" ] || return 0
-    pid="$(cat "$pidfile")"
-    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    # stop_daemon NAME: end the daemon NAME, if it runs.
+    local pid
+    if pid="$(daemon_pid "$1")"; then
         step "stopping $1 (pid $pid): its configuration changed"
         kill "$pid"
         local waited=0
@@ -162,7 +167,7 @@ stop_daemon() {
             waited=$((waited + 1))
         done
     fi
-    rm -f "$pidfile"
+    rm -f "/run/slurm/$1.pid"
 }
 
 munge_answers() { munge -n | unmunge; }
@@ -225,7 +230,7 @@ node_ready() { node_state | grep -qE '^(idle|mixed|allocated|completing)'; }
 
 start_slurmd() {
     node_ready && return 0
-    if ! { [ -f /run/slurm/slurmd.pid ] && kill -0 "$(cat /run/slurm/slurmd.pid)" 2>/dev/null; }; then
+    if ! daemon_pid slurmd >/dev/null; then
         step "starting slurmd (log: $SLURM_LOG_DIR/slurmd.log)"
         slurmd || unavailable "slurmd did not start, see $SLURM_LOG_DIR/slurmd.log"
     fi

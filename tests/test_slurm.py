@@ -6,6 +6,7 @@ every sample answered exactly once. A job that declares a GPU asks SLURM for one
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -26,8 +27,6 @@ from test_infer_load_once import journal_lines
 from milebench.paths import RunPaths
 from milebench.spec.registry import load_specs
 from milebench.spec.run import Mode
-
-pytestmark = pytest.mark.slurm
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
@@ -57,6 +56,26 @@ SUBMITTED = re.compile(r"has been submitted with SLURM jobid (\d+) \(log: .*/slu
 SUMMARY = re.compile(
     r"predictions/[^/]+/[^/]+/([\w-]+)\.jsonl: InferSummary\(total=(\d+), reused=(\d+), generated=(\d+)"
 )
+
+
+def test_setup_script_reports_a_cluster_that_cannot_start_and_exits_zero(tmp_path: Path) -> None:
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    for tool in ("slurmctld", "slurmd", "slurmdbd", "sbatch", "munged", "mariadbd", "apt-get"):
+        (fake / tool).write_text("#!/bin/sh\nexit 1\n")
+        (fake / tool).chmod(0o755)
+    env = os.environ | {
+        "PATH": f"{fake}:{os.environ['PATH']}",
+        "WAIT_S": "1",
+        "SLURM_CONF_DIR": str(tmp_path / "etc"),
+        "SLURM_LOG_DIR": str(tmp_path / "log"),
+    }
+    done = subprocess.run(
+        ["bash", str(REPO / ".ci" / "slurm-setup.sh")], env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"^slurm: unavailable \(.+\)$", done.stdout, re.M), done.stdout
+    assert not (tmp_path / "etc").exists(), "nothing is configured for a cluster that cannot start"
 
 
 def slurm_or_skip() -> None:
@@ -96,7 +115,7 @@ def filled_profile(dest: Path) -> Path:
     ):
         assert placeholder in text, placeholder
         text = text.replace(placeholder, value)
-    assert "FILL-IN" not in text
+    assert not re.search(r"FILL-IN-\w", text), "a FILL-IN value the test does not know"
     dest.mkdir(parents=True)
     (dest / "config.yaml").write_text(text)
     return dest
@@ -169,11 +188,11 @@ class Runs:
     """The cluster run's Snakemake output."""
     profile: Path
 
-    def partitions(self) -> tuple[str, str]:
-        """The profile's CPU and GPU partitions, as filled in."""
+    def partition(self, rule: str) -> str:
+        """The partition the filled-in profile gives a rule's jobs."""
         profile = yaml.safe_load((self.profile / "config.yaml").read_text())
-        gpu = profile["set-resources"][MODEL_JOB]["slurm_partition"]
-        return profile["default-resources"]["slurm_partition"], gpu
+        default: str = profile["default-resources"]["slurm_partition"]
+        return profile["set-resources"].get(rule, {}).get("slurm_partition", default)
 
 
 @pytest.fixture(scope="module")
@@ -193,6 +212,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     return Runs(local, cluster, slurm_output, profile)
 
 
+@pytest.mark.slurm
 def test_a_run_on_slurm_gives_the_local_runs_aggregate_verdict_and_report(runs: Runs) -> None:
     for name in ("aggregate.json", "verdict.json"):
         ours = (runs.cluster / "results" / RUN / name).read_bytes()
@@ -200,6 +220,7 @@ def test_a_run_on_slurm_gives_the_local_runs_aggregate_verdict_and_report(runs: 
     assert report_tables(runs.cluster / "reports" / RUN) == report_tables(runs.local / "reports" / RUN)
 
 
+@pytest.mark.slurm
 def test_sacct_lists_every_job_but_the_local_rules(runs: Runs) -> None:
     ids = submitted(runs.output)
     planned = re.findall(r"^(local)?rule (\w+):$", runs.output, re.M)
@@ -213,10 +234,17 @@ def test_sacct_lists_every_job_but_the_local_rules(runs: Runs) -> None:
         assert job.comment.startswith(f"rule_{job.rule}"), (jobid, job)
         # No job of this run declares a GPU (the tiny models and the baseline run on CPUs).
         assert "gres/gpu" not in job.tres, (jobid, job)
-    # The profile's partitions: infer jobs on the GPU partition, the others on the CPU one.
-    cpu, gpu = runs.partitions()
-    for job in jobs.values():
-        assert job.partition == (gpu if job.rule.startswith("infer") else cpu), job
+        assert job.partition == runs.partition(job.rule), (jobid, job)
+
+
+def gpu_profile(profile: Path, dest: Path) -> Path:
+    """The filled-in profile whose per-(model, mode) infer jobs declare a GPU. In the profile, not with
+    ``--set-resources`` on the command line: that replaces the profile's set-resources whole."""
+    config = yaml.safe_load((profile / "config.yaml").read_text())
+    config["set-resources"][MODEL_JOB]["gpu"] = 1
+    dest.mkdir()
+    (dest / "config.yaml").write_text(yaml.safe_dump(config))
+    return dest
 
 
 def model_job(model: str) -> str | None:
@@ -244,19 +272,20 @@ def pause_mid_task(paths: RunPaths, task: str, child: subprocess.Popen[str]) -> 
     return paused
 
 
+@pytest.mark.slurm
 def test_cancelled_and_timed_out_infer_jobs_resume_answering_every_sample_once(
     runs: Runs, tmp_path: Path
 ) -> None:
     """One tiny model's infer job is cancelled (scancel), the other's is stopped by SLURM at its time limit,
     each mid-task; the rerun answers only what neither answered. Both declare a
-    GPU (``--set-resources``, as one would for a checkpoint on the GPU partition): SLURM is asked for it."""
+    GPU (``gpu: 1`` in the profile, as a checkpoint's job does): SLURM is asked for it."""
     root = tmp_path / "faults"
     shutil.copytree(runs.cluster, root, symlinks=True)
     paths = paths_of(root)
     for model in TINY:  # the finished run's answers are in the journals: answer afresh
         for task in TASKS:
             paths.journal(model, task, MODE).unlink()
-    profile = ["--profile", str(runs.profile), *STATUS_POLL, "--set-resources", f"{MODEL_JOB}:gpu=1"]
+    profile = ["--profile", str(gpu_profile(runs.profile, tmp_path / "gpu")), *STATUS_POLL]
     cancelled, timed_out = TINY
     with snakemake(root, *profile, "--forcerun", MODEL_JOB) as first:
         jobs = pause_mid_task(paths, TASKS[0], first)
@@ -273,11 +302,10 @@ def test_cancelled_and_timed_out_infer_jobs_resume_answering_every_sample_once(
     with snakemake(root, *profile) as rerun:
         rc, output = finish(rerun, root)
     assert rc == 0, output[-3000:]
-    _, gpu = runs.partitions()
     for jobid, job in accounted(submitted(output)).items():
         assert job.state == "COMPLETED", (jobid, job)
-        declared = job.rule == MODEL_JOB
-        assert ("gres/gpu=1" in job.tres) is declared and (job.partition == gpu) is declared, (jobid, job)
+        assert ("gres/gpu=1" in job.tres) is (job.rule == MODEL_JOB), (jobid, job)
+        assert job.partition == runs.partition(job.rule), (jobid, job)
     for model in TINY:
         log = paths.logs("infer", f"{model}.{MODE}").read_text()
         summaries = {task: tuple(map(int, n)) for task, *n in SUMMARY.findall(log)}
@@ -290,4 +318,4 @@ def test_cancelled_and_timed_out_infer_jobs_resume_answering_every_sample_once(
     for name in ("aggregate.json", "verdict.json"):
         assert (paths.out / name).read_bytes() == (runs.cluster / "results" / RUN / name).read_bytes()
     for jobid, job in states.items():
-        assert "gres/gpu=1" in job.tres and job.partition == gpu, (jobid, job)
+        assert "gres/gpu=1" in job.tres and job.partition == runs.partition(MODEL_JOB), (jobid, job)
