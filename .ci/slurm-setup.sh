@@ -5,9 +5,10 @@
 #   1. slurm-wlm, slurmdbd, munge and mariadb-server from Debian, when missing;
 #   2. the configuration in $SLURM_CONF_DIR: cluster $CLUSTER, one node (this machine's CPUs and memory,
 #      as `slurmd -C` reports them, and $GPUS of gres `gpu` on placeholder devices: a GPU request
-#      reaches the scheduler where there is no GPU), partitions `cpu` (default) and `gpu`, accounting through
-#      slurmdbd (the Snakemake SLURM executor reads job states from sacct) with associations enforced;
-#      a changed configuration restarts the daemons;
+#      reaches the scheduler where there is no GPU), partitions `cpu` (default) and `gpu`, accounting
+#      through slurmdbd with associations enforced (sacct: the Snakemake SLURM executor's default source
+#      of job states and of a failed job's reasons, and what the tests check); a changed configuration
+#      restarts the daemons;
 #   3. munged, MariaDB (database $DB for user slurm), slurmdbd, slurmctld and slurmd, each started
 #      directly (no systemd) when it does not answer; logs under $SLURM_LOG_DIR;
 #   4. the account $ACCOUNT with the calling user in it, when missing.
@@ -80,7 +81,7 @@ configure() {
     host="$(hostname -s)"
     # The node as slurmd sees it (CPUs, sockets, cores, threads, memory), less its uptime line.
     node="$(slurmd -C 2>/dev/null | grep '^NodeName=')" || unavailable "slurmd -C cannot describe this node"
-    mkdir -p "$SLURM_CONF_DIR" "$SLURM_LOG_DIR" "$GPU_DIR" /run/slurm /var/lib/slurm/slurmctld /var/lib/slurm/slurmd
+    mkdir -p "$SLURM_CONF_DIR" "$SLURM_LOG_DIR" "$GPU_DIR" /run/slurm /var/lib/slurm/slurm{ctld,d}
     chown slurm:slurm "$SLURM_LOG_DIR" /run/slurm /var/lib/slurm/slurmctld
     if [ ! -s "$DB_PASSWORD_FILE" ]; then
         head -c 24 /dev/urandom | base64 | tr -d '/+=' >"$DB_PASSWORD_FILE"
@@ -252,7 +253,8 @@ add_account() {
     user="$(id -un)"
     if [ -z "$(sacctmgr -n -P list account "$ACCOUNT" format=Account)" ]; then
         step "adding account $ACCOUNT"
-        sacctmgr -i add account "$ACCOUNT" cluster="$CLUSTER" >/dev/null || unavailable "cannot add account $ACCOUNT"
+        sacctmgr -i add account "$ACCOUNT" cluster="$CLUSTER" >/dev/null ||
+            unavailable "cannot add account $ACCOUNT"
     fi
     if [ -z "$(sacctmgr -n -P list association user="$user" account="$ACCOUNT" format=User)" ]; then
         step "adding user $user to account $ACCOUNT"
@@ -274,4 +276,6 @@ start_slurmdbd
 start_slurmctld
 start_slurmd
 add_account
-echo "slurm: available (cluster $CLUSTER, node $(hostname -s): $(sinfo -h -N -o '%c CPUs, %m MB, gres %G' | head -n 1); partitions $(sinfo -h -o '%P' | paste -sd ' '); account $ACCOUNT)"
+node="$(sinfo -h -N -o '%c CPUs, %m MB, gres %G' | head -n 1)"
+echo "slurm: available (cluster $CLUSTER, node $(hostname -s): $node;" \
+    "partitions $(sinfo -h -o '%P' | paste -sd ' '); account $ACCOUNT)"
