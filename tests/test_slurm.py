@@ -35,7 +35,9 @@ TINY = ["tiny-llava", "tiny-qwen2-vl"]
 TASKS = ["GPR1200"]
 """One task (each SLURM job costs a Snakemake start): GPR1200, answered one sample per batch, so a job
 paused at its first answer is mid-task."""
-SAMPLES = 3
+SAMPLES = 6
+"""Enough that a job paused at its first answer is still mid-task: the pause takes a scancel call, and a
+tiny model answers a sample in a fraction of a second."""
 SPEC = {
     "name": RUN,
     "description": "the smoke run, reduced: both tiny models and the Random baseline on one task",
@@ -247,29 +249,33 @@ def gpu_profile(profile: Path, dest: Path) -> Path:
     return dest
 
 
-def model_job(model: str) -> str | None:
-    """The SLURM job id of ``model``'s per-(model, mode) infer job, while it is queued or running."""
+def model_jobs() -> dict[str, str]:
+    """Model -> the SLURM job id of its per-(model, mode) infer job, of those queued or running."""
+    jobs = {}
     for line in out("squeue", "-h", "-o", "%i|%k").split():
         jobid, comment = line.split("|")
-        if comment == f"rule_{MODEL_JOB}_wildcards_{model}":
-            return jobid
-    return None
+        if comment.startswith(prefix := f"rule_{MODEL_JOB}_wildcards_"):
+            jobs[comment.removeprefix(prefix)] = jobid
+    return jobs
 
 
 def pause_mid_task(paths: RunPaths, task: str, child: subprocess.Popen[str]) -> dict[str, str]:
-    """Stop each tiny model's infer job (SIGSTOP to all its processes) once it has answered the first
-    sample of ``task``: model -> its SLURM job id. The job stays allocated, its clock running."""
-    paused: dict[str, str] = {}
+    """Stop each tiny model's infer job (SIGSTOP to all its processes) as soon as it has answered the
+    first sample of ``task``: model -> its SLURM job id. The job stays allocated, its clock running."""
     deadline = time.monotonic() + DEADLINE_S
-    while len(paused) < len(TINY) and child.poll() is None and time.monotonic() < deadline:
-        for model in set(TINY) - set(paused):
-            jobid = model_job(model) if journal_lines(paths.journal(model, task, MODE)) else None
-            if jobid is not None:
-                out("scancel", "--full", "--signal=STOP", jobid)
-                paused[model] = jobid
-        time.sleep(0.02)
-    assert len(paused) == len(TINY), f"not every infer job answered in {task}: {paused}; {child.poll()=}"
-    return paused
+    jobs: dict[str, str] = {}
+    while set(jobs) < set(TINY) and child.poll() is None and time.monotonic() < deadline:
+        jobs = model_jobs()
+        time.sleep(0.5)
+    paused: set[str] = set()
+    while paused < set(TINY) and child.poll() is None and time.monotonic() < deadline:
+        for model in set(TINY) - paused:
+            if journal_lines(paths.journal(model, task, MODE)):
+                out("scancel", "--full", "--signal=STOP", jobs[model])
+                paused.add(model)
+        time.sleep(0.01)
+    assert paused == set(TINY), f"not every infer job answered in {task}: {paused}; {child.poll()=}"
+    return {model: jobs[model] for model in TINY}
 
 
 @pytest.mark.slurm
