@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -173,6 +174,7 @@ def submitted(output: str) -> dict[str, str]:
 
 def accounted(ids: dict[str, str]) -> dict[str, Job]:
     """What sacct has on record for the jobs ``ids`` (allocations only, not their steps)."""
+    assert ids, "no job was submitted"
     fields = "JobID,State,Partition,ReqTRES,Comment"
     table = out("sacct", "-n", "-X", "-P", "-j", ",".join(ids), "-o", fields)
     jobs = {}
@@ -259,22 +261,38 @@ def model_jobs() -> dict[str, str]:
     return jobs
 
 
+def infer_processes(specs: Path) -> dict[str, int]:
+    """Model -> the pid of the ``milebench infer`` a job runs for it on ``specs`` (this node is the
+    cluster's only one)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = [arg.decode() for arg in (entry / "cmdline").read_bytes().split(b"\0")]
+        except (OSError, UnicodeDecodeError):
+            continue
+        if argv[1:4] == ["-m", "milebench", "--specs"] and argv[4:6] == [str(specs), "infer"]:
+            found[argv[argv.index("--model") + 1]] = int(entry.name)
+    return found
+
+
 def pause_mid_task(paths: RunPaths, task: str, child: subprocess.Popen[str]) -> dict[str, str]:
-    """Stop each tiny model's infer job (SIGSTOP to all its processes) as soon as it has answered the
-    first sample of ``task``: model -> its SLURM job id. The job stays allocated, its clock running."""
+    """Stop each tiny model's infer process (SIGSTOP) the moment it has answered the first sample of
+    ``task``: model -> its SLURM job id. The job stays allocated, its clock running; a scancel would
+    take too long to stop a model that answers several samples a second."""
     deadline = time.monotonic() + DEADLINE_S
-    jobs: dict[str, str] = {}
-    while set(jobs) < set(TINY) and child.poll() is None and time.monotonic() < deadline:
-        jobs = model_jobs()
-        time.sleep(0.5)
+    pids: dict[str, int] = {}
+    while set(pids) < set(TINY) and child.poll() is None and time.monotonic() < deadline:
+        pids = infer_processes((paths.root / "specs").resolve())
+        time.sleep(0.2)
     paused: set[str] = set()
     while paused < set(TINY) and child.poll() is None and time.monotonic() < deadline:
         for model in set(TINY) - paused:
             if journal_lines(paths.journal(model, task, MODE)):
-                out("scancel", "--full", "--signal=STOP", jobs[model])
+                os.kill(pids[model], signal.SIGSTOP)
                 paused.add(model)
-        time.sleep(0.01)
+        time.sleep(0.005)
     assert paused == set(TINY), f"not every infer job answered in {task}: {paused}; {child.poll()=}"
+    jobs = model_jobs()
     return {model: jobs[model] for model in TINY}
 
 
@@ -288,12 +306,19 @@ def test_cancelled_and_timed_out_infer_jobs_resume_answering_every_sample_once(
     root = tmp_path / "faults"
     shutil.copytree(runs.cluster, root, symlinks=True)
     paths = paths_of(root)
-    for model in TINY:  # the finished run's answers are in the journals: answer afresh
+    # The run as it stands before the tiny models' inference: no answers (journals included), and
+    # nothing downstream of them.
+    for model in TINY:
         for task in TASKS:
-            paths.journal(model, task, MODE).unlink()
+            for path in (paths.predictions, paths.infer_provenance, paths.journal):
+                path(model, task, MODE).unlink()
+        shutil.rmtree(paths.out / "scores" / model)
+    for path in (paths.aggregate_json, paths.verdict_json):
+        path.unlink()
+    shutil.rmtree(paths.reports)
     profile = ["--profile", str(gpu_profile(runs.profile, tmp_path / "gpu")), *STATUS_POLL]
     cancelled, timed_out = TINY
-    with snakemake(root, *profile, "--forcerun", MODEL_JOB) as first:
+    with snakemake(root, *profile) as first:
         jobs = pause_mid_task(paths, TASKS[0], first)
         out("scancel", jobs[cancelled])
         # Below the time it has run: SLURM stops it at its next time-limit check.
