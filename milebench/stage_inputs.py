@@ -20,6 +20,7 @@ MADE_BY: dict[str, tuple[str, ...]] = {
     "fetch": ("milebench fixture", "milebench lock-data"),
     "lock-data": (),
     "lock-weights": (),
+    "fetch-weights": (),
     "validate-data": ("milebench fetch",),
     "tiny-model": (),
     "preprocess": ("milebench fetch", "milebench tiny-model"),

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from milebench.plan import cells, loads_weights, prepare_jobs
+from milebench.plan import applies, cells, loads_weights, prepare_jobs
+from milebench.preprocess.regime import model_regime
 from milebench.provenance import read_provenance
 from milebench.spec.registry import DEFAULT_SPECS, load_specs, spec_hash
 
@@ -55,10 +56,13 @@ def test_paper_dry_run_lists_every_job_without_data(tmp_path: Path) -> None:
         assert counts[f"infer_model_{mode.name.lower()}"] == len(loaded)
     assert counts["infer"] == sum(c.model not in loaded for c in cells(specs, run))
     assert counts["score"] == n_cells
-    # One preprocess job per (task, mode, input regime): in every mode the unlimited regime plus one per
-    # model with a budget and a tokenizer to count with: llava-1.5-7b and -13b, llava-1.6-7b and -13b,
-    # yi-vl, qwen-vl-chat and allava-longer (29 tasks; adversarial 26).
-    assert counts["preprocess"] == len(prepare_jobs(specs, run)) == 8 * 29 + 8 * 29 + 8 * 26
+    # One preprocess job per (task, mode, input regime), however many models share the regime: the
+    # unlimited one and one per model with a budget and a tokenizer to count with.
+    expected = 0
+    for mode in run.modes:
+        shared = {model_regime(specs, run, m, mode).model_dump_json() for m in run.models}
+        expected += len(shared) * sum(applies(t, mode) for t in specs.run_tasks(run))
+    assert counts["preprocess"] == len(prepare_jobs(specs, run)) == expected
     assert counts["fetch"] == 1 and counts["report"] == 1
     assert "fixture" not in counts
 
