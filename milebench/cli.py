@@ -9,14 +9,14 @@ import argparse
 import importlib
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from milebench.errors import KitError
 from milebench.spec.base import SpecError
 from milebench.spec.names import UnknownName
 from milebench.spec.registry import DEFAULT_SPECS
-from milebench.spec.run import Mode
+from milebench.spec.run import MAX_BATCH_SIZE, MAX_REPEATS, MAX_RESAMPLES, Mode
 
 log = logging.getLogger("milebench")
 
@@ -33,6 +33,32 @@ def _root_arg(p: argparse.ArgumentParser) -> None:
         help="Folder the run's files are laid out under (results/<run>/, reports/<run>/); default: the "
         "working folder. Snakemake passes each job's own: its staged copy under a storage provider.",
     )
+
+
+def bounded_int(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type for a whole number from ``low`` to ``high``: the same bounds a run spec's audit
+    section has, so a command line cannot ask for what a spec may not."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value}: from {low} to {high}")
+        return value
+
+    return parse
+
+
+def bounded_ints(low: int, high: int) -> Callable[[str], tuple[int, ...]]:
+    """An argparse type for comma-separated whole numbers (``1,4,8``), each from ``low`` to ``high``."""
+    each = bounded_int(low, high)
+
+    def parse(text: str) -> tuple[int, ...]:
+        return tuple(each(part) for part in text.split(","))
+
+    return parse
 
 
 def _threads_arg(p: argparse.ArgumentParser) -> None:
@@ -174,7 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _run_args(p)
     _root_arg(p)
-    p.add_argument("--resamples", type=int, default=2000, help="Bootstrap resamples.")
+    p.add_argument(
+        "--resamples", type=bounded_int(1, MAX_RESAMPLES), default=2000, help="Bootstrap resamples."
+    )
     p.add_argument("--seed", type=int, default=0)
 
     p = add("compare", "milebench.score.compare:compare_command", "Paired comparison of two models or runs.")
@@ -184,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run-b", default=None, help="Run of B; defaults to --run.")
     p.add_argument("--mode", type=Mode, choices=list(Mode), default=Mode.MULTI_IMAGE)
     p.add_argument("--scorer", default="paper")
-    p.add_argument("--resamples", type=int, default=5000)
+    p.add_argument("--resamples", type=bounded_int(1, MAX_RESAMPLES), default=5000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=None, help="Also write the comparison as JSON here.")
 
@@ -198,8 +226,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task", required=True, action="append", help="A task to audit (repeatable).")
     p.add_argument("--mode", type=Mode, choices=list(Mode), default=Mode.MULTI_IMAGE)
     p.add_argument("--variant", default=None, help="Execution variant instead of the run's (e.g. batched).")
-    p.add_argument("--batch-sizes", default="1,4", help="Comma-separated, e.g. 1,4,8.")
-    p.add_argument("--repeats", type=int, default=2, help="Shuffled runs per batch size.")
+    p.add_argument(
+        "--batch-sizes",
+        type=bounded_ints(1, MAX_BATCH_SIZE),
+        default=(1, 4),
+        help=f"Comma-separated, e.g. 1,4,8, each from 1 to {MAX_BATCH_SIZE}; default 1,4.",
+    )
+    p.add_argument(
+        "--repeats", type=bounded_int(1, MAX_REPEATS), default=2, help="Shuffled runs per batch size."
+    )
     p.add_argument("--tie-margin", type=float, default=0.05, help="Near-tie below this top-1/top-2 margin.")
     p.add_argument("--scorer", default="paper")
     p.add_argument("--seed", type=int, default=0)
@@ -215,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root-b", type=Path, default=None, help="Folder B's run is laid out under.")
     p.add_argument("--mode", type=Mode, choices=list(Mode), default=Mode.MULTI_IMAGE)
     p.add_argument("--scorer", default="paper")
-    p.add_argument("--resamples", type=int, default=5000)
+    p.add_argument("--resamples", type=bounded_int(1, MAX_RESAMPLES), default=5000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=None, help="JSON path (default: reports/<run>/audit/).")
 

@@ -51,26 +51,12 @@ def write_outputs(out: Path, record: BatchAudit | DriftAudit, markdown: str) -> 
     log.info("wrote %s and %s", out, out.with_suffix(".md"))
 
 
-def sizes_of(text: str) -> tuple[int, ...]:
-    """``--batch-sizes 1,4,8`` as numbers; anything else stops the command with its message."""
-    try:
-        sizes = tuple(int(part) for part in text.split(","))
-    except ValueError:
-        sizes = ()
-    if not sizes or min(sizes) < 1:
-        raise SystemExit(f"milebench audit batch: --batch-sizes {text!r}: comma-separated sizes of 1 or more")
-    return sizes
-
-
 def batch_command(args: argparse.Namespace) -> int:
     from milebench.audit.trace import traced
     from milebench.infer.registry import load_adapter
     from milebench.preprocess.commands import task_spec
     from milebench.preprocess.regime import model_regime
 
-    sizes = sizes_of(args.batch_sizes)
-    if args.repeats < 1:
-        raise SystemExit(f"milebench audit batch: --repeats {args.repeats}: at least 1")
     specs = load_specs(args.specs)
     run = specs.run(args.run)
     check_model(specs, run.name, args.model)
@@ -100,7 +86,7 @@ def batch_command(args: argparse.Namespace) -> int:
         samples,
         tasks,
         SCORERS[args.scorer],
-        sizes,
+        args.batch_sizes,
         args.repeats,
         args.seed,
         args.tie_margin,
@@ -110,7 +96,7 @@ def batch_command(args: argparse.Namespace) -> int:
         model=spec.name,
         execution=execution.label if execution is not None else PAPER,
         scorer=args.scorer,
-        batch_sizes=sizes,
+        batch_sizes=args.batch_sizes,
         repeats=args.repeats,
         seed=args.seed,
         tie_margin=args.tie_margin,
