@@ -8,8 +8,8 @@ image, not only inference (the stages in the kit's, a tiny model's weights in it
 lives in the `milebench` package; every rule is one `milebench` command, so any job can be re-run by hand.
 
 The run spec's `benchmark` picks the rules, and only its rules file is parsed: MileBench's in
-rules/milebench.smk, MMLongEmbed's in rules/mmlongembed.smk (each declared by its module in
-milebench/benchmarks/). This file holds what they share; rules/common.smk the functions their rules call.
+rules/milebench.smk, MMLongEmbed's in rules/mmlongembed.smk (each declared by an entry point of the
+group milebench.benchmarks). This file holds what they share; rules/common.smk the functions their rules call.
 
 Every file a job reads is one of its declared inputs and every file it writes one of its declared outputs
 (the download cache, the inference journal and the embedding cache excepted: they outlive a failed job on
@@ -35,8 +35,10 @@ Targets of an MMLongEmbed run (e.g. `--config run=embed-smoke`) besides the defa
 """
 
 import sys
+from pathlib import Path
 
-from milebench.benchmarks import benchmark_of_run
+from milebench.errors import KitError
+from milebench.spec.benchmark import benchmark_of_run
 from milebench.spec.base import SpecError
 from milebench.spec.workflow_config import workflow_config
 
@@ -51,14 +53,14 @@ try:
     SPECS_DIR = CONFIG.specs.resolve()
     BENCHMARK_RUN = CONFIG.run
     BENCHMARK = benchmark_of_run(SPECS_DIR, BENCHMARK_RUN)
-except SpecError as err:
+except (SpecError, KitError) as err:
     sys.exit(str(err))
 # The kit's command on the host; MileBench's rules run it in the images under runtime apptainer.
 MB = Untracked(f"{sys.executable} -m milebench --specs {SPECS_DIR}")
 KIT_FAMILY = "kit"
 
 
-include: BENCHMARK.rules
+include: str(BENCHMARK.rules_file(Path(workflow.basedir)))
 
 
 localrules:

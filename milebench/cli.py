@@ -14,6 +14,7 @@ from pathlib import Path
 
 from milebench.errors import KitError
 from milebench.spec.base import SpecError
+from milebench.spec.benchmark import benchmarks
 from milebench.spec.names import UnknownName
 from milebench.spec.registry import DEFAULT_SPECS
 from milebench.spec.run import MAX_BATCH_SIZE, MAX_REPEATS, MAX_RESAMPLES, Mode
@@ -118,8 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(target=target)
         return p
 
-    add("check-specs", "milebench.spec.commands:check", "Validate every spec and their cross references.")
-    p = add("export-schemas", "milebench.spec.commands:export", "Write JSON Schemas of the spec models.")
+    add("check-specs", "milebench.commands.specs:check", "Validate every spec and their cross references.")
+    p = add("export-schemas", "milebench.commands.specs:export", "Write JSON Schemas of the spec models.")
     p.add_argument("--out", type=Path, default=DEFAULT_SPECS / "schemas")
 
     p = add("fixture", "milebench.fixture.commands:fixture", "Generate the mini-MileBench archives + lock.")
@@ -153,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add(
         "lock-weights",
-        "milebench.spec.lock_weights:lock_weights",
+        "milebench.data.lock_weights:lock_weights",
         "Pin hub model revisions to commits and url weight files to their size and sha256.",
     )
     p.add_argument("--ref", default="main", help="Branch or tag to resolve.")
@@ -187,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     _job_args(p, model=True)
     p.add_argument("--sample", type=int, required=True, help="The sample_id.")
 
-    p = add("score", "milebench.score.commands:score", "Score one model's predictions for one task.")
+    p = add("score", "milebench.commands.scoring:score", "Score one model's predictions for one task.")
     _job_args(p, model=True, task_required=False)
     _official_args(p, required=False)
 
@@ -254,7 +255,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=None, help="JSON path (default: reports/<run>/audit/).")
 
-    p = add("import-official", "milebench.score.official:import_official", "Import official pred.json files.")
+    p = add(
+        "import-official", "milebench.commands.scoring:import_official", "Import official pred.json files."
+    )
     _run_args(p)
     _root_arg(p)
     p.add_argument("--model", required=True, help="The run's model the predictions belong to.")
@@ -283,27 +286,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(target="milebench.containers.commands:image_uri")
     p.add_argument("--family", required=True)
     p.add_argument("--registry", required=True, help="e.g. docker://ghcr.io/<org>/milebench")
-
-    embed = "milebench.benchmarks.mmlongembed.commands"
-    for name, handler, help_text in (
-        ("embed-generate", "generate_command", "MMLongEmbed: generate the Visual Grounding set."),
-        ("embed-run", "run_command", "MMLongEmbed: score every pool with one embedder."),
-        ("embed-evaluate", "evaluate_command", "MMLongEmbed: one embedder's metrics and heatmaps."),
-        ("embed-aggregate", "aggregate_command", "MMLongEmbed: the paper's analyses and verdict."),
-        ("embed-report", "report_command", "MMLongEmbed: render the HTML and LaTeX report."),
-    ):
-        p = add(name, f"{embed}:{handler}", help_text)
-        p.add_argument("--run", required=True, help="Run spec name (specs/mmlongembed/runs/<name>.yaml).")
-        _root_arg(p)
-        if name in ("embed-run", "embed-evaluate"):
-            p.add_argument("--model", required=True)
-        if name == "embed-run":
-            p.add_argument("--threads", type=int, default=None, help="CPU threads of the model.")
-    pools = "milebench.benchmarks.mmlongembed.task_commands:pools_command"
-    p = add("embed-pools", pools, "MMLongEmbed: build one real-task dataset's Easy and Hard pools.")
-    p.add_argument("--run", required=True, help="Run spec name (specs/mmlongembed/runs/<name>.yaml).")
-    _root_arg(p)
-    p.add_argument("--dataset", required=True, help="A dataset of the run's real_tasks.")
 
     p = add("archive", "milebench.archive.commands:archive", "Pack a finished run into an artifact bundle.")
     _run_args(p)
@@ -334,6 +316,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runtime", choices=["local", "docker"], default="docker")
     p.add_argument("--gpus", default=None, help='"all" or comma-separated device ids (default: none).')
     p.add_argument("--api-network", default="bridge", help="Docker network of API models (others: none).")
+    for benchmark in benchmarks().values():  # each installed benchmark adds its own commands
+        if benchmark.commands is not None:
+            module, function = benchmark.commands.split(":")
+            getattr(importlib.import_module(module), function)(add, _root_arg)
     return parser
 
 
@@ -347,7 +333,13 @@ def subcommand_argv(argv: Sequence[str], verbose: bool) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser().parse_args(argv)
+    try:
+        parser = build_parser()
+    except KitError as err:  # an installed benchmark's declaration, before any option is read
+        logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+        log.error("%s", err)
+        return err.exit_status
+    args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -25,8 +25,9 @@ from pydantic import Field
 
 from milebench.io import atomic_write_json
 from milebench.spec.base import Spec
-from milebench.spec.execution import Execution, execution_of
+from milebench.spec.execution import Execution
 from milebench.spec.model import ApiModel, BuiltinModel, HubWeights, ModelSpec, TinyWeights
+from milebench.spec.model_execution import execution_of
 from milebench.spec.registry import Specs, spec_hash
 from milebench.spec.run import FixtureSource, RunSpec
 

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from types import TracebackType
 
-from milebench.data.lock import ArchiveEntry, DataLock, dump_lock
+from milebench.spec.data_lock import ArchiveEntry, DataLock, dump_lock
 
 MAX_REQUESTS = 20
 ENDLESS_LIMIT = 16 << 20

@@ -73,7 +73,8 @@ def test_a_new_adapter_module_is_a_new_family_without_editing_anything_else(tmp_
         from milebench.spec.model import ModelSpec
         spec = ModelSpec.model_validate({TOY_SPEC!r})
         torch_loaded = "torch" in sys.modules
-        from milebench.spec.execution import GENERIC, execution_of
+        from milebench.spec.execution import GENERIC
+        from milebench.spec.model_execution import execution_of
         from milebench.infer.registry import adapter_class, adapter_environment
         from milebench.infer.tiny import build_tiny
         build_tiny(spec, Path("tiny"))

@@ -25,8 +25,9 @@ from milebench.infer.registry import load_adapter
 from milebench.io import read_jsonl
 from milebench.paths import RunPaths
 from milebench.records import FailureKind, Prediction
-from milebench.spec.execution import PAPER, Decoding, ImagePreprocessing, PromptTemplate, for_run
+from milebench.spec.execution import PAPER, Decoding, ImagePreprocessing, PromptTemplate
 from milebench.spec.model import ModelSpec
+from milebench.spec.model_execution import for_run
 from milebench.spec.registry import load_specs
 from milebench.spec.run import ContextOverflow
 

@@ -25,7 +25,7 @@ from milebench.records import Prediction, PreparedSample
 from milebench.score.commands import score_task, write_scores
 from milebench.score.normalize import normalize
 from milebench.score.registry import SCORERS
-from milebench.spec.execution import for_run
+from milebench.spec.model_execution import for_run
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode
 from milebench.spec.task import TaskSpec

@@ -18,8 +18,8 @@ from milebench.audit.batch import BatchAudit
 from milebench.audit.drift import DriftAudit
 from milebench.audit.render import AuditTable, batch_tables, drift_tables
 from milebench.cli import main
+from milebench.commands.specs import check
 from milebench.spec.base import SpecError
-from milebench.spec.commands import check
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
 from milebench.spec.run import MAX_BATCH_SIZE, MAX_REPEATS, MAX_RESAMPLES
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import textwrap
 from pathlib import Path
 
 import yaml
-from package_copy import package_with, run_with
+from package_copy import run_with
 
 from milebench.spec.base import load_spec
 from milebench.spec.registry import DEFAULT_SPECS, spec_hash
@@ -15,43 +16,77 @@ from milebench.spec.run import RunSpec
 
 REPO = Path(__file__).resolve().parents[1]
 
-TOY_BENCHMARK = '''
-"""A third benchmark: one module, a specs folder and a rules file."""
+TOY_PACKAGE = {
+    "__init__.py": '''
+        """A third benchmark in a distribution of its own: one declaration, its specs, rules and command."""
 
-from typing import Literal
+        from typing import Literal
 
-from milebench.benchmarks import Benchmark
-from milebench.spec.base import Spec
-
-
-class ToyRun(Spec):
-    name: str
-    benchmark: Literal["toybench"]
-    words: int
+        from milebench.spec.base import Spec
+        from milebench.spec.benchmark import Benchmark
 
 
-BENCHMARK = Benchmark(
-    name="toybench",
-    specs="toybench",
-    rules="rules/toybench.smk",
-    run_model="milebench.benchmarks.toybench:ToyRun",
-)
-'''
-
-TOY_RULES = """
-from milebench.benchmarks.toybench import ToyRun
-from milebench.spec.base import load_spec
-
-TOY = load_spec(SPECS_DIR / "toybench" / "runs" / f"{BENCHMARK_RUN}.yaml", ToyRun)
-BENCHMARK_TARGETS = [f"toy/{TOY.name}.txt"]
+        class ToyRun(Spec):
+            name: str
+            benchmark: Literal["toybench"]
+            words: int
 
 
-rule toy_count:
-    output:
-        "toy/{run}.txt",
-    shell:
-        "echo {TOY.words} > {output}"
-"""
+        BENCHMARK = Benchmark(
+            name="toybench",
+            specs="toybench:specs",
+            rules="toybench:rules.smk",
+            run_model="toybench:ToyRun",
+            commands="toybench.cli:add_commands",
+        )
+    ''',
+    "cli.py": """
+        def add_commands(add, root_arg):
+            p = add("toy-count", "toybench.cli:count", "Toybench: write the run's word count.")
+            p.add_argument("--run", required=True)
+            p.add_argument("--out", required=True)
+
+
+        def count(args):
+            from pathlib import Path
+
+            from milebench.spec.base import load_spec
+            from milebench.spec.benchmark import benchmarks
+
+            from toybench import ToyRun
+
+            folder = benchmarks()["toybench"].runs_folder(args.specs)
+            run = load_spec(folder / f"{args.run}.yaml", ToyRun)
+            Path(args.out).write_text(f"{run.words}\\n")
+            return 0
+    """,
+    "rules.smk": """
+        BENCHMARK_TARGETS = [f"toy/{BENCHMARK_RUN}.txt"]
+
+
+        rule toy_count:
+            output:
+                "toy/{run}.txt",
+            shell:
+                "{MB} toy-count --run {wildcards.run} --out {output}"
+    """,
+    "specs/runs/toy-run.yaml": "name: toy-run\nbenchmark: toybench\nwords: 7\n",
+}
+
+
+def distribution(tmp_path: Path, package: dict[str, str], entry_point: str) -> Path:
+    """A folder to put on PYTHONPATH holding ``toybench`` and its distribution metadata, whose one
+    entry point of group milebench.benchmarks is ``entry_point``: as pip installs a wheel."""
+    site = tmp_path / "site"
+    for name, text in package.items():
+        path = site / "toybench" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    meta = site / "toybench-0.1.dist-info"
+    meta.mkdir()
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: toybench\nVersion: 0.1\n")
+    (meta / "entry_points.txt").write_text(f"[milebench.benchmarks]\ntoybench = {entry_point}\n")
+    return site
 
 
 def snakemake(
@@ -99,20 +134,25 @@ def test_a_run_in_another_benchmarks_folder_is_refused_by_its_field(tmp_path: Pa
     )
 
 
-def test_a_third_benchmark_is_a_module_specs_and_a_rules_file(tmp_path: Path) -> None:
-    site = package_with(tmp_path, {"benchmarks/toybench.py": TOY_BENCHMARK})
-    workdir = tmp_path / "work"
-    workdir.mkdir()
-    shutil.copy(REPO / "Snakefile", workdir / "Snakefile")
-    shutil.copytree(REPO / "rules", workdir / "rules")
-    (workdir / "rules" / "toybench.smk").write_text(TOY_RULES)
-    specs = specs_copy(tmp_path)
-    (specs / "toybench" / "runs").mkdir(parents=True)
-    run = {"name": "toy-run", "benchmark": "toybench", "words": 7}
-    (specs / "toybench" / "runs" / "toy-run.yaml").write_text(yaml.safe_dump(run))
-    done = snakemake(site, workdir, "toy-run", specs)
+def test_a_benchmark_outside_the_kit_plugs_in_by_one_entry_point(tmp_path: Path) -> None:
+    """Its command, rules and specs come from its own package; the kit's files are used as they are."""
+    site = distribution(tmp_path, TOY_PACKAGE, "toybench:BENCHMARK")
+    listed = run_with(site, ["-m", "milebench", "--help"])
+    assert listed.returncode == 0 and "toy-count" in listed.stdout, listed.stderr[-2000:]
+    work = tmp_path / "work"
+    done = snakemake(site, REPO, "toy-run", DEFAULT_SPECS, "--directory", str(work))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert (workdir / "toy" / "toy-run.txt").read_text() == "7\n"
+    assert (work / "toy" / "toy-run.txt").read_text() == "7\n"
+
+
+def test_an_entry_point_that_names_no_benchmark_is_named(tmp_path: Path) -> None:
+    site = distribution(tmp_path, TOY_PACKAGE, "toybench:ToyRun")
+    done = run_with(site, ["-m", "milebench", "--help"])
+    assert done.returncode == 2
+    assert "entry point toybench = 'toybench:ToyRun' of group milebench.benchmarks: not a milebench" in (
+        done.stderr
+    )
+    assert "Traceback" not in done.stderr
 
 
 def test_a_run_parses_only_its_own_benchmarks_rules_and_specs(tmp_path: Path) -> None:

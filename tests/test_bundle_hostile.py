@@ -256,3 +256,15 @@ def test_an_archived_result_that_does_not_parse_is_named_not_a_traceback(
     rows.write_text('{"sample_id": 1}\n[1, 2]\n')
     with pytest.raises(BundleError, match=f"{rows}: a line is not a JSON object"):
         compare_rows("judgments.jsonl", rows, rows, ("sample_id",))
+
+
+@pytest.mark.parametrize("given", ["empty folder", "a file"])
+def test_what_is_not_a_bundle_is_refused_as_given(
+    given: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    target = tmp_path / "given"
+    target.mkdir() if given == "empty folder" else target.write_text("not a bundle\n")
+    with caplog.at_level(logging.ERROR):
+        assert cli.main(["verify", str(target)]) == 2
+    expected = f"{target / MANIFEST}: missing" if given == "empty folder" else f"{target}: not a bundle"
+    assert expected in caplog.text, caplog.text

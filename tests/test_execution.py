@@ -18,6 +18,7 @@ from PIL import Image
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from transformers import CLIPImageProcessor, LlavaForConditionalGeneration, PreTrainedTokenizerFast
 
+from milebench.commands.specs import check
 from milebench.infer.adapter import AdapterError
 from milebench.infer.chunk_tokens import per_chunk_ids
 from milebench.infer.engine import cache_key
@@ -30,9 +31,9 @@ from milebench.infer.tiny import build_tiny, build_tokenizer
 from milebench.paths import RunPaths
 from milebench.provenance import job_provenance
 from milebench.spec.base import SpecError
-from milebench.spec.commands import check
-from milebench.spec.execution import PAPER, Decoding, ImagePreprocessing, for_run
+from milebench.spec.execution import PAPER, Decoding, ImagePreprocessing
 from milebench.spec.model import AdapterKind, ModelSpec
+from milebench.spec.model_execution import for_run
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
 
 CLIP_MEAN_COLOUR = (122, 116, 104)

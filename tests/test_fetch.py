@@ -21,11 +21,11 @@ from milebench.data.errors import FetchError
 from milebench.data.extract import ExtractLimits, RefusedArchiveError, marker_path
 from milebench.data.fetch import fetch_run
 from milebench.data.hub_lock import write_hub_lock
-from milebench.data.lock import ArchiveEntry, load_lock
 from milebench.data.verify import VerificationError
 from milebench.hub import hub_errors
 from milebench.paths import RunPaths
 from milebench.spec.base import SpecError
+from milebench.spec.data_lock import ArchiveEntry, load_lock
 from milebench.spec.registry import Specs
 from milebench.spec.run import FixtureSource, HubSource, LocalSource, MirrorSource, RunSpec
 from milebench.stage_inputs import MissingInput

@@ -15,13 +15,13 @@ from mini_specs import MINI_TASKS
 from PIL import Image
 
 from milebench.cli import main
-from milebench.data.lock import load_lock
 from milebench.data.schema import TaskFile, quantity_level
 from milebench.data.validate import validate_tree
 from milebench.fixture.generate import write_tree
 from milebench.fixture.pack import LOCK_NAME, archive_name, pack_mirror
 from milebench.fixture.words import PARAPHRASE, paraphrase
 from milebench.io import sha256_file
+from milebench.spec.data_lock import load_lock
 from milebench.spec.registry import load_specs
 from milebench.spec.task import QuestionType
 

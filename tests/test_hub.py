@@ -21,9 +21,9 @@ import yaml
 from hub_server import DATASET, DENIED, Olah, commit, free_port, git, mirror_path, model_repo_id
 from mini_specs import linked_specs
 
-from milebench.data.lock import load_lock
 from milebench.io import sha256_file
 from milebench.provenance import read_provenance
+from milebench.spec.data_lock import load_lock
 from milebench.spec.model import TinyWeights
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
 from milebench.spec.weights_lock import load_weights_lock

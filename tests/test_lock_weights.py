@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from milebench.spec.lock_weights import resolve_revisions
+from milebench.data.lock_weights import resolve_revisions
 from milebench.spec.model import UrlWeights
 from milebench.spec.registry import load_specs
 from milebench.spec.weights_lock import check_weights_lock, hub_part

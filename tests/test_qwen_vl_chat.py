@@ -25,8 +25,9 @@ from milebench.io import read_jsonl
 from milebench.paths import RunPaths
 from milebench.provenance import job_provenance
 from milebench.records import FailureKind, Prediction
-from milebench.spec.execution import PAPER, Decoding, Dtype, PromptTemplate, Tokenization, for_run
+from milebench.spec.execution import PAPER, Decoding, Dtype, PromptTemplate, Tokenization
 from milebench.spec.model import ModelSpec
+from milebench.spec.model_execution import for_run
 from milebench.spec.registry import load_specs
 from milebench.spec.run import ContextOverflow
 

@@ -16,14 +16,15 @@ from test_paper_scorer import make_task
 from test_score_aggregate_run import allow, fill
 from test_score_command import CHOICES, args, paths_of, prediction, sample, specs_dir  # noqa: F401
 
+from milebench.commands.scoring import import_official, score
 from milebench.io import atomic_write_jsonl, read_jsonl
 from milebench.paths import UNLIMITED_REGIME, RunPaths
 from milebench.preprocess.regime import model_regime
 from milebench.provenance import DataRevision, read_provenance
 from milebench.records import FailureKind, Prediction, PreparedSample
-from milebench.score.commands import _points, judge_sample, score
+from milebench.score.commands import _points, judge_sample
 from milebench.score.compare import compare_command, format_table
-from milebench.score.official import OfficialFormatError, import_official
+from milebench.score.official import OfficialFormatError
 from milebench.score.run_aggregate import (
     IncompleteCell,
     IncompleteError,

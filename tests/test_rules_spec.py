@@ -10,8 +10,9 @@ from mini_specs import builtin_model, task_spec
 from pydantic import ValidationError
 
 from milebench.spec.base import SpecError, field_path, read_yaml
-from milebench.spec.execution import GENERIC, execution_of, variant_problem
+from milebench.spec.execution import GENERIC
 from milebench.spec.model import ModelSpec
+from milebench.spec.model_execution import execution_of, variant_problem
 from milebench.spec.registry import load_specs, spec_hash
 from milebench.spec.task import Group, QuestionType, ScorerKind, TaskSpec, official_scorer
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from milebench.commands.scoring import score
 from milebench.data.schema import quantity_level
 from milebench.io import atomic_write_jsonl
 from milebench.paths import RunPaths
@@ -16,7 +17,6 @@ from milebench.provenance import read_provenance
 from milebench.record_files import RecordError
 from milebench.records import FailureKind, Prediction, PreparedSample
 from milebench.score.aggregate import TaskScore
-from milebench.score.commands import score
 from milebench.spec.base import Spec, SpecError
 from milebench.spec.model import AdapterKind, BuiltinModel, ModelSpec, Section
 from milebench.spec.run import FixtureSource, Mode, RunSpec

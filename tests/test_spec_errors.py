@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from milebench.cli import main
-from milebench.data.lock import load_lock
+from milebench.commands.specs import WEIGHTS_LOCK, check
 from milebench.spec.base import SpecError
-from milebench.spec.commands import WEIGHTS_LOCK, check
+from milebench.spec.data_lock import load_lock
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
 
 

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from milebench.cli import main
+from milebench.commands.specs import SCHEMA_MODELS
 from milebench.spec.base import SpecError, load_spec
-from milebench.spec.commands import SCHEMA_MODELS
 from milebench.spec.registry import DEFAULT_SPECS
 from milebench.spec.safe_yaml import MAX_DEPTH
 

@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from milebench.cli import main
-from milebench.data.lock import load_lock
+from milebench.commands.specs import SCHEMA_MODELS, WEIGHTS_LOCK, export
 from milebench.spec.base import SpecError, load_spec
-from milebench.spec.commands import SCHEMA_MODELS, WEIGHTS_LOCK, export
 from milebench.spec.context import SourceKind
+from milebench.spec.data_lock import load_lock
 from milebench.spec.model import (
     AdapterKind,
     ApiModel,

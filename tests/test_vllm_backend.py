@@ -21,8 +21,9 @@ from milebench.records import Prediction
 from milebench.report.fidelity import shown
 from milebench.score.commands import score_task
 from milebench.spec.base import SpecError
-from milebench.spec.execution import PAPER, Aspect, Backend, execution_of, for_run
+from milebench.spec.execution import PAPER, Aspect, Backend
 from milebench.spec.model import ModelSpec
+from milebench.spec.model_execution import execution_of, for_run
 from milebench.spec.registry import DEFAULT_SPECS, Specs, load_specs
 from milebench.spec.run import Mode
 

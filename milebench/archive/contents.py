@@ -16,11 +16,11 @@ from pathlib import Path, PurePosixPath
 from milebench.archive.badges import Role
 from milebench.archive.manifest import BundleError
 from milebench.archive.weights import hub_snapshot
-from milebench.data.lock import ArchiveEntry
 from milebench.data.sources import resolve_source
 from milebench.io import sha256_file
 from milebench.paths import RunPaths
 from milebench.provenance import UNKNOWN, JobProvenance, read_provenance
+from milebench.spec.data_lock import ArchiveEntry
 from milebench.spec.model import HubWeights, TinyWeights
 from milebench.spec.registry import Specs
 from milebench.spec.run import RunSpec

@@ -167,7 +167,7 @@ def read_manifest(bundle: Path) -> Manifest:
     """The manifest, bounded before it is read and validated as a whole; a BundleError says why not."""
     path = bundle / MANIFEST
     if not bundle.is_dir():
-        raise BundleError(f"{bundle}: not a bundle folder")
+        raise RefusedBundle(f"{bundle}: not a bundle folder")
     try:
         info = path.lstat()
         if not stat.S_ISREG(info.st_mode):
@@ -179,7 +179,7 @@ def read_manifest(bundle: Path) -> Manifest:
             )
         return Manifest.model_validate_json(path.read_bytes())
     except FileNotFoundError:
-        raise BundleError(f"{path}: missing: not a bundle made by `milebench archive`") from None
+        raise RefusedBundle(f"{path}: missing: not a bundle made by `milebench archive`") from None
     except ValidationError as err:
         raise RefusedBundle(f"{path}: not a bundle manifest: {describe_errors(err)}") from None
 

@@ -17,8 +17,8 @@ from milebench.archive.contents import RUN_ROOT
 from milebench.archive.manifest import BundleError, Manifest, cell_names
 from milebench.archive.workspace import Workspace
 from milebench.plan import Cell
-from milebench.spec.execution import for_run
 from milebench.spec.model import ApiModel, BuiltinModel, HubWeights, ModelSpec, TinyWeights
+from milebench.spec.model_execution import for_run
 from milebench.spec.registry import Specs
 from milebench.spec.run import Mode
 

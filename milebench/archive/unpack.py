@@ -16,22 +16,22 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
-from milebench.archive.manifest import BundleError
+from milebench.archive.manifest import BundleError, RefusedBundle
 
 
 def checked_members(tarball: Path, tar: tarfile.TarFile) -> tuple[str, list[tarfile.TarInfo]]:
-    """(top folder, members) of a tarball shaped like a bundle's; a BundleError names the first misfit."""
+    """(top folder, members) of a tarball shaped like a bundle's; a RefusedBundle names the first misfit."""
     members = tar.getmembers()
     tops = {PurePosixPath(m.name).parts[0] for m in members if PurePosixPath(m.name).parts}
     if len(tops) != 1:
         found = ", ".join(sorted(tops)) or "nothing"
-        raise BundleError(f"{tarball}: not one bundle folder at the top of the tarball (found {found})")
+        raise RefusedBundle(f"{tarball}: not one bundle folder at the top of the tarball (found {found})")
     for m in members:
         name = PurePosixPath(m.name)
         if name.is_absolute() or ".." in name.parts:
-            raise BundleError(f"{tarball}: member {m.name!r} would be written outside the bundle folder")
+            raise RefusedBundle(f"{tarball}: member {m.name!r} would be written outside the bundle folder")
         if not (m.isfile() or m.isdir()):
-            raise BundleError(
+            raise RefusedBundle(
                 f"{tarball}: member {m.name!r} is not a plain file or folder (a link or device): "
                 "a bundle holds none"
             )
@@ -44,8 +44,10 @@ def extract(tarball: Path, dest: Path) -> str:
         with tarfile.open(tarball) as tar:
             top, members = checked_members(tarball, tar)
             tar.extractall(dest, members=members, filter="data")
-    except (tarfile.TarError, OSError) as err:
-        raise BundleError(f"{tarball}: not a bundle tarball that unpacks: {err}") from None
+    except tarfile.TarError as err:
+        raise RefusedBundle(f"{tarball}: not a bundle tarball that unpacks: {err}") from None
+    except OSError as err:  # the evaluator's side (a full disk, a scratch folder it may not write)
+        raise BundleError(f"{tarball}: could not be unpacked: {err}") from None
     return top
 
 

@@ -20,7 +20,8 @@ from milebench.score.inputs import read_predictions
 from milebench.score.registry import SCORERS
 from milebench.score.run_aggregate import RunFiles
 from milebench.spec.base import SpecError
-from milebench.spec.execution import PAPER, execution_of, variant_problem
+from milebench.spec.execution import PAPER
+from milebench.spec.model_execution import execution_of, variant_problem
 from milebench.spec.names import check_in_run
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode

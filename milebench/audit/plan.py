@@ -15,8 +15,9 @@ from milebench.paths import RunPaths
 from milebench.plan import mode_tasks
 from milebench.score.registry import SCORERS
 from milebench.spec.base import SpecError
-from milebench.spec.execution import PAPER, for_run
+from milebench.spec.execution import PAPER
 from milebench.spec.model import ModelSpec
+from milebench.spec.model_execution import for_run
 from milebench.spec.registry import Specs
 from milebench.spec.run import BatchAuditPlan, DriftAuditPlan, Mode, RunSpec
 

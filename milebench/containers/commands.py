@@ -34,8 +34,8 @@ from milebench.paths import RunPaths
 from milebench.preprocess.regime import model_regime
 from milebench.provenance import COMMIT_VAR, DIRTY_VAR, IMAGE_ID_VAR, kit_version
 from milebench.spec.base import SpecError
-from milebench.spec.execution import for_run
 from milebench.spec.model import ModelSpec
+from milebench.spec.model_execution import for_run
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import HubSource, LocalSource, MirrorSource, Mode, RunSpec
 from milebench.stage_inputs import preprocess_command, require

@@ -26,11 +26,11 @@ from milebench.data.extract import (
     is_extracted,
     marker_path,
 )
-from milebench.data.lock import QUARANTINE, ArchiveEntry
 from milebench.data.sources import ResolvedSource, resolve_source
 from milebench.data.verify import VerificationError, quarantine, verify_archive
 from milebench.io import atomic_write_json
 from milebench.paths import RunPaths
+from milebench.spec.data_lock import QUARANTINE, ArchiveEntry
 from milebench.spec.registry import Specs
 from milebench.spec.run import RunSpec
 

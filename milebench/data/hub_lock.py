@@ -10,9 +10,9 @@ from typing import Any, Protocol
 from huggingface_hub import HfApi
 
 from milebench.data.errors import FetchError
-from milebench.data.lock import ArchiveEntry, DataLock, dump_lock
 from milebench.hub import hub_error_text, hub_errors
 from milebench.io import atomic_write_text
+from milebench.spec.data_lock import ArchiveEntry, DataLock, dump_lock
 
 log = logging.getLogger(__name__)
 

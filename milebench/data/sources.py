@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from milebench.data.download import hub_dataset_url, hub_url
-from milebench.data.lock import ArchiveEntry, DataLock, load_lock
 from milebench.paths import RunPaths
 from milebench.spec.base import SpecError
+from milebench.spec.data_lock import ArchiveEntry, DataLock, load_lock
 from milebench.spec.registry import Specs
 from milebench.spec.run import FixtureSource, HubSource, LocalSource, MirrorSource, RunSpec
 from milebench.stage_inputs import command, require

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from milebench.data.errors import FetchError
-from milebench.data.lock import ArchiveEntry
 from milebench.io import sha256_file
+from milebench.spec.data_lock import ArchiveEntry
 
 log = logging.getLogger(__name__)
 

@@ -41,7 +41,6 @@ from milebench.infer.progress import Progress
 from milebench.infer.window import images_over, window_excess
 from milebench.io import JsonlAppender, atomic_write_jsonl, canonical_json, sha256_text
 from milebench.records import FailureKind, Prediction, PreparedSample
-from milebench.spec.execution import execution_of
 from milebench.spec.model import (
     ApiLimits,
     ApiModel,
@@ -51,6 +50,7 @@ from milebench.spec.model import (
     ImageInput,
     ModelSpec,
 )
+from milebench.spec.model_execution import execution_of
 from milebench.spec.registry import spec_hash
 from milebench.spec.run import ContextOverflow
 

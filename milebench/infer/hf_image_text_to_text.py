@@ -35,15 +35,9 @@ from milebench.infer.time_limit import cut_by_time_limit, timeout_failure
 from milebench.infer.window import refusal
 from milebench.paths import RunPaths
 from milebench.records import IMAGE_PLACEHOLDER, FailureKind, PreparedSample
-from milebench.spec.execution import (
-    Autocast,
-    Decoding,
-    ImageBackend,
-    PromptTemplate,
-    Tokenization,
-    execution_of,
-)
+from milebench.spec.execution import Autocast, Decoding, ImageBackend, PromptTemplate, Tokenization
 from milebench.spec.model import ModelSpec
+from milebench.spec.model_execution import execution_of
 from milebench.spec.run import ContextOverflow
 
 ADAPTER = {

@@ -45,9 +45,9 @@ from milebench.spec.execution import (
     ImagePreprocessing,
     PromptTemplate,
     Tokenization,
-    execution_of,
 )
 from milebench.spec.model import ModelSpec
+from milebench.spec.model_execution import execution_of
 from milebench.spec.run import ContextOverflow
 
 ADAPTER = {"kind": "hf-qwen-vl-chat", "does": "generate", "entry": "HfQwenVLChatAdapter"}

@@ -9,8 +9,9 @@ from pathlib import Path
 from milebench.infer.adapter import Adapter, AdapterError, ChecksWindow
 from milebench.paths import RunPaths
 from milebench.spec.adapters import UNPORTED, declared, declared_adapters
-from milebench.spec.execution import Backend, execution_of
+from milebench.spec.execution import Backend
 from milebench.spec.model import AdapterKind, ModelSpec
+from milebench.spec.model_execution import execution_of
 from milebench.spec.run import ContextOverflow
 
 ADAPTERS: dict[AdapterKind, str] = {

@@ -32,8 +32,9 @@ from milebench.infer.hf_image_text_to_text import HfImageTextToTextAdapter
 from milebench.infer.registry import VLLM_MEMORY_FRACTION
 from milebench.paths import RunPaths
 from milebench.records import PreparedSample
-from milebench.spec.execution import Backend, Decoding, Execution, Tokenization, execution_of
+from milebench.spec.execution import Backend, Decoding, Execution, Tokenization
 from milebench.spec.model import ModelSpec
+from milebench.spec.model_execution import execution_of
 
 MOST_IMAGES = 109
 """The most images one MileBench sample has: vLLM's per-prompt image limit where the spec sets none."""

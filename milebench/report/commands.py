@@ -29,7 +29,7 @@ from milebench.report.provenance import run_provenance
 from milebench.report.render import FIGURES, render_html, render_tex
 from milebench.report.sensitivity import sensitivity_rows
 from milebench.report.skipped import skipped_tables
-from milebench.report.tables import PAPER_MODE, Report, build_report
+from milebench.report.tables import Report, build_report
 from milebench.report.truncation import budget_rows, truncation_tables
 from milebench.report.verdict_view import build_verdict_view
 from milebench.score.aggregate import TaskScore
@@ -43,6 +43,7 @@ from milebench.score.run_aggregate import (
     require_scores,
 )
 from milebench.score.verdict import Verdict
+from milebench.spec.paper import PAPER_MODE
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode, RunSpec
 from milebench.stage_inputs import command

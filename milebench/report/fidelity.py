@@ -18,16 +18,9 @@ from enum import StrEnum
 from milebench.preprocess.regime import model_regime
 from milebench.report.truncation import why_no_budget
 from milebench.spec.context import REQUIRED_FIELDS, SourceKind
-from milebench.spec.execution import (
-    ASPECT_FIELDS,
-    PAPER,
-    Aspect,
-    Backend,
-    Execution,
-    execution_of,
-    for_run,
-)
+from milebench.spec.execution import ASPECT_FIELDS, PAPER, Aspect, Backend, Execution
 from milebench.spec.model import AdapterKind, ApiModel, ModelSpec, Section
+from milebench.spec.model_execution import execution_of, for_run
 from milebench.spec.registry import Specs
 from milebench.spec.run import RunSpec
 

@@ -7,11 +7,9 @@ sizes, and math parsing off so a model name with ``$`` or ``_`` is drawn as writ
 
 from __future__ import annotations
 
-import base64
 import io
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import matplotlib
@@ -23,6 +21,7 @@ import numpy as np
 from matplotlib.figure import Figure as MplFigure
 
 from milebench.report.evidence import Evidence
+from milebench.report.figure import Figure
 from milebench.report.needle import (
     DEPTH_RULES,
     IMAGE_NEEDLE,
@@ -32,8 +31,8 @@ from milebench.report.needle import (
     NeedleGrid,
     needle_grids,
 )
-from milebench.report.tables import OVERALL_DIAG, OVERALL_REAL, ModeTables, QuantityRow, Report
-from milebench.score.aggregate import LEVELS
+from milebench.report.tables import ModeTables, QuantityRow, Report
+from milebench.score.aggregate import LEVELS, OVERALL_DIAG, OVERALL_REAL
 from milebench.spec.model import ModelSpec
 from milebench.spec.run import Mode
 from milebench.spec.task import Group, TaskSpec
@@ -50,20 +49,6 @@ STYLE: dict[RcKeyType, Any] = {
 }
 PNG_META = {"Software": None}
 PDF_META = {"Creator": None, "Producer": None, "CreationDate": None, "ModDate": None}
-
-
-@dataclass(frozen=True)
-class Figure:
-    key: str
-    """File stem of the PNG and PDF written beside the LaTeX report."""
-    title: str
-    caption: str
-    png: bytes
-    pdf: bytes
-
-    @property
-    def png_base64(self) -> str:
-        return base64.b64encode(self.png).decode("ascii")
 
 
 def save_figure(fig: MplFigure, key: str, title: str, caption: str) -> Figure:

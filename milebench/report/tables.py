@@ -11,23 +11,22 @@ from typing import TYPE_CHECKING
 
 from milebench.audit.render import AuditTable
 from milebench.plan import applies
-from milebench.score.aggregate import Coverage, TaskScore
+from milebench.score.aggregate import OVERALL_DIAG, OVERALL_REAL, Coverage, TaskScore
 from milebench.score.run_aggregate import ModelAggregate, RunAggregate
 from milebench.spec.model import ModelSpec, Section
-from milebench.spec.paper import MainRow, PaperSpec
+from milebench.spec.paper import PAPER_MODE, MainRow, PaperSpec
 from milebench.spec.run import Mode, RunSpec
 from milebench.spec.task import Group, TaskSpec
 
 if TYPE_CHECKING:
     from milebench.report.fidelity import FidelityRow
-    from milebench.report.figures import Figure
+    from milebench.report.figure import Figure
     from milebench.report.provenance import Provenance
     from milebench.report.sensitivity import SensitivityRow
     from milebench.report.skipped import SkippedTable
     from milebench.report.truncation import ModelBudget, TruncationTable
     from milebench.report.verdict_view import VerdictView
 
-OVERALL_REAL, OVERALL_DIAG = "overall_real", "overall_diag"
 MAIN_COLUMNS: tuple[tuple[str, str], ...] = (
     *((g.value, g.value) for g in Group),
     (OVERALL_REAL, "Overall Real."),
@@ -50,8 +49,6 @@ SECTION_COLOURS: dict[Section, str] = {
 """The paper marks each section's best score per column in these colours (see its caption)."""
 DIGITS = 1
 """Decimals the tables print; best values are compared after rounding to them, as a reader sees them."""
-PAPER_MODE = Mode.MULTI_IMAGE
-"""The mode of the paper's main table; published values are shown beside this mode's scores only."""
 
 ScoreLookup = Callable[[str, str, Mode], TaskScore | None]
 """(model, task, mode) -> the task score, or None where its file is absent."""

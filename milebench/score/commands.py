@@ -97,12 +97,8 @@ def _points(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
-def score(args: argparse.Namespace) -> int:
-    """Score one task's predictions, or, with ``--official-outputs``, every task of an official run."""
-    if args.outputs is not None:
-        from milebench.score.official import import_official
-
-        return import_official(args)
+def score_one_task(args: argparse.Namespace) -> int:
+    """Score one task's predictions (``milebench score`` without ``--official-outputs``)."""
     if args.task is None:
         raise SystemExit("milebench score: --task is required (or --official-outputs DIR)")
     started = utc_now()

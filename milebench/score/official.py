@@ -19,7 +19,6 @@ prompt was rebuilt. So an old run is scored without its images, which only promp
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 from dataclasses import dataclass
@@ -39,20 +38,17 @@ from milebench.io import (
     sha256_text,
 )
 from milebench.paths import RunPaths
-from milebench.plan import applies
 from milebench.preprocess.commands import read_task_file, task_source
 from milebench.preprocess.regime import model_regime
 from milebench.provenance import DataRevision, job_provenance, utc_now, write_provenance
 from milebench.record_files import read_prepared
 from milebench.records import GoldSample, Prediction, PreparedSample
 from milebench.score.commands import score_task, write_scores
-from milebench.score.run_aggregate import write_aggregate
 from milebench.spec.base import describe_errors
-from milebench.spec.names import check_in_run
-from milebench.spec.registry import Specs, load_specs
+from milebench.spec.registry import Specs
 from milebench.spec.run import Mode, RunSpec
 from milebench.spec.task import TaskSpec
-from milebench.stage_inputs import OFFICIAL_CODE, command, preprocess_command, require
+from milebench.stage_inputs import preprocess_command, require
 
 log = logging.getLogger(__name__)
 
@@ -313,36 +309,3 @@ def score_imported(
         predictions_from=found.pred_file,
     )
     write_provenance(paths.score_provenance(model, task.name, mode), record)
-
-
-def import_official(args: argparse.Namespace) -> int:
-    specs = load_specs(args.specs)
-    run = specs.run(args.run)
-    mode = Mode(args.mode)
-    check_in_run("model", args.model, run.name, run.models, specs.root / "runs" / f"{run.name}.yaml")
-    require(args.outputs, "official outputs folder", OFFICIAL_CODE)
-    fetch = command("fetch", run=run.name)
-    if args.data_dir is not None:
-        require(args.data_dir, "MileBench data folder", fetch)
-    paths = RunPaths.for_run(run, base=args.root)
-    imported = []
-    for task in specs.run_tasks(run):
-        if not applies(task, mode):
-            continue
-        data_root = args.data_dir or paths.data_root
-        found = import_task(task, mode, args.model, args.outputs, data_root, fetch)
-        if found is None:
-            log.warning("%s: no %s; the task's samples stay missing", args.outputs / task.name, PRED_FILE)
-            continue
-        imported.append(found)
-    for found in imported:  # every file is read and checked before the first is written
-        write_predictions(paths, args.model, mode, found)
-        score_imported(specs, run, paths, args.model, found, mode, args.data_dir)
-    if not imported:
-        log.error("%s: no <Task>/%s of any task of run %s", args.outputs, PRED_FILE, run.name)
-        return 1
-    if not args.report:
-        return 0
-    from milebench.report.commands import report_run  # the report loads matplotlib: only when asked
-
-    return write_aggregate(specs, run, root=args.root) or report_run(specs, run, args.root)

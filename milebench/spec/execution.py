@@ -6,22 +6,17 @@ way of running it is a named variant of ``execution.variants``, which a run spec
 (``RunSpec.execution``). A selected variant replaces the choices and names itself in
 ``applied_variant``, so it enters every prediction's cache key and the job's provenance: a variant is
 never used silently. A spec without ``execution`` runs with its adapter's defaults
-(its module's declared ``execution``, :data:`GENERIC`).
+(its module's declared ``execution``, :data:`GENERIC`); :mod:`milebench.spec.model_execution` resolves
+which choices a model spec runs with.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
 from pydantic import Field, ValidationError, model_validator
 
-from milebench.spec.adapters import declared
 from milebench.spec.base import Spec, describe_errors
-
-if TYPE_CHECKING:  # the model spec holds an Execution, so it is imported for types only
-    from milebench.spec.model import ModelSpec
-    from milebench.spec.run import RunSpec
 
 
 class PromptTemplate(StrEnum):
@@ -262,32 +257,3 @@ GENERIC = Execution(source="the kit's transformers path: the checkpoint's proces
 and baselines have none: the provider or the kit's own code decides. The remote-code adapters
 (Qwen-VL-Chat, ALLaVA) have none either: their spec states how the checkpoint's code runs, or they refuse
 to load."""
-
-
-def execution_of(spec: ModelSpec) -> Execution | None:
-    """The choices ``spec`` runs with: its own, else its adapter's defaults; None where not applicable."""
-    if spec.execution is not None:
-        return spec.execution
-    found = declared(spec.adapter.value)
-    return GENERIC if found is not None and found.declaration.execution == "generic" else None
-
-
-def variant_problem(spec: ModelSpec, variant: str) -> str | None:
-    """Why ``variant`` cannot run ``spec``; None when it can."""
-    execution = execution_of(spec)
-    known = [PAPER, *sorted(execution.variants)] if execution else [PAPER]
-    if variant in known:
-        return None
-    return f"model {spec.name!r} has no execution variant {variant!r} (known: {', '.join(known)})"
-
-
-def for_run(spec: ModelSpec, run: RunSpec) -> ModelSpec:
-    """``spec`` with the execution variant ``run`` selects for it (checked when the specs load), in the
-    image family the variant names, if any."""
-    variant = run.execution.get(spec.name, PAPER)
-    execution = execution_of(spec)
-    if variant == PAPER or execution is None:
-        return spec
-    applied = execution.with_variant(variant)
-    container = execution.variants[variant].container or spec.container
-    return spec.model_copy(update={"execution": applied, "container": container})

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, StrictBool, StrictInt, model_validator
 
-from milebench.data.lock import ArchiveEntry
 from milebench.spec.adapters import UNPORTED, adapter_kinds, tiny_families
 from milebench.spec.base import Number, Spec
 from milebench.spec.context import (
@@ -17,6 +16,7 @@ from milebench.spec.context import (
     SourceKind,
     source_problems,
 )
+from milebench.spec.data_lock import ArchiveEntry
 from milebench.spec.execution import Backend, Execution
 
 MODEL_NAME = r"^[a-z0-9][a-z0-9.-]*$"

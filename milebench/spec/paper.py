@@ -6,7 +6,11 @@ from pydantic import Field, model_validator
 
 from milebench.spec.base import Number, Spec
 from milebench.spec.model import Section
+from milebench.spec.run import Mode
 from milebench.spec.task import Group
+
+PAPER_MODE = Mode.MULTI_IMAGE
+"""The mode of the paper's main table; published values are shown beside this mode's scores only."""
 
 
 class MainRow(Spec):

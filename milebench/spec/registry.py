@@ -12,8 +12,8 @@ from pathlib import Path
 
 from milebench.package_data import package_path
 from milebench.spec.base import S, Spec, SpecError, load_spec
-from milebench.spec.execution import for_run, variant_problem
 from milebench.spec.model import ModelSpec
+from milebench.spec.model_execution import for_run, variant_problem
 from milebench.spec.names import by_name
 from milebench.spec.paper import PaperSpec
 from milebench.spec.run import RunSpec

@@ -1,10 +1,11 @@
 """MMLongEmbed: long-context multimodal embedding retrieval (Visual Grounding so far)."""
 
-from milebench.benchmarks import Benchmark
+from milebench.spec.benchmark import Benchmark
 
 BENCHMARK = Benchmark(
     name="mmlongembed",
     specs="mmlongembed",
     rules="rules/mmlongembed.smk",
     run_model="milebench.benchmarks.mmlongembed.spec:EmbedRunSpec",
+    commands="milebench.benchmarks.mmlongembed.cli:add_commands",
 )

@@ -24,7 +24,8 @@ from milebench.benchmarks.mmlongembed.spec import EmbedRunSpec, EmbedSpecs
 from milebench.benchmarks.mmlongembed.verdict import KINDS
 from milebench.io import atomic_write_bytes, atomic_write_text
 from milebench.package_data import package_path
-from milebench.report.figures import STYLE, Figure, save_figure
+from milebench.report.figure import Figure
+from milebench.report.figures import STYLE, save_figure
 from milebench.report.render import FIGURES, jinja_environment
 from milebench.report.verdict_view import SummaryRow, VerdictRow, summary_row
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from milebench.audit.plan import audit_jobs
-from milebench.data.lock import DataLock, load_lock
 from milebench.io import atomic_write_text
 from milebench.spec.base import SpecError
+from milebench.spec.data_lock import DataLock, load_lock
 from milebench.spec.model import ModelSpec
 from milebench.spec.paper import PaperSpec
 from milebench.spec.registry import Specs, load_specs
