@@ -30,6 +30,12 @@ class Task(StrEnum):
     TEMPORAL_SUMMARIZATION = "temporal-summarization"
 
 
+TASK_NAMES = {
+    Task.MULTI_SOURCE_REASONING: "Multi-Source Reasoning",
+    Task.LOGICAL_SUMMARIZATION: "Logical Summarization",
+    Task.TEMPORAL_SUMMARIZATION: "Temporal Summarization",
+}
+"""As the paper names them."""
 REAL_TASKS = frozenset(t.value for t in Task)
 """A real-task query's ``family`` in the track's records (``task_pools``)."""
 
