@@ -9,6 +9,7 @@ reads is a declared input and every file it writes a declared output (the embedd
 outlives a failed job on purpose), and each command is given the ``--root`` its paths are laid out under.
 """
 
+from milebench.benchmarks.mmlongembed.generate import declared_inputs as vg_inputs
 from milebench.benchmarks.mmlongembed.paper import load_embed_paper
 from milebench.benchmarks.mmlongembed.paths import EmbedPaths
 from milebench.benchmarks.mmlongembed.records import IMAGES as EMBED_IMAGES
@@ -38,6 +39,8 @@ wildcard_constraints:
 
 
 rule embed_generate:
+    input:
+        vg_inputs(ER.visual_grounding, SPECS_DIR),
     output:
         **VG_SET,
         images=directory(EP.vg_images),

@@ -17,6 +17,7 @@ import source_formats
 import yaml
 
 from milebench.benchmarks.mmlongembed.corpus import bundled_sentences
+from milebench.benchmarks.mmlongembed.generate import declared_inputs as vg_inputs
 from milebench.benchmarks.mmlongembed.generate import generate
 from milebench.benchmarks.mmlongembed.haystack import load_material
 from milebench.benchmarks.mmlongembed.lengths import load_counting_tokenizer
@@ -130,6 +131,10 @@ def test_needle_sources_make_families_in_obelics_haystacks(written, tokenizer, t
     assert [q.entity for q in by_modality["text"]] == ["the Moon", "Venus", "Mars", "Jupiter", "Saturn"]
     assert by_modality["text"][0].text == "Which band was the first to play on the Moon?"
     assert len(by_modality["image"]) == 4 and {q.family for q in by_modality["image"]} == {"mm-niah-0"}
+    # the rule's declared inputs: every file named, and the pictures they name
+    declared = {p.name for p in vg_inputs(vg, DEFAULT_SPECS)}
+    assert {"needles.jsonl", "lookalikes.jsonl", "retrieval-image-val.jsonl", "queries.jsonl"} <= declared
+    assert {"obelics.jsonl", "image_map.jsonl", "0001.png", "local.png", "choice_3.png"} <= declared
 
 
 def _edit_json(path: Path, edit) -> None:  # type: ignore[no-untyped-def]

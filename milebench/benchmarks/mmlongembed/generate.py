@@ -13,6 +13,7 @@ its ``breakdown`` the finer needle modality / haystack modality split the interf
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from milebench.benchmarks.mmlongembed.haystack import Material, Piece
+from milebench.benchmarks.mmlongembed.haystack import referenced_files as haystack_files
 from milebench.benchmarks.mmlongembed.images import copy_image, needle_image, save_png
 from milebench.benchmarks.mmlongembed.lengths import count_texts, cut_text
 from milebench.benchmarks.mmlongembed.needle_sources import mm_niah, needlebench
@@ -28,6 +30,7 @@ from milebench.benchmarks.mmlongembed.records import Candidate, Pool, Qrel, Quer
 from milebench.benchmarks.mmlongembed.spec import VisualGrounding
 from milebench.benchmarks.mmlongembed.task_spec import under
 from milebench.preprocess.tokenizer import HFTokenizer
+from milebench.record_files import RecordError
 from milebench.spec.registry import DEFAULT_SPECS
 
 log = logging.getLogger(__name__)
@@ -113,6 +116,22 @@ def subset(modality: str) -> str:
 
 def cell_id(modality: str, interference: str, length: int, depth: int) -> str:
     return f"vg-{modality}-{interference}-{length:05d}-d{depth:03d}"
+
+
+def declared_inputs(vg: VisualGrounding, specs_root: Path) -> list[Path]:
+    """What ``embed-generate`` reads from the user: haystack documents, needle files, the steps' outputs
+    and the pictures they name (none for the kit's own haystack and needles)."""
+    found = haystack_files(vg.haystack, specs_root)
+    files = vg.needles
+    for modality, load in (("text", needlebench), ("image", mm_niah)):
+        source = None if files is None else (files.text if modality == "text" else files.image)
+        if files is None or source is None:
+            continue
+        step = under(specs_root, (files.text_lookalikes if modality == "text" else files.image_queries) or "")
+        found += [under(specs_root, source), step]
+        with contextlib.suppress(RecordError):  # reported by embed-generate
+            found += [n.image for n in load(under(specs_root, source), step) if n.image is not None]
+    return list(dict.fromkeys(found))
 
 
 def generate(

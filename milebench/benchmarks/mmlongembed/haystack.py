@@ -159,6 +159,27 @@ def from_file(source: FileHaystack, specs_root: Path, tokenizer: HFTokenizer, fo
     return Material(documents=tuple(documents))
 
 
+def referenced_files(source: HaystackSource, specs_root: Path) -> list[Path]:
+    """The documents, the image map and every picture they name (for a rule's declared inputs); what
+    does not read is left out here and reported by ``from_file``."""
+    if isinstance(source, BundledHaystack):
+        return []
+    path = under(specs_root, source.path)
+    found = [path]
+    try:
+        urls = {}
+        if source.image_map is not None:
+            found.append(under(specs_root, source.image_map))
+            urls = image_map(found[-1])
+        for where, row in read_jsonl(path, "haystack documents"):
+            found += [
+                v for _, v in _document(row, source.kind, path.parent, urls, where) if isinstance(v, Path)
+            ]
+    except RecordError:
+        pass
+    return list(dict.fromkeys(found))
+
+
 def load_material(
     source: HaystackSource, specs_root: Path, tokenizer: HFTokenizer, seed: int, folder: Path
 ) -> Material:

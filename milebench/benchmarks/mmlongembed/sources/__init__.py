@@ -6,9 +6,6 @@ counting and pools are the same for every source. Visual Grounding's needle sour
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from pathlib import Path
-
 from milebench.benchmarks.mmlongembed.sources import (
     dense_captions,
     govreport,
@@ -16,17 +13,12 @@ from milebench.benchmarks.mmlongembed.sources import (
     mmdocrag,
     mmlongbench_doc,
 )
-from milebench.benchmarks.mmlongembed.task_inputs import InputRecord
+from milebench.benchmarks.mmlongembed.sources.common import Loader
 from milebench.benchmarks.mmlongembed.task_spec import Task
 
-Loader = Callable[[Path, Path | None], Sequence[tuple[str, InputRecord]]]
-"""(input path, model-assisted step's output or None) -> each record with where it is."""
-
 SOURCES: dict[str, tuple[Task, Loader]] = {
-    "hotpotqa": (hotpotqa.TASK, hotpotqa.load),
-    "mmdocrag": (mmdocrag.TASK, mmdocrag.load),
-    "govreport": (govreport.TASK, govreport.load),
-    "mmlongbench-doc": (mmlongbench_doc.TASK, mmlongbench_doc.load),
-    "activitynet-captions": (dense_captions.TASK, dense_captions.load_activitynet),
-    "youku-dense-caption": (dense_captions.TASK, dense_captions.load_youku),
+    s.name: (s.task, s.load)
+    for module in (hotpotqa, mmdocrag, govreport, mmlongbench_doc, dense_captions)
+    for s in module.SOURCES
 }
+"""Every published source by name, as each loader's module declares it."""

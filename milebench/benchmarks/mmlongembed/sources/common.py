@@ -10,16 +10,32 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from milebench.benchmarks.mmlongembed.task_inputs import InputRecord
+from milebench.benchmarks.mmlongembed.task_spec import Task
 from milebench.io import UnreadableText, read_utf8
 from milebench.record_files import RecordError
 from milebench.spec.base import Spec, describe_errors
 
 M = TypeVar("M", bound=BaseModel)
+
+
+Loader = Callable[[Path, Path | None], Sequence[tuple[str, InputRecord]]]
+"""(input path, the model-assisted step's output or None) -> each record with where it is."""
+
+
+@dataclass(frozen=True)
+class PublishedSource:
+    """A source as a run spec names it (``real_tasks[].source``), declared in its loader's module."""
+
+    name: str
+    task: Task
+    load: Loader
 
 
 class StepLine(Spec):

@@ -21,6 +21,7 @@ from pathlib import Path
 from pydantic import Field, NonNegativeFloat, PositiveFloat
 
 from milebench.benchmarks.mmlongembed.sources.common import (
+    PublishedSource,
     SourceError,
     StepLine,
     needed,
@@ -101,3 +102,9 @@ def load_activitynet(path: Path, model_output: Path | None) -> list[tuple[str, V
 
 def load_youku(path: Path, model_output: Path | None) -> list[tuple[str, VideoInput]]:
     return _load(path, model_output, True, "YoukuDenseCaption")
+
+
+SOURCES = (
+    PublishedSource("activitynet-captions", TASK, load_activitynet),
+    PublishedSource("youku-dense-caption", TASK, load_youku),
+)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from milebench.benchmarks.mmlongembed.sources.common import SourceError, read_json, record
+from milebench.benchmarks.mmlongembed.sources.common import PublishedSource, SourceError, read_json, record
 from milebench.benchmarks.mmlongembed.task_inputs import SummaryInput, TextItem
 from milebench.benchmarks.mmlongembed.task_spec import Task
 from milebench.spec.base import Spec
@@ -74,3 +74,6 @@ def load(path: Path, model_output: Path | None) -> list[tuple[str, SummaryInput]
     if not files:
         raise SourceError(f"{path}: no *.json reports")
     return [_input(f) for f in files]
+
+
+SOURCES = (PublishedSource("govreport", TASK, load),)

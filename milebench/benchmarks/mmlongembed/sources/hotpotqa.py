@@ -17,6 +17,7 @@ from pathlib import Path
 from pydantic import Field
 
 from milebench.benchmarks.mmlongembed.sources.common import (
+    PublishedSource,
     SourceError,
     read_json,
     record,
@@ -61,3 +62,6 @@ def load(path: Path, model_output: Path | None) -> list[tuple[str, ReasoningInpu
     questions = records(rows, HotpotQuestion, lambda r: f"_id {r.get('_id')}")
     audit = step_outputs(model_output, Audit, "query audit", False, "model_output")
     return audited([(w, _input(q, w)) for w, q in questions], audit)
+
+
+SOURCES = (PublishedSource("hotpotqa", TASK, load),)

@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import Field, StrictBool, StrictInt
 
 from milebench.benchmarks.mmlongembed.sources.common import (
+    PublishedSource,
     SourceError,
     StepLine,
     read_jsonl,
@@ -97,3 +98,6 @@ def load(path: Path, model_output: Path | None) -> list[tuple[str, ReasoningInpu
     )
     audit = step_outputs(model_output, Audit, "query audit", False, "model_output")
     return audited([(w, _input(q, path.parent, w)) for w, q in questions], audit)
+
+
+SOURCES = (PublishedSource("mmdocrag", TASK, load),)

@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import Field, PositiveInt
 
 from milebench.benchmarks.mmlongembed.sources.common import (
+    PublishedSource,
     SourceError,
     StepLine,
     needed,
@@ -78,3 +79,6 @@ def load(path: Path, model_output: Path | None) -> list[tuple[str, SummaryInput]
         (w, _input(path.parent, doc, needed(summaries, doc, model_output, w), w))
         for doc, w in documents.items()
     ]
+
+
+SOURCES = (PublishedSource("mmlongbench-doc", TASK, load),)
