@@ -98,7 +98,7 @@ def overall_heatmap(h: Heatmap) -> Figure:
         fig.colorbar(image, ax=axes, shrink=0.8, label="x100")
         return save_figure(
             fig,
-            f"heatmap-all-{h.model}",
+            f"length-depth-{h.model}",
             f"{h.model}: {h.metric} by length and needle depth, every Visual Grounding query",
             f"{h.metric} (x100) of every query of each length x depth cell ({len(h.depths)} depths x"
             f" {len(h.bins)} lengths), needle and haystack modalities together: the paper's Figure 3 panel.",
