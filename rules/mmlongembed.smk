@@ -9,11 +9,12 @@ reads is a declared input and every file it writes a declared output (the embedd
 outlives a failed job on purpose), and each command is given the ``--root`` its paths are laid out under.
 """
 
+from milebench.benchmarks.mmlongembed.generate import declared_inputs as vg_inputs
 from milebench.benchmarks.mmlongembed.paper import load_embed_paper
 from milebench.benchmarks.mmlongembed.paths import EmbedPaths
 from milebench.benchmarks.mmlongembed.records import IMAGES as EMBED_IMAGES
 from milebench.benchmarks.mmlongembed.spec import LINEAGE, load_embed_specs
-from milebench.benchmarks.mmlongembed.task_inputs import declared_inputs
+from milebench.benchmarks.mmlongembed.task_sources import declared_inputs
 from milebench.provenance import provenance_path
 from milebench.spec.registry import spec_hash as embed_spec_hash
 
@@ -38,6 +39,8 @@ wildcard_constraints:
 
 
 rule embed_generate:
+    input:
+        vg_inputs(ER.visual_grounding, SPECS_DIR),
     output:
         **VG_SET,
         images=directory(EP.vg_images),

@@ -13,7 +13,8 @@ from milebench.benchmarks.mmlongembed.haystack import load_material
 from milebench.benchmarks.mmlongembed.lengths import load_counting_tokenizer
 from milebench.benchmarks.mmlongembed.metrics import query_metrics
 from milebench.benchmarks.mmlongembed.records import TextSegment
-from milebench.benchmarks.mmlongembed.spec import Bm25Model, PackageTokenizer, VisualGrounding
+from milebench.benchmarks.mmlongembed.spec import Bm25Model, VisualGrounding
+from milebench.benchmarks.mmlongembed.tokenizer_spec import PackageTokenizer
 from milebench.spec.registry import DEFAULT_SPECS
 
 

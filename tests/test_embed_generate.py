@@ -19,7 +19,8 @@ from milebench.benchmarks.mmlongembed.haystack import load_material
 from milebench.benchmarks.mmlongembed.lengths import count_texts, image_tokens, load_counting_tokenizer
 from milebench.benchmarks.mmlongembed.needles import COLOURS, TEXT_FAMILIES
 from milebench.benchmarks.mmlongembed.records import ImageSegment, TextSegment
-from milebench.benchmarks.mmlongembed.spec import Modality, PackageTokenizer, VisualGrounding
+from milebench.benchmarks.mmlongembed.spec import Modality, VisualGrounding
+from milebench.benchmarks.mmlongembed.tokenizer_spec import PackageTokenizer
 from milebench.preprocess.tokenizer import HFTokenizer
 
 VG = VisualGrounding(

@@ -11,7 +11,7 @@ from milebench.benchmarks.mmlongembed.lengths import (
     load_counting_tokenizer,
     middle_truncate,
 )
-from milebench.benchmarks.mmlongembed.spec import PackageTokenizer
+from milebench.benchmarks.mmlongembed.tokenizer_spec import PackageTokenizer
 from milebench.preprocess.tokenizer import HFTokenizer
 
 

@@ -16,7 +16,8 @@ from tiktoken.load import load_tiktoken_bpe
 from milebench.benchmarks.mmlongembed.corpus import bundled_sentences
 from milebench.benchmarks.mmlongembed.lengths import load_counting_tokenizer
 from milebench.benchmarks.mmlongembed.qwen_vocab import QWEN_PATTERN, package_file
-from milebench.benchmarks.mmlongembed.spec import QwenVocabulary, load_embed_specs
+from milebench.benchmarks.mmlongembed.spec import load_embed_specs
+from milebench.benchmarks.mmlongembed.tokenizer_spec import QwenVocabulary
 from milebench.preprocess.tokenizer import HFTokenizer, TokenizerError
 from milebench.spec.registry import DEFAULT_SPECS
 

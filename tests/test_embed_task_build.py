@@ -13,7 +13,6 @@ import pytest
 from milebench.benchmarks.mmlongembed.corpus import bundled_sentences
 from milebench.benchmarks.mmlongembed.lengths import count_texts, load_counting_tokenizer
 from milebench.benchmarks.mmlongembed.records import ImageSegment, TextSegment
-from milebench.benchmarks.mmlongembed.spec import PackageTokenizer
 from milebench.benchmarks.mmlongembed.task_build import (
     Filler,
     blocks,
@@ -24,6 +23,7 @@ from milebench.benchmarks.mmlongembed.task_build import (
     summary_region,
 )
 from milebench.benchmarks.mmlongembed.task_inputs import event_starts, sample_times
+from milebench.benchmarks.mmlongembed.tokenizer_spec import PackageTokenizer
 from milebench.preprocess.tokenizer import HFTokenizer
 from milebench.record_files import RecordError
 

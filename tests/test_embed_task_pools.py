@@ -18,10 +18,12 @@ from milebench.benchmarks.mmlongembed.embedders import load_adapter
 from milebench.benchmarks.mmlongembed.lengths import count_texts, load_counting_tokenizer
 from milebench.benchmarks.mmlongembed.metrics import query_metrics
 from milebench.benchmarks.mmlongembed.records import Pool, Qrel, TextSegment
-from milebench.benchmarks.mmlongembed.spec import EmbedRunSpec, PackageTokenizer, load_embed_specs
-from milebench.benchmarks.mmlongembed.task_inputs import Reader, load_sources
+from milebench.benchmarks.mmlongembed.spec import EmbedRunSpec, load_embed_specs
+from milebench.benchmarks.mmlongembed.task_inputs import Reader
 from milebench.benchmarks.mmlongembed.task_pools import TaskSet, build, validate
+from milebench.benchmarks.mmlongembed.task_sources import load_sources
 from milebench.benchmarks.mmlongembed.task_spec import RealTask
+from milebench.benchmarks.mmlongembed.tokenizer_spec import PackageTokenizer
 from milebench.preprocess.tokenizer import HFTokenizer
 from milebench.record_files import RecordError
 from milebench.spec.base import validate_mapping

@@ -29,7 +29,7 @@ from milebench.benchmarks.mmlongembed.spec import (
     load_embed_specs,
 )
 from milebench.benchmarks.mmlongembed.statistics import PairedTest, spread
-from milebench.benchmarks.mmlongembed.verdict import EmbedVerdict, OurAverage, build_verdict
+from milebench.benchmarks.mmlongembed.verdict import EmbedVerdict, OurAverage, Ours, build_verdict
 from milebench.score.verdict import Agreement, VerdictCell
 from milebench.spec.base import SpecError
 from milebench.spec.registry import DEFAULT_SPECS, spec_hash
@@ -50,7 +50,7 @@ def verdict(
     scale: Sequence[ScaleComparison] = (),
     interference: Mapping[str, ModelInterference] | None = None,
 ) -> EmbedVerdict:
-    return build_verdict(p, averages or {}, scale, interference or {}, tolerance, 0.95, 100, 0)
+    return build_verdict(p, Ours(averages or {}, scale, interference or {}), tolerance, 0.95, 100, 0)
 
 
 def cell(v: EmbedVerdict, model: str, column: str) -> VerdictCell:
@@ -83,11 +83,20 @@ def test_an_average_over_fewer_subsets_than_the_papers_has_no_score() -> None:
 
 
 def test_every_published_value_is_a_cell_even_without_a_run_model() -> None:
-    v = verdict(paper())
-    assert len([c for c in v.cells if c.column == "average"]) == 7
-    assert {c.agreement for c in v.cells} == {Agreement.NO_SCORE}
-    # Rzen: range low, high, SD; Ops-MM: three scores and SD; VLM2Vec: SD; one scale test.
-    assert len(v.cells) == 7 + 1 + 3 + 4 + 1
+    p = paper()
+    v = verdict(p)
+    assert len([c for c in v.cells if c.column == "average"]) == len(p.averages.rows)
+    assert {c.agreement for c in v.cells} | {c.agreement for c in v.claims} == {Agreement.NO_SCORE}
+    printed = [
+        *(r.value for r in p.averages.rows),
+        *(x for r in p.scale for x in (r.difference, r.cohens_d) if x is not None),
+        *(r.value for r in p.subsets),
+        *(r.value for r in p.pools),
+        *(x for r in p.depth_means for x in (r.middle_low, r.middle_high, r.ends)),
+        *(x for r in p.interference for x in (*r.scores.values(), r.low, r.high, r.sd) if x is not None),
+        *(x for r in p.interference_pairs for x in (r.low, r.high)),
+    ]
+    assert sorted(c.published for c in v.cells) == sorted(printed)
     assert v.table.state is Agreement.NO_SCORE
 
 
@@ -106,14 +115,30 @@ def test_interference_sd_from_the_papers_own_scores() -> None:
 
 def test_scale_difference_is_judged_in_points_against_its_interval() -> None:
     p = paper(**{"Qwen3-VL-Embedding-8B": "q8", "Qwen3-VL-Embedding-2B": "q2"})
-    test = PairedTest(n=100, mean_difference=0.02, ci_low=-0.01, ci_high=0.05, t=1.0, p_value=0.3,
-                      cohens_d=0.1, resamples=100, confidence=0.95, seed=0)  # fmt: skip
+    test = PairedTest(
+        n=100,
+        mean_difference=0.02,
+        ci_low=-0.01,
+        ci_high=0.05,
+        t=1.0,
+        p_value=0.3,
+        cohens_d=0.1,
+        resamples=100,
+        confidence=0.95,
+        seed=0,
+    )
     found = ScaleComparison(
         family="qwen3", larger="q8", smaller="q2", larger_scale=8, smaller_scale=2, test=test
     )
-    c = verdict(p, scale=[found]).cells[7]
+    v = verdict(p, scale=[found])
+    c = cell(v, "Qwen3-VL-Embedding-8B vs Qwen3-VL-Embedding-2B", "scale")
     assert (c.published, c.ours, c.ci_low, c.ci_high) == (0.33, 2.0, -1.0, 5.0)
     assert c.agreement is Agreement.CONSISTENT
+    d = cell(v, "Qwen3-VL-Embedding-8B vs Qwen3-VL-Embedding-2B", "scale:d")
+    assert (d.published, d.ours) == (0.007, 0.1) and d.agreement is Agreement.NOT_REPRODUCED  # 0.093 > 0.05
+    claims = {c.claim: c for c in v.claims if c.kind == "scale"}
+    # p 0.3 is on the paper's side of 0.05 (0.5375: not significant); |d| 0.1 is within the bound 0.113
+    assert [c.holds for c in claims.values()] == [True, True]
 
 
 def test_scale_pairs_the_largest_and_smallest_of_each_family() -> None:
@@ -178,8 +203,17 @@ def test_aggregate_names_a_metrics_file_that_is_not_json(tmp_path: Path) -> None
 
 
 def query(qid: str, family: str, length: int, interference: str) -> Query:
-    return Query(id=qid, text=qid, subset=f"{family}/{interference}", bin=length, depth=0,
-                 needle_modality="text", interference=interference, family=family, entity=qid)  # fmt: skip
+    return Query(
+        id=qid,
+        text=qid,
+        subset=f"{family}/{interference}",
+        bin=length,
+        depth=0,
+        needle_modality="text",
+        interference=interference,
+        family=family,
+        entity=qid,
+    )
 
 
 def test_easy_and_hard_by_task_and_length_pool() -> None:
@@ -206,3 +240,77 @@ def test_family_and_scale_change_no_embedding_cache_key() -> None:
     paired = plain.model_copy(update={"family": "f", "scale": 2.0})
     assert spec_hash(paired, exclude=LINEAGE) == spec_hash(plain, exclude=LINEAGE)
     assert spec_hash(paired) != spec_hash(plain)  # the run's own hash sees the pairing
+
+
+PRINTED_VALUES = {5.72, 0.113, 25.42, 32.29, 75.83, 85.14, 61.94, 62.43, 53.7, 58.7, 90.6, 61.25, 23.44, 5.47}
+"""Table 8's Ops-MM difference and d, Table 3's MMDocRAG Hard pair, Table 4's Doubao and Embed-RL pairs,
+Table 9's Embed-RL-2B depth means, Table 16's Doubao and GME-2B cells."""
+
+
+def test_the_papers_table_values_are_verdict_cells() -> None:
+    v = verdict(paper())
+    assert {c.published for c in v.cells} >= PRINTED_VALUES
+
+
+def test_table_cells_hold_the_runs_subset_pool_depth_and_pair_numbers() -> None:
+    from milebench.benchmarks.mmlongembed.analysis import DepthMeans, EasyHard
+
+    p = paper(**{"Qwen3-VL-Embedding-8B": "q8", "Doubao-Seed-1.6": "db"})
+    pools = [
+        EasyHard(
+            model="db", task="multi-source-reasoning", bin=8192, easy=60.0, hard=20.0, n_easy=4, n_hard=4
+        )
+    ]
+    depths = {"embed-rl-2b": DepthMeans(model="embed-rl-2b", means={0: 90.0, 20: 55.0, 40: 53.0, 100: 91.0})}
+    rl = {
+        m: ModelInterference(model=m, spread=spread({"mixed": x, "text": 70.0}))
+        for m, x in (("embed-rl-2b", 62.5), ("embed-rl-4b", 61.9))
+    }
+    ours = Ours({}, (), rl, {"q8": {"multi-source-reasoning/mmdocrag/hard": 25.0}}, pools, depths)
+    v = build_verdict(p, ours, 0.5, 0.95, 100, 0)
+    assert cell(v, "Qwen3-VL-Embedding-8B", "subset:multi-source-reasoning/mmdocrag/hard").ours == 25.0
+    assert (
+        cell(v, "Doubao-Seed-1.6", "pool:multi-source-reasoning/easy/8192").agreement
+        is Agreement.NOT_REPRODUCED
+    )
+    assert cell(v, "Doubao-Seed-1.6", "pool:multi-source-reasoning/easy/32768").ours is None
+    assert [cell(v, "Embed-RL-2B", f"depth:{k}").ours for k in ("middle-low", "middle-high", "ends")] == [
+        53.0,
+        55.0,
+        90.5,
+    ]
+    pair = "Embed-RL-2B / Embed-RL-4B"
+    assert (
+        cell(v, pair, "interference:mixed-lower").ours,
+        cell(v, pair, "interference:mixed-higher").ours,
+    ) == (61.9, 62.5)
+    assert cell(v, pair, "interference:mixed-higher").agreement is Agreement.REPRODUCED
+
+
+def test_position_bounds_are_claims_checked_per_run_model() -> None:
+    from milebench.benchmarks.mmlongembed.analysis import ModelPosition
+    from milebench.benchmarks.mmlongembed.statistics import DepthEffects, WaldTest
+
+    def effects(p: float) -> DepthEffects:
+        return DepthEffects(
+            n=10,
+            groups=2,
+            levels=(0, 50, 100),
+            depth=WaldTest(chi2=30.0, df=2, p_value=p),
+            quadratic=WaldTest(chi2=20.0, df=1, p_value=1e-6),
+            converged=True,
+        )
+
+    positions = [
+        ModelPosition(model="a", effects=effects(1e-5)),
+        ModelPosition(model="b", effects=effects(0.2)),
+    ]
+    v = build_verdict(paper(), Ours({}, (), {}, position=positions), 0.5, 0.95, 100, 0)
+    claims = {(c.subject, c.claim.split(":")[0]): c.holds for c in v.claims if c.kind == "position"}
+    assert claims == {
+        ("a", "depth (6 levels)"): True,
+        ("b", "depth (6 levels)"): False,
+        ("a", "quadratic depth"): True,
+        ("b", "quadratic depth"): True,
+    }
+    assert v.table.state is Agreement.NOT_REPRODUCED

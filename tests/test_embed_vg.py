@@ -14,7 +14,8 @@ from milebench.benchmarks.mmlongembed.generate import generate
 from milebench.benchmarks.mmlongembed.haystack import load_material
 from milebench.benchmarks.mmlongembed.lengths import load_counting_tokenizer
 from milebench.benchmarks.mmlongembed.needles import image_needles, text_needles
-from milebench.benchmarks.mmlongembed.spec import PackageTokenizer, VisualGrounding, load_embed_specs
+from milebench.benchmarks.mmlongembed.spec import VisualGrounding, load_embed_specs
+from milebench.benchmarks.mmlongembed.tokenizer_spec import PackageTokenizer
 from milebench.spec.registry import DEFAULT_SPECS
 
 REPO = Path(__file__).resolve().parents[1]

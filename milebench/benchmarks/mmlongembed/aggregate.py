@@ -11,12 +11,19 @@ from typing import Any
 
 from milebench.benchmarks.mmlongembed.analysis import (
     METRIC,
+    DepthMeans,
     EasyHard,
+    Heatmap,
+    InterferenceClass,
     ModelInterference,
     ModelPosition,
     ScaleComparison,
+    depth_means,
     easy_hard,
+    easy_hard_overall,
+    heatmap,
     interference,
+    interference_class,
     macro_interval,
     position,
     scale_comparisons,
@@ -27,7 +34,7 @@ from milebench.benchmarks.mmlongembed.paper import EmbedPaper
 from milebench.benchmarks.mmlongembed.records import Query
 from milebench.benchmarks.mmlongembed.spec import EmbedRunSpec, EmbedSpecs
 from milebench.benchmarks.mmlongembed.statistics import CONFIDENCE, RESAMPLES
-from milebench.benchmarks.mmlongembed.verdict import EmbedVerdict, OurAverage, build_verdict
+from milebench.benchmarks.mmlongembed.verdict import EmbedVerdict, OurAverage, Ours, build_verdict
 from milebench.spec.base import Spec
 
 SEED = 0
@@ -41,8 +48,12 @@ class Analysis(Spec):
     seed: int
     scale: tuple[ScaleComparison, ...]
     position: tuple[ModelPosition, ...]
+    depth_means: tuple[DepthMeans, ...]
     interference: tuple[ModelInterference, ...]
+    interference_classes: tuple[InterferenceClass, ...]
     easy_hard: tuple[EasyHard, ...]
+    easy_hard_overall: tuple[EasyHard, ...]
+    heatmaps: tuple[Heatmap, ...]
     verdict: EmbedVerdict
     paper: EmbedPaper
 
@@ -75,7 +86,19 @@ def build_analysis(
         averages[m] = OurAverage(
             value=100 * macro, subsets=len(subset_scores(metrics[m])), ci_low=low, ci_high=high
         )
-    verdict = build_verdict(paper, averages, scale, spreads, run.tolerance, CONFIDENCE, resamples, seed)
+    positions = [position(m, per_query[m], vg) for m in run.models]
+    pools = [row for m in run.models for row in easy_hard(m, per_query[m], real)]
+    depths = {m: depth_means(m, per_query[m], vg) for m in run.models}
+    ours = Ours(
+        averages=averages,
+        scale=scale,
+        interference=spreads,
+        subsets={m: {k: 100 * v for k, v in subset_scores(metrics[m]).items()} for m in run.models},
+        pools=pools,
+        depths=depths,
+        position=positions,
+    )
+    verdict = build_verdict(paper, ours, run.tolerance, CONFIDENCE, resamples, seed)
     return Analysis(
         run=run.name,
         metric=METRIC,
@@ -83,9 +106,13 @@ def build_analysis(
         confidence=CONFIDENCE,
         seed=seed,
         scale=tuple(scale),
-        position=tuple(position(m, per_query[m], vg) for m in run.models),
+        position=tuple(positions),
+        depth_means=tuple(depths[m] for m in run.models),
         interference=tuple(spreads[m] for m in run.models),
-        easy_hard=tuple(row for m in run.models for row in easy_hard(m, per_query[m], real)),
+        interference_classes=tuple(interference_class(spreads[m]) for m in run.models),
+        easy_hard=tuple(pools),
+        easy_hard_overall=tuple(r for m in run.models for r in easy_hard_overall(m, per_query[m], real)),
+        heatmaps=tuple(heatmap(m, metrics[m]["heatmap_metric"], per_query[m], vg) for m in run.models),
         verdict=verdict,
         paper=paper,
     )

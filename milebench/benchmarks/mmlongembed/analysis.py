@@ -10,6 +10,7 @@ Easy vs Hard the real-task ones.
   the same needle across lengths, depths and haystacks).
 - Modality interference: per model, P@1 under each haystack modality (the mean of its needle modalities'
   breakdown cells, so text and image needles weigh equally, as in the macro average), mean and sample SD.
+- Depth means (the paper's Table 9): per model, the Visual Grounding P@1 at each needle depth.
 - Easy vs Hard pools (the paper's Figure 4): per model, task and length pool, P@1 of the Easy and of the
   Hard queries; a run without real tasks has none, and its report says so.
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 import numpy as np
 from scipy import stats
@@ -41,6 +43,7 @@ from milebench.benchmarks.mmlongembed.task_spec import REAL_TASKS
 from milebench.spec.base import Spec
 
 METRIC = "P@1"
+OVERALL = "overall"
 
 QueryScores = Mapping[str, Mapping[str, float]]
 """Per query id, its metrics (the evaluate stage's ``queries``)."""
@@ -62,9 +65,41 @@ class ModelPosition(Spec):
     effects: DepthEffects
 
 
+class DepthMeans(Spec):
+    """One model's Visual Grounding P@1 (x100) per needle depth (the paper's Table 9 row)."""
+
+    model: str
+    means: dict[int, float]
+
+
 class ModelInterference(Spec):
     model: str
     spread: Spread
+
+
+ROBUST_SD = 5.0
+"""Points of SD below which a model is modality-robust: the paper's robust model has 2.29, its biased
+ones 6 to 13."""
+
+
+class InterferenceClass(Spec):
+    """The paper's Table 4 classes as the kit reads them: ``cross-modal`` where the mixed haystacks score
+    below both single-modality ones, else ``robust`` with an SD under ``ROBUST_SD``, else ``biased``;
+    ``None`` without all three modalities."""
+
+    model: str
+    interference_class: Literal["robust", "biased", "cross-modal"] | None
+
+
+class Heatmap(Spec):
+    """One model's Visual Grounding metric (x100) per depth (rows) and length bin (columns), every
+    query of the cell (the paper's Figure 3 panel)."""
+
+    model: str
+    metric: str
+    bins: tuple[int, ...]
+    depths: tuple[int, ...]
+    grid: tuple[tuple[float | None, ...], ...]
 
 
 class EasyHard(Spec):
@@ -160,6 +195,41 @@ def position(model: str, scores: QueryScores, queries: Sequence[Query]) -> Model
         [needle_instance(q) for q in queries],
     )
     return ModelPosition(model=model, effects=effects)
+
+
+def depth_means(model: str, scores: QueryScores, queries: Sequence[Query]) -> DepthMeans:
+    by: dict[int, list[float]] = defaultdict(list)
+    for q in queries:
+        by[q.depth].append(scores[q.id][METRIC])
+    return DepthMeans(model=model, means={d: 100 * float(np.mean(v)) for d, v in sorted(by.items())})
+
+
+def interference_class(m: ModelInterference) -> InterferenceClass:
+    scores = m.spread.scores
+    if not {"text", "image", "mixed"} <= set(scores) or m.spread.sd is None:
+        return InterferenceClass(model=m.model, interference_class=None)
+    if scores["mixed"] < min(scores["text"], scores["image"]):
+        return InterferenceClass(model=m.model, interference_class="cross-modal")
+    return InterferenceClass(
+        model=m.model, interference_class="robust" if m.spread.sd < ROBUST_SD else "biased"
+    )
+
+
+def heatmap(model: str, metric: str, scores: QueryScores, queries: Sequence[Query]) -> Heatmap:
+    cells: dict[tuple[int, int], list[float]] = defaultdict(list)
+    for q in queries:
+        cells[(q.depth, q.bin)].append(scores[q.id][metric])
+    bins, depths = sorted({q.bin for q in queries}), sorted({q.depth for q in queries})
+    grid = tuple(
+        tuple(100 * float(np.mean(cells[(d, b)])) if cells[(d, b)] else None for b in bins) for d in depths
+    )
+    return Heatmap(model=model, metric=metric, bins=tuple(bins), depths=tuple(depths), grid=grid)
+
+
+def easy_hard_overall(model: str, scores: QueryScores, real: Sequence[Query]) -> list[EasyHard]:
+    """Per length pool, every real task together (Figure 4's overall panel): task ``overall``."""
+    pooled = [q.model_copy(update={"family": OVERALL}) for q in real]
+    return easy_hard(model, scores, pooled)
 
 
 def interference(model: str, splits: Mapping[str, float], queries: Sequence[Query]) -> ModelInterference:

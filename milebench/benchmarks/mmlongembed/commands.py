@@ -65,8 +65,11 @@ def generate_command(args: argparse.Namespace) -> int:
     try:
         tokenizer = load_counting_tokenizer(run.counting_tokenizer)
         material = load_material(vg.haystack, Path(args.specs), tokenizer, vg.seed, paths.vg)
-        vgset = generate(vg, material, tokenizer, paths.vg)
-    except (RecordError, TokenizerError) as err:
+        vgset = generate(vg, material, tokenizer, paths.vg, Path(args.specs))
+    except RecordError as err:
+        log.error("%s", err)
+        return err.exit_status
+    except TokenizerError as err:
         log.error("%s", err)
         return 1
     for name, rows in (

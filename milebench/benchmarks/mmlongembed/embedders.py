@@ -30,12 +30,8 @@ from milebench.benchmarks.mmlongembed.lengths import (
     package_model_path,
 )
 from milebench.benchmarks.mmlongembed.records import Candidate, Pool, Query, TextSegment
-from milebench.benchmarks.mmlongembed.spec import (
-    AnyEmbedder,
-    Bm25Model,
-    PackageTokenizer,
-    SentenceTransformersModel,
-)
+from milebench.benchmarks.mmlongembed.spec import AnyEmbedder, Bm25Model, SentenceTransformersModel
+from milebench.benchmarks.mmlongembed.tokenizer_spec import PackageTokenizer
 from milebench.errors import KitError
 from milebench.preprocess.tokenizer import HFTokenizer
 from milebench.record_files import RecordError

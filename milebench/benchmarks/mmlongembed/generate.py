@@ -13,6 +13,7 @@ its ``breakdown`` the finer needle modality / haystack modality split the interf
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 from collections.abc import Iterator
@@ -20,12 +21,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from milebench.benchmarks.mmlongembed.haystack import Material, Piece
-from milebench.benchmarks.mmlongembed.images import needle_image, save_png
+from milebench.benchmarks.mmlongembed.haystack import referenced_files as haystack_files
+from milebench.benchmarks.mmlongembed.images import copy_image, needle_image, save_png
 from milebench.benchmarks.mmlongembed.lengths import count_texts, cut_text
+from milebench.benchmarks.mmlongembed.needle_sources import mm_niah, needlebench
 from milebench.benchmarks.mmlongembed.needles import Needle, image_needles, text_needles
 from milebench.benchmarks.mmlongembed.records import Candidate, Pool, Qrel, Query, TextSegment
 from milebench.benchmarks.mmlongembed.spec import VisualGrounding
+from milebench.benchmarks.mmlongembed.task_spec import under
 from milebench.preprocess.tokenizer import HFTokenizer
+from milebench.record_files import RecordError
+from milebench.spec.registry import DEFAULT_SPECS
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +84,24 @@ def insertion_point(haystack: list[Piece], depth: int) -> tuple[int, float]:
 def _needle_piece(needle: Needle, tokenizer: HFTokenizer, folder: Path) -> Piece:
     if needle.text is not None:
         return TextSegment(kind="text", text=needle.text, tokens=count_texts(tokenizer, [needle.text])[0])
+    if needle.image is not None:
+        return copy_image(needle.image, folder, f"needle {needle.family}/{needle.entity}")
     return save_png(needle_image(needle.shape or "", needle.entity), folder)
+
+
+def needles_of(vg: VisualGrounding, modality: str, specs_root: Path) -> list[Needle]:
+    """The needle modality's first ``families_of`` families: from the paper's source where the spec
+    names its files (``needle_sources``), else the kit's own."""
+    families = vg.families_of(modality)
+    files = vg.needles
+    source = None if files is None else (files.text if modality == "text" else files.image)
+    if files is None or source is None:
+        return text_needles(families) if modality == "text" else image_needles(families)
+    step = files.text_lookalikes if modality == "text" else files.image_queries
+    load = needlebench if modality == "text" else mm_niah
+    found = load(under(specs_root, source), under(specs_root, step or ""))
+    kept = list(dict.fromkeys(n.family for n in found))[:families]
+    return [n for n in found if n.family in kept]
 
 
 def entity_index(needles: list[Needle], needle: Needle) -> int:
@@ -95,11 +118,33 @@ def cell_id(modality: str, interference: str, length: int, depth: int) -> str:
     return f"vg-{modality}-{interference}-{length:05d}-d{depth:03d}"
 
 
-def generate(vg: VisualGrounding, material: Material, tokenizer: HFTokenizer, folder: Path) -> VgSet:
+def declared_inputs(vg: VisualGrounding, specs_root: Path) -> list[Path]:
+    """What ``embed-generate`` reads from the user: haystack documents, needle files, the steps' outputs
+    and the pictures they name (none for the kit's own haystack and needles)."""
+    found = haystack_files(vg.haystack, specs_root)
+    files = vg.needles
+    for modality, load in (("text", needlebench), ("image", mm_niah)):
+        source = None if files is None else (files.text if modality == "text" else files.image)
+        if files is None or source is None:
+            continue
+        step = under(specs_root, (files.text_lookalikes if modality == "text" else files.image_queries) or "")
+        found += [under(specs_root, source), step]
+        with contextlib.suppress(RecordError):  # reported by embed-generate
+            found += [n.image for n in load(under(specs_root, source), step) if n.image is not None]
+    return list(dict.fromkeys(found))
+
+
+def generate(
+    vg: VisualGrounding,
+    material: Material,
+    tokenizer: HFTokenizer,
+    folder: Path,
+    specs_root: Path = DEFAULT_SPECS,
+) -> VgSet:
+    """``specs_root``: where the spec's needle files are named from."""
     out = VgSet([], [], [], [])
     for modality in vg.needle_modalities:
-        families = vg.families_of(modality)
-        needles = text_needles(families) if modality == "text" else image_needles(families)
+        needles = needles_of(vg, modality, specs_root)
         pieces = [_needle_piece(n, tokenizer, folder) for n in needles]
         for interference in vg.interference:
             for length in vg.bins:

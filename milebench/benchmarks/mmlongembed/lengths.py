@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from milebench.benchmarks.mmlongembed.qwen_vocab import load_qwen_vocabulary
-from milebench.benchmarks.mmlongembed.spec import HubTokenizer, PackageTokenizer, QwenVocabulary
+from milebench.benchmarks.mmlongembed.tokenizer_spec import HubTokenizer, PackageTokenizer, QwenVocabulary
 from milebench.preprocess.tokenizer import HFTokenizer, TokenizerError, load_tokenizer
 
 PATCH = 32

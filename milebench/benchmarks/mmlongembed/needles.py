@@ -9,6 +9,7 @@ in the same pool, so every pool holds four near-duplicates of each query's needl
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,8 @@ class Needle:
     text: str | None = None
     shape: str | None = None
     """Image needles: the object drawn in colour ``entity``."""
+    image: Path | None = None
+    """Image needles from a source's files (``needle_sources``): the picture itself."""
 
 
 TEXT_FAMILIES = (

@@ -1,7 +1,9 @@
 """The MMLongEmbed report: metric tables (macro over subsets, micro over queries), the verdict against
-the paper, the paper's analyses (model scale, position bias, modality interference, Easy vs Hard) as
-``embed-aggregate`` computed them and, per model, the length x depth Hit@k heatmap beside the share of
-needles that reached the model, in HTML and LaTeX.
+the paper, the paper's analyses (model scale, position bias with Table 9's mean per depth, modality
+interference with its classes, Easy vs Hard with an overall panel) as ``embed-aggregate`` computed them
+and, per model, the length x depth Hit@k heatmap of every query (the paper's Figure 3 panel) and per
+needle / haystack modality beside the share of needles that reached the model, in HTML and LaTeX; the
+title names every task of the run.
 
 Reuses the MileBench report's Jinja environment (filters, LaTeX escaping) and figure style.
 """
@@ -17,11 +19,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from milebench.benchmarks.mmlongembed.aggregate import Analysis
+from milebench.benchmarks.mmlongembed.analysis import Heatmap
 from milebench.benchmarks.mmlongembed.evaluate import BREAKDOWN, SUBSET
 from milebench.benchmarks.mmlongembed.metrics import TIES
 from milebench.benchmarks.mmlongembed.paths import EmbedPaths
 from milebench.benchmarks.mmlongembed.spec import EmbedRunSpec, EmbedSpecs
-from milebench.benchmarks.mmlongembed.verdict import KINDS
+from milebench.benchmarks.mmlongembed.task_spec import TASK_NAMES
+from milebench.benchmarks.mmlongembed.verdict import CLAIM_KINDS, KINDS
 from milebench.io import atomic_write_bytes, atomic_write_text
 from milebench.package_data import package_path
 from milebench.report.figure import Figure
@@ -82,13 +86,43 @@ def heatmap(model: str, metrics: dict[str, Any]) -> Figure:
         )
 
 
+def overall_heatmap(h: Heatmap) -> Figure:
+    """One panel per model, depths down and length bins across, every Visual Grounding query of the cell
+    (the paper's Figure 3: 6 depths x 8 lengths at the paper's size)."""
+    grids = {"all needles and haystacks": [[None if v is None else v / 100 for v in row] for row in h.grid]}
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, 1, figsize=(0.45 * len(h.bins) + 2.4, 0.35 * len(h.depths) + 1.6),
+                                 layout="constrained", squeeze=False)  # fmt: skip
+        image = _grid_panels(axes[0], grids, list(h.bins), list(h.depths))
+        axes[0][0].set_ylabel("needle depth", fontsize=7)
+        axes[0][0].set_xlabel("length bin (tokens)", fontsize=7)
+        fig.colorbar(image, ax=axes, shrink=0.8, label="x100")
+        return save_figure(
+            fig,
+            f"length-depth-{h.model}",
+            f"{h.model}: {h.metric} by length and needle depth, every Visual Grounding query",
+            f"{h.metric} (x100) of every query of each length x depth cell ({len(h.depths)} depths x"
+            f" {len(h.bins)} lengths), needle and haystack modalities together: the paper's Figure 3 panel.",
+        )
+
+
+def task_title(run: EmbedRunSpec) -> str:
+    """Every task of the run, Visual Grounding first, in the spec's order."""
+    names = ["Visual Grounding", *(TASK_NAMES[t.task] for t in run.real_tasks)]
+    return ", ".join(dict.fromkeys(names))
+
+
 def easy_hard_figure(analysis: Analysis) -> Figure | None:
-    """The paper's Figure 4 layout: a panel per task, its length pools along x, per model an Easy bar
-    (solid) beside a Hard one (hatched); ``None`` for a run without real tasks."""
-    rows = analysis.easy_hard
+    """The paper's Figure 4 layout: a panel per task and an overall one (every task together), its length
+    pools along x, per model an Easy bar (solid) beside a Hard one (hatched); ``None`` for a run without
+    real tasks."""
+    rows = [*analysis.easy_hard, *analysis.easy_hard_overall]
     if not rows:
         return None
-    tasks = sorted({r.task for r in rows})
+    tasks = [
+        *sorted({r.task for r in analysis.easy_hard}),
+        *sorted({r.task for r in analysis.easy_hard_overall}),
+    ]
     models = list(dict.fromkeys(r.model for r in rows))
     colours = matplotlib.colormaps["tab10"]
     with plt.rc_context(STYLE):
@@ -124,8 +158,9 @@ def easy_hard_figure(analysis: Analysis) -> Figure | None:
             "easy-hard",
             f"Easy vs Hard pools: {analysis.metric} by length pool",
             f"{analysis.metric} (x100) of each real task's Easy (solid) and Hard (hatched) queries per "
-            "length pool, per model: the paper's Figure 4 layout. Hard pools hold altered copies of the "
-            "positive (the task's construction); Easy pools hold other documents of the same length.",
+            "length pool, per model, and of every task's together (the last panel): the paper's Figure 4 "
+            "layout. Hard pools hold altered copies of the positive (the task's construction); Easy pools "
+            "hold other documents of the same length.",
         )
 
 
@@ -199,7 +234,12 @@ def verdict_rows(analysis: Analysis) -> tuple[list[VerdictRow], list[SummaryRow]
     verdict = analysis.verdict
     rows = [VerdictRow(cell=c, display_name=c.model, footnote=None) for c in verdict.cells]
     summary = [summary_row(key, header, verdict.kinds[key]) for key, header in KINDS.items()]
-    return rows, [*summary, summary_row("table", "All published values", verdict.table)]
+    claims = [
+        summary_row(f"claims-{key}", f"Checked claims: {header}", verdict.claim_kinds[key])
+        for key, header in CLAIM_KINDS.items()
+        if key in verdict.claim_kinds
+    ]
+    return rows, [*summary, *claims, summary_row("table", "All published values", verdict.table)]
 
 
 def write_report(
@@ -210,6 +250,7 @@ def write_report(
     paths: EmbedPaths,
 ) -> None:
     figures = [heatmap(model, m) for model, m in metrics.items()]
+    overall = [overall_heatmap(h) for h in analysis.heatmaps if h.grid]
     pools = easy_hard_figure(analysis)
     rows, summary = verdict_rows(analysis)
     context = {
@@ -217,12 +258,14 @@ def write_report(
         "models": [specs.models[m] for m in metrics],
         "tables": tables(run, metrics),
         "figures": figures,
+        "overall_heatmaps": overall,
+        "task_title": task_title(run),
         "easy_hard": pools,
         "analysis": analysis,
         "verdict_rows": rows,
         "verdict_summary": summary,
     }
-    for figure in [*figures, *([pools] if pools else [])]:
+    for figure in [*figures, *overall, *([pools] if pools else [])]:
         atomic_write_bytes(paths.report_figures / f"{figure.key}.png", figure.png)
         atomic_write_bytes(paths.report_figures / f"{figure.key}.pdf", figure.pdf)
     html = jinja_environment(True, TEMPLATES).get_template("report.html.j2").render(**context)

@@ -11,6 +11,7 @@ from pydantic import Field, RootModel, StrictInt, model_validator
 
 from milebench.benchmarks.mmlongembed.metrics import Ties
 from milebench.benchmarks.mmlongembed.task_spec import RealTask
+from milebench.benchmarks.mmlongembed.tokenizer_spec import HubTokenizer, PackageTokenizer, TokenizerRef
 from milebench.spec.base import Number, Spec, SpecError, load_spec
 from milebench.spec.model import ApiLimits
 from milebench.spec.names import by_name
@@ -26,34 +27,6 @@ class Modality(StrEnum):
     MIXED = "mixed"
 
 
-class PackageTokenizer(Spec):
-    """A tokenizer shipped inside an installed package with a ``get_model_path()`` (offline)."""
-
-    kind: Literal["package"]
-    package: str
-
-
-class HubTokenizer(Spec):
-    """A hub tokenizer (the paper counts with Qwen3's); the hub cache and offline mode apply."""
-
-    kind: Literal["hub"]
-    repo: str
-    revision: str | None = None
-
-
-class QwenVocabulary(Spec):
-    """Qwen's BPE ranks shipped in a package, built into Qwen's tokenizer offline (``qwen_vocab``: how,
-    and where it differs from Qwen3's hub tokenizer)."""
-
-    kind: Literal["qwen-tiktoken"]
-    package: str = "dashscope"
-    file: str = Field(default="resources/qwen.tiktoken", description="The ranks file, inside the package.")
-    sha256: str | None = Field(default=None, description="The ranks file's hash, checked at load.")
-
-
-TokenizerRef = Annotated[PackageTokenizer | HubTokenizer | QwenVocabulary, Field(discriminator="kind")]
-
-
 class BundledHaystack(Spec):
     """The public-domain prose bundled with the kit and generated images."""
 
@@ -61,14 +34,37 @@ class BundledHaystack(Spec):
 
 
 class FileHaystack(Spec):
-    """Interleaved documents a user has: OBELICS-style (``texts``/``images`` lists) or MM-NIAH-style
-    (``context`` with ``<image>`` placeholders and ``images_list``) JSONL; image paths relative to it."""
+    """Interleaved documents a user has: OBELICS (``texts``/``images`` lists) or MM-NIAH-style
+    (``context`` with ``<image>`` placeholders and ``images_list``) JSONL; image paths relative to it
+    and confined to its folder."""
 
     kind: Literal["obelics", "mm-niah"]
     path: str
+    image_map: str | None = Field(
+        default=None,
+        description="OBELICS names its images by URL: a JSONL of {url, path} (paths relative to it) for"
+        " the downloaded ones; a URL it lacks is left out of the document.",
+    )
 
 
 HaystackSource = Annotated[BundledHaystack | FileHaystack, Field(discriminator="kind")]
+
+
+class NeedleFiles(Spec):
+    """Needles from the paper's sources instead of the kit's families (``needle_sources``: formats and the
+    model-assisted steps' outputs); paths relative to the specs folder unless absolute."""
+
+    text: str | None = Field(default=None, description="NeedleBench's needles.jsonl.")
+    text_lookalikes: str | None = Field(default=None, description="The look-alike writer's output.")
+    image: str | None = Field(default=None, description="An MM-NIAH retrieval-image JSONL.")
+    image_queries: str | None = Field(default=None, description="The image describer's output.")
+
+    @model_validator(mode="after")
+    def _pairs(self) -> NeedleFiles:
+        for source, step in (("text", "text_lookalikes"), ("image", "image_queries")):
+            if (getattr(self, source) is None) != (getattr(self, step) is None):
+                raise ValueError(f"{source} and {step} go together")
+        return self
 
 
 class VisualGrounding(Spec):
@@ -86,6 +82,9 @@ class VisualGrounding(Spec):
     needle_modalities: tuple[Literal["text", "image"], ...] = ("text", "image")
     interference: tuple[Modality, ...] = (Modality.TEXT, Modality.IMAGE, Modality.MIXED)
     haystack: HaystackSource = BundledHaystack(kind="bundled")
+    needles: NeedleFiles | None = Field(
+        default=None, description="Needles from the paper's sources; the kit's own families where unset."
+    )
 
     def families_of(self, modality: str) -> int:
         """Needle families of a needle modality."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,8 +13,9 @@ from milebench.benchmarks.mmlongembed.corpus import bundled_sentences, split_sen
 from milebench.benchmarks.mmlongembed.paths import EVIDENCE
 from milebench.benchmarks.mmlongembed.records import CANDIDATES, IMAGES, POOLS, QRELS, QUERIES, TextSegment
 from milebench.benchmarks.mmlongembed.spec import specs_folder
-from milebench.benchmarks.mmlongembed.task_inputs import Reader, load_sources
+from milebench.benchmarks.mmlongembed.task_inputs import Reader
 from milebench.benchmarks.mmlongembed.task_pools import build, validate
+from milebench.benchmarks.mmlongembed.task_sources import load_sources
 from milebench.benchmarks.mmlongembed.task_spec import RealTask
 from milebench.io import atomic_write_json, atomic_write_jsonl, sha256_file
 from milebench.preprocess.tokenizer import TokenizerError
@@ -40,6 +42,14 @@ def padding_text(spec: RealTask, specs_root: Path, reader: Reader) -> Sequence[T
     return reader.texts(sentences)
 
 
+def input_digest(path: Path) -> str:
+    """The input file's hash; a folder of reports (GovReport): the hash of its files' names and hashes."""
+    if not path.is_dir():
+        return sha256_file(path)
+    listing = "".join(f"{p.name}\t{sha256_file(p)}\n" for p in sorted(path.glob("*.json")))
+    return hashlib.sha256(listing.encode()).hexdigest()
+
+
 def pools_command(args: argparse.Namespace) -> int:
     from milebench.benchmarks.mmlongembed.lengths import load_counting_tokenizer
 
@@ -54,12 +64,15 @@ def pools_command(args: argparse.Namespace) -> int:
     source = spec.input_path(args.specs)
     try:
         reader = Reader(load_counting_tokenizer(run.counting_tokenizer), folder)
-        sources = load_sources(spec.task, source, reader)
+        sources = load_sources(spec.task, source, reader, spec.source, spec.model_output_path(args.specs))
         taskset = build(spec, sources, padding_text(spec, args.specs, reader), reader.tokenizer, source)
         validate(spec, taskset, folder)
         (folder / IMAGES).mkdir(parents=True, exist_ok=True)  # a declared output, even without pictures
         reader.write_images()
-    except (RecordError, TokenizerError) as err:
+    except RecordError as err:
+        log.error("%s", err)
+        return err.exit_status
+    except TokenizerError as err:
         log.error("%s", err)
         return 1
     for name, rows in (
@@ -75,7 +88,7 @@ def pools_command(args: argparse.Namespace) -> int:
         "counts": {"queries": len(taskset.queries), "candidates": len(taskset.candidates)},
         "candidates_per_query": spec.candidates,
         "real_task": spec_hash(spec),
-        "input_sha256": sha256_file(source),
+        "input_sha256": input_digest(source),
         "counting_tokenizer": run.counting_tokenizer.model_dump(mode="json"),
     }
     manifest_path = paths.task_manifest(spec.dataset)

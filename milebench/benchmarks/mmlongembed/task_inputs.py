@@ -14,7 +14,8 @@ Logical Summarization (GovReport, MMLongBench page images)::
     {"id": "d2", "summary": "...", "pages": "doc2/", "spare_pages": "doc2-unseen/"}
 
   a text (or interleaved) document, or a folder of page images read in file-name order; ``spare_pages``
-  are unseen consecutive pages of the same document, used for its Hard negatives.
+  are unseen consecutive pages of the same document, used for its Hard negatives (or
+  ``"spare_segments": [{"image": ...}, ...]``, named one by one).
 
 Temporal Summarization (YoukuDenseCaption, ActivityNet Captions)::
 
@@ -26,7 +27,8 @@ Temporal Summarization (YoukuDenseCaption, ActivityNet Captions)::
   ``fps: 1``), and its captioned events as [start, end] seconds; the events' start times are the event
   boundaries.
 
-Every error names the file, the line and the query. Pictures and folders are named relative to the
+Published formats of the paper's sources are read into these records by ``sources``. Every error
+names the file, the line and the query. Pictures and folders are named relative to the
 input file and must stay inside its folder (symlinks resolved), as MileBench's images must stay in
 their task's folder, and a picture over Pillow's decompression-bomb limit is refused by its header.
 """
@@ -45,7 +47,7 @@ from pydantic import Field, PositiveFloat, ValidationError, model_validator
 from milebench.benchmarks.mmlongembed.images import read_picture, write_image
 from milebench.benchmarks.mmlongembed.lengths import count_texts
 from milebench.benchmarks.mmlongembed.records import ImageSegment, TextSegment
-from milebench.benchmarks.mmlongembed.task_spec import RealTask, Task
+from milebench.benchmarks.mmlongembed.task_kinds import Task
 from milebench.image_files import confined
 from milebench.io import UnreadableText, read_utf8
 from milebench.preprocess.tokenizer import HFTokenizer
@@ -97,11 +99,16 @@ class SummaryInput(InputRecord):
     segments: tuple[TextItem | ImageItem, ...] | None = None
     pages: str | None = Field(default=None, description="A folder of page images, in file-name order.")
     spare_pages: str | None = None
+    spare_segments: tuple[ImageItem, ...] | None = Field(
+        default=None, description="Unseen pages named one by one (instead of a spare_pages folder)."
+    )
 
     @model_validator(mode="after")
     def _one_document(self) -> SummaryInput:
         if (self.segments is None) == (self.pages is None):
             raise ValueError("exactly one of segments and pages expected")
+        if self.spare_pages is not None and self.spare_segments is not None:
+            raise ValueError("at most one of spare_pages and spare_segments expected")
         return self
 
 
@@ -254,79 +261,3 @@ def sample_times(count: int, fps: float) -> list[int]:
 def event_starts(events: Sequence[tuple[float, float]], seconds: int) -> list[int]:
     """Indices in the 1 fps sequence where an event starts, after the first frame (the boundaries)."""
     return sorted({s for start, _ in events if 0 < (s := int(-(-start // 1))) < seconds})
-
-
-def load_sources(task: Task, path: Path, reader: Reader) -> list[Source]:
-    """The dataset's queries and documents, counted; errors name the file, the line and the query."""
-    base = path.parent
-    out: list[Source] = []
-    for where, row in read_inputs(path, INPUTS[task]):
-        if isinstance(row, ReasoningInput):
-            segments, evidence = reader.items(row.segments, base, where)
-            out.append(Source(row.id, row.query, tuple(segments), where, evidence=tuple(evidence)))
-        elif isinstance(row, SummaryInput):
-            if row.segments is not None:
-                segments, _ = reader.items(row.segments, base, where)
-            else:
-                pages = reader.folder_images(base, row.pages or "", where, "pages")
-                segments = [reader.image(p, where) for p in pages]
-            spare: tuple[ImageSegment, ...] = ()
-            if row.spare_pages is not None:
-                spare_paths = reader.folder_images(base, row.spare_pages, where, "spare_pages")
-                spare = tuple(reader.image(p, where) for p in spare_paths)
-            out.append(Source(row.id, row.summary, tuple(segments), where, spare=spare))
-        else:
-            frames = reader.folder_images(base, row.frames, where, "frames")
-            picked = [frames[i] for i in sample_times(len(frames), row.fps)]
-            starts = event_starts(row.events, len(picked))
-            if not starts:
-                raise RecordError(f"{where}: events: no event boundary falls inside the video")
-            out.append(
-                Source(
-                    row.id,
-                    row.query,
-                    tuple(reader.image(p, where) for p in picked),
-                    where,
-                    events=tuple(starts),
-                )
-            )
-    return out
-
-
-def referenced_files(task: Task, path: Path) -> list[Path]:
-    """The input file and every picture it names (folders listed), for a rule's declared inputs; lines
-    that do not parse and pictures outside the input's folder are left out here and reported by
-    ``load_sources``."""
-    found = [path]
-    try:
-        lines = read_utf8(path).splitlines()
-    except (OSError, UnreadableText):
-        return found
-    base = path.parent
-
-    def named(name: object) -> bool:
-        return isinstance(name, str) and confined(base, name, "") is None
-
-    for line in lines:
-        try:
-            row = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        if not isinstance(row, dict):
-            continue
-        items = row.get("segments") or []
-        found += [base / i["image"] for i in items if isinstance(i, dict) and named(i.get("image"))]
-        for key in ("pages", "spare_pages", "frames"):
-            if named(row.get(key)) and (folder := base / row[key]).is_dir():
-                found += sorted(
-                    p
-                    for p in folder.iterdir()
-                    if p.suffix.lower() in IMAGE_SUFFIXES and named(str(p.relative_to(base)))
-                )
-    return list(dict.fromkeys(found))
-
-
-def declared_inputs(spec: RealTask, specs_root: Path) -> list[Path]:
-    """What ``embed-pools`` reads for one dataset: its input, the pictures it names, its padding text."""
-    padding = spec.padding_path(specs_root)
-    return [*referenced_files(spec.task, spec.input_path(specs_root)), *([padding] if padding else [])]

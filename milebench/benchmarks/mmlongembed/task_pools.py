@@ -58,7 +58,8 @@ from milebench.benchmarks.mmlongembed.task_build import (
     video_segments,
 )
 from milebench.benchmarks.mmlongembed.task_inputs import Source
-from milebench.benchmarks.mmlongembed.task_spec import RealTask, Task
+from milebench.benchmarks.mmlongembed.task_kinds import Task
+from milebench.benchmarks.mmlongembed.task_spec import RealTask
 from milebench.preprocess.tokenizer import HFTokenizer
 from milebench.record_files import RecordError
 from milebench.spec.base import Spec
