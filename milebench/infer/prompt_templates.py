@@ -3,7 +3,8 @@
 ``llava_llama_2`` renders what LLaVA's ``conv_templates["llava_llama_2"].get_prompt()`` returns for one
 user message and an open assistant turn: the conversation's ``<s>`` separator is stripped from the
 front, so the text starts at ``[INST]`` (the tokenizer adds BOS). ``yi_mm_default`` is Yi-VL's
-``conv_templates["mm_default"].get_prompt()`` and ``mllava_v1`` what Mantis's ``chat_mllava`` hands the
+``conv_templates["mm_default"].get_prompt()``, ``vicuna_v1`` VILA's
+``conv_templates["vicuna_v1"].get_prompt()`` and ``mllava_v1`` what Mantis's ``chat_mllava`` hands the
 tokenizer after its ``MLlavaProcessor`` has denoted the images; ``open_flamingo`` is OpenFlamingo's
 interleaved text, which has no turn (``open_flamingo_chunked`` closes each picture's chunk before the
 next picture). Checkpoint-defined formats (chat
@@ -35,6 +36,14 @@ YI_MM_DEFAULT_SYSTEM = (
 YI_MM_DEFAULT_STOP = "###"
 """The conversation's ``sep``, which Yi-VL's ``single_inference.py`` passes as its stop keyword."""
 
+VICUNA_V1_SYSTEM = (
+    "A chat between a curious user and an artificial intelligence assistant. "
+    "The assistant gives helpful, detailed, and polite answers to the user's questions."
+)
+VICUNA_V1_STOP = "</s>"
+"""The conversation's ``sep2`` (separator style TWO), which VILA's ``run_llava.py`` passes as its stop
+keyword."""
+
 MLLAVA_V1_SYSTEM = (
     "A chat between a curious human and an artificial intelligence assistant. "
     "The assistant gives helpful, detailed, and polite answers to the human's questions."
@@ -49,6 +58,10 @@ def llava_llama_2(prompt: str) -> str:
 
 def yi_mm_default(prompt: str) -> str:
     return f"{YI_MM_DEFAULT_SYSTEM}\n\n### Human: {prompt}\n### Assistant:"
+
+
+def vicuna_v1(prompt: str) -> str:
+    return f"{VICUNA_V1_SYSTEM} USER: {prompt} ASSISTANT:"
 
 
 def mllava_v1(prompt: str) -> str:
@@ -98,6 +111,7 @@ def plain(prompt: str) -> str:
 FIXED_TEMPLATES: dict[PromptTemplate, Callable[[str], str]] = {
     PromptTemplate.LLAVA_LLAMA_2: llava_llama_2,
     PromptTemplate.YI_MM_DEFAULT: yi_mm_default,
+    PromptTemplate.VICUNA_V1: vicuna_v1,
     PromptTemplate.MLLAVA_V1: mllava_v1,
     PromptTemplate.MINIGPT_V2: minigpt_v2,
     PromptTemplate.OPEN_FLAMINGO: plain,

@@ -69,7 +69,12 @@ class YiVLForCausalLM(LlamaForCausalLM):
 
     def __init__(self, config: LlamaConfig) -> None:
         super().__init__(config)
-        self.model.mm_projector = build_projector(config)
+        self.model.mm_projector = self.projector(config)
+
+    @staticmethod
+    def projector(config: LlamaConfig) -> nn.Module:
+        """The projector the family's ``build_vision_projector`` makes of the config."""
+        return build_projector(config)
 
     def attach_vision_tower(self, tower: CLIPVisionModel) -> None:
         """The tower and the config's feature choice (``mm_vision_select_layer``, ``..._feature``)."""

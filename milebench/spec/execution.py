@@ -49,6 +49,10 @@ class PromptTemplate(StrEnum):
     OPEN_FLAMINGO_CHUNKED = "open_flamingo_chunked"
     """OpenFlamingo's interleaved text with an ``<|endofchunk|>`` before every ``<image>`` but the first,
     as its training data closes each picture's chunk of text before the next picture."""
+    VICUNA_V1 = "vicuna_v1"
+    """VILA's ``conv_templates["vicuna_v1"]`` (github.com/Efficient-Large-Model/VILA,
+    ``llava/conversation.py``), the conversation its README runs VILA-7B with, for one user message and an
+    open assistant turn: ``{system} USER: {prompt} ASSISTANT:``; its ``sep2`` ``</s>`` is the stop keyword."""
     QWEN_CHAT = "qwen_chat"
     """Qwen-VL-Chat's ``chat``: a chatml turn built by the checkpoint's remote code."""
     ALLAVA = "allava"
