@@ -14,6 +14,7 @@ from pathlib import Path
 
 from milebench.audit.plan import audit_jobs
 from milebench.containers.image import RECORDS_DIR, content_key, family
+from milebench.infer.api.prerequisites import missing_prerequisites
 from milebench.job_resources import infer_resources
 from milebench.paths import RunPaths
 from milebench.plan import cells, loads_weights, mode_tasks, model_regimes, prepare_jobs, regimes
@@ -69,6 +70,12 @@ AGGREGATE = {"aggregate": P.aggregate_json} | (
 )
 BENCHMARK_TARGETS = [P.report_html, P.report_tex, *AGGREGATE.values()]
 """The run's default target (the top Snakefile's rule all): its report and aggregate."""
+
+
+# Once, before any job runs (never in a dry run): every API model with cells left to answer has its key,
+# or is marked keyless; else the run stops here, the reason on the console.
+onstart:
+    check_api_prerequisites()
 
 
 wildcard_constraints:
