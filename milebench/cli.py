@@ -15,7 +15,7 @@ from pathlib import Path
 from milebench.errors import KitError
 from milebench.spec.base import SpecError
 from milebench.spec.names import UnknownName
-from milebench.spec.registry import DEFAULT_SPECS
+from milebench.spec.registry import DEFAULT_SPECS, limit_runs
 from milebench.spec.run import Mode
 
 log = logging.getLogger("milebench")
@@ -77,6 +77,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="milebench", description=__doc__.splitlines()[0])
     parser.add_argument("--specs", type=Path, default=DEFAULT_SPECS, help="Specs folder.")
     parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        metavar="N",
+        help="At most N samples per task and mode, the same ones every time (replaces the run spec's "
+        "limit; a subset gets no verdict against the paper). Default: the run spec's.",
+    )
     parser.add_argument(
         "--in-image",
         metavar="FAMILY",
@@ -317,6 +325,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if args.limit is not None and args.limit < 1:
+        log.error("argument --limit: must be 1 or more, not %d", args.limit)
+        return 2
+    limit_runs(args.limit)
     module_name, func_name = args.target.split(":")
     handler = getattr(importlib.import_module(module_name), func_name)
     try:

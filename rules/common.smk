@@ -104,8 +104,8 @@ def audit_inputs(job):
 def check_api_prerequisites():
     """Stop the run (its message alone, on the console) when an API model with a missing prediction file
     cannot start: its key is not set and its endpoint is not marked keyless."""
-    waiting = [m for m in MODELS.values() if any(not P.predictions(m.name, c.task, c.mode).exists() for c in CELLS if c.model == m.name)]
-    problems = missing_prerequisites(waiting)
+    waiting = {c.model for c in CELLS if not P.predictions(c.model, c.task, c.mode).exists()}
+    problems = missing_prerequisites(MODELS[name] for name in sorted(waiting))
     if problems:
         sys.exit("\n".join(["cannot start the run:", *problems]))
 

@@ -21,7 +21,7 @@ from milebench.plan import cells, loads_weights, mode_tasks, model_regimes, prep
 from milebench.preprocess.regime import tokenizer_dirs
 from milebench.spec.model import TinyWeights
 from milebench.spec.registry import load_specs, spec_hash
-from milebench.spec.run import DockerJobs, Mode, Runtime
+from milebench.spec.run import DockerJobs, Mode, Runtime, has_verdict
 from snakemake.settings.types import DeploymentMethod
 
 
@@ -55,7 +55,7 @@ if RUN.runtime is Runtime.APPTAINER:
             f"{SPECS_DIR}/runs/{RUN.name}.yaml: runtime: apptainer: run Snakemake with "
             "--software-deployment-method apptainer (or use runtime local or docker)"
         )
-    MB = Untracked(f"python -m milebench --specs {SPECS_DIR}")
+    MB = Untracked(f"python -m milebench --specs {SPECS_DIR}{LIMIT}")
 IMAGES = {name: image_uri(name, RUN.image_registry) for name in FAMILIES}
 
 DOCKER = RUN.runtime is Runtime.DOCKER
@@ -65,9 +65,7 @@ ALL_IN_IMAGES = DOCKER and RUN.docker_jobs is DockerJobs.ALL
 KIT_IMAGE = stage_image(KIT_FAMILY)
 KIT_MB = stage_mb(KIT_FAMILY)
 # The run's numbers (groups, overall columns, intervals) and, with multi-image scores, its verdict.
-AGGREGATE = {"aggregate": P.aggregate_json} | (
-    {"verdict": P.verdict_json} if Mode.MULTI_IMAGE in RUN.modes else {}
-)
+AGGREGATE = {"aggregate": P.aggregate_json} | ({"verdict": P.verdict_json} if has_verdict(RUN) else {})
 BENCHMARK_TARGETS = [P.report_html, P.report_tex, *AGGREGATE.values()]
 """The run's default target (the top Snakefile's rule all): its report and aggregate."""
 
@@ -222,6 +220,7 @@ rule preprocess:
         root=job_root(P.prepared("{task}", "{mode}", "{regime}")),
         spec=lambda w: spec_hash(SPECS.tasks[w.task]),
         skip_bad=RUN.skip_bad_samples,
+        limit=RUN.limit,
         max_pixels=RUN.max_image_pixels,
     # Threads tile combined pictures; the other modes build prompts in one thread.
     threads: lambda w: 2 if w.mode == "combined-image" else 1

@@ -25,7 +25,7 @@ from milebench.score.official import OfficialFormatError, import_official, read_
 from milebench.spec.base import SpecError
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
 from milebench.spec.run import Mode
-from milebench.stage_inputs import MissingInput
+from milebench.stage_inputs import NoSuchPath
 
 
 def data_file(root: Path, task: str, samples: list[tuple[int, str, list[str] | None]]) -> None:
@@ -146,7 +146,7 @@ def test_nothing_to_import_and_unknown_model_fail(setup: tuple[Path, Path, Path]
     specs_dir, data, _ = setup  # noqa: F811
     (tmp_path / "empty").mkdir()
     assert import_official(ns(specs_dir, tmp_path / "empty", data)) == 1
-    with pytest.raises(MissingInput, match=r"absent: official outputs folder not found; run the official"):
+    with pytest.raises(NoSuchPath, match=r"--official-outputs: .*absent: no such official outputs folder"):
         import_official(ns(specs_dir, tmp_path / "absent", data))
     other = ns(specs_dir, tmp_path, data)
     other.model = "nobody"
@@ -154,14 +154,18 @@ def test_nothing_to_import_and_unknown_model_fail(setup: tuple[Path, Path, Path]
         import_official(other)
 
 
-def test_missing_task_json_names_the_file_and_the_fetch_command(setup: tuple[Path, Path, Path]) -> None:
+def test_a_mistyped_data_dir_is_a_wrong_path_not_a_missing_download(
+    setup: tuple[Path, Path, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A --data-dir that is not there (or holds no task JSON) says so; it never suggests a fetch."""
     specs_dir, data, outputs = setup  # noqa: F811
-    with pytest.raises(MissingInput, match=r"nowhere: MileBench data folder not found; run `milebench fetch"):
+    with pytest.raises(NoSuchPath, match=r"argument --data-dir: .*nowhere: no such MileBench data folder"):
         import_official(ns(specs_dir, outputs, data.parent / "nowhere"))
+    argv = ["--specs", str(specs_dir), "import-official", "--run", "t", "--model", "random"]
+    assert cli.main([*argv, "--official-outputs", str(outputs), "--data-dir", str(data.parent / "no")]) == 2
+    assert "no such MileBench data folder" in caplog.text and "fetch" not in caplog.text
     (data / "ActionSequence" / "ActionSequence.json").unlink()
-    with pytest.raises(
-        MissingInput, match=r"ActionSequence\.json: task file not found; run `milebench fetch --run t` first"
-    ):
+    with pytest.raises(NoSuchPath, match=r"ActionSequence\.json: no such task file \(--data-dir is the Mile"):
         import_official(ns(specs_dir, outputs, data))
 
 

@@ -203,19 +203,23 @@ def snakemake(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_recipe_evaluates_a_served_model_in_one_command(tmp_path: Path) -> None:
-    fixture = {"kind": "fixture", "seed": 1, "samples_per_task": 2}
-    run, tasks = run_file()["name"], run_file()["tasks"]
+    """The guide's folder and command, on 3 fixture samples per task cut to 2 by ``--config limit=2``."""
+    fixture = {"kind": "fixture", "seed": 1, "samples_per_task": 3}
+    run, tasks, limit = run_file()["name"], run_file()["tasks"], 2
     with served(ServedModel(answer="A")) as server:
         folder = user_folder(tmp_path, server.url, fixture)
-        done = snakemake(tmp_path, "--cores", "2", "--config", "specs=my-specs", f"run={run}")
+        config = ["--config", "specs=my-specs", f"run={run}", f"limit={limit}"]
+        done = snakemake(tmp_path, "--cores", "2", *config)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert len(server.requests) == 2 * len(tasks)
+    assert len(server.requests) == limit * len(tasks)
     model = model_file()["name"]
     for task in tasks:
         score = json.loads((tmp_path / f"results/{run}/scores/{model}/multi-image/{task}.json").read_text())
-        assert score["n_scored"] == 2, task
+        assert score["n_scored"] == limit, task
     html = (tmp_path / "reports" / run / "report.html").read_text()
     assert "Your models (not in the paper)" in html and model_file()["display_name"] in html
+    assert f"Subset: at most {limit} samples per task" in html
+    assert not (tmp_path / "results" / run / "verdict.json").exists()  # a subset is never held to the paper
 
     # The same folder, a run of a model that needs a key: stopped before any job, the reason on the console.
     keyed = model_file() | {"name": "my-keyed-vlm"}

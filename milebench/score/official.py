@@ -52,7 +52,7 @@ from milebench.spec.names import check_in_run
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode, RunSpec
 from milebench.spec.task import TaskSpec
-from milebench.stage_inputs import OFFICIAL_CODE, command, preprocess_command, require
+from milebench.stage_inputs import command, given, preprocess_command, require
 
 log = logging.getLogger(__name__)
 
@@ -239,17 +239,21 @@ class ImportedTask:
 
 
 def import_task(
-    task: TaskSpec, mode: Mode, model: str, outputs: Path, data_root: Path, fetch: str
+    task: TaskSpec, mode: Mode, model: str, outputs: Path, data_root: Path, fetch: str | None
 ) -> ImportedTask | None:
     """One task's ``pred.json`` (None when the outputs have none) as the run's predictions, checked.
 
-    ``fetch`` is the command that makes the task JSON, named when it is absent.
+    ``fetch`` is the command that makes the task JSON, named when it is absent; None when ``data_root``
+    is the user's ``--data-dir``, where an absent file is a wrong path first.
     """
     path = outputs / task.name / PRED_FILE
     if not path.exists():
         return None
     records = read_official(path)
-    source = require(task_source(task, mode, data_root), "task file", fetch)
+    source = task_source(task, mode, data_root)
+    if fetch is None:
+        given(source, "--data-dir", "task file (--data-dir is the MileBench/ folder of <Task>/<Task>.json)")
+    source = require(source, "task file", fetch or "")
     task_file = read_task_file(source)
     check_against_data(records, task_file, path, source)
     return ImportedTask(task, path, to_predictions(records, task.name, mode, model), source, task_file)
@@ -320,17 +324,19 @@ def import_official(args: argparse.Namespace) -> int:
     run = specs.run(args.run)
     mode = Mode(args.mode)
     check_in_run("model", args.model, run.name, run.models, specs.root / "runs" / f"{run.name}.yaml")
-    require(args.outputs, "official outputs folder", OFFICIAL_CODE)
+    given(args.outputs, "--official-outputs", "official outputs folder")
     fetch = command("fetch", run=run.name)
     if args.data_dir is not None:
-        require(args.data_dir, "MileBench data folder", fetch)
+        given(args.data_dir, "--data-dir", "MileBench data folder")
     paths = RunPaths.for_run(run, base=args.root)
     imported = []
     for task in specs.run_tasks(run):
         if not applies(task, mode):
             continue
         data_root = args.data_dir or paths.data_root
-        found = import_task(task, mode, args.model, args.outputs, data_root, fetch)
+        found = import_task(
+            task, mode, args.model, args.outputs, data_root, None if args.data_dir is not None else fetch
+        )
         if found is None:
             log.warning("%s: no %s; the task's samples stay missing", args.outputs / task.name, PRED_FILE)
             continue

@@ -39,7 +39,7 @@ from milebench.score.uncertainty import Estimate, TaskSamples, bootstrap_table, 
 from milebench.score.verdict import Verdict, build_verdict
 from milebench.spec.base import Spec, describe_errors
 from milebench.spec.registry import Specs, load_specs
-from milebench.spec.run import Mode, RunSpec
+from milebench.spec.run import Mode, RunSpec, has_verdict
 from milebench.spec.task import Category, TaskSpec
 from milebench.stage_inputs import MissingInput, command
 
@@ -383,7 +383,7 @@ def write_aggregate(
     try:
         require_scores(run, specs.run_tasks(run), RunFiles(paths))
         result = aggregate_run(specs, run, paths, resamples, seed)
-        verdict = run_verdict(specs, run, paths, resamples, seed) if Mode.MULTI_IMAGE in run.modes else None
+        verdict = run_verdict(specs, run, paths, resamples, seed) if has_verdict(run) else None
     except (IncompleteError, RecordError) as err:
         log.error("%s", err)
         return 1

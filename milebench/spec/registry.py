@@ -26,6 +26,14 @@ from milebench.spec.weights_lock import WEIGHTS_LOCK, pin_weights
 
 DEFAULT_SPECS = package_path("milebench", "specs")
 PAPER = "paper.yaml"
+_limit: list[int] = []
+"""The command line's ``--limit`` (Snakemake's ``--config limit=N``), when given: it replaces the limit of
+the run a command looks up (``Specs.run``), in this process only."""
+
+
+def limit_runs(limit: int | None) -> None:
+    """Make every run looked up in this process a subset of at most ``limit`` samples per task."""
+    _limit[:] = [] if limit is None else [limit]
 
 
 @dataclass(frozen=True)
@@ -46,7 +54,11 @@ class Specs:
         return resolve_file(self.root, self.base, relative)
 
     def run(self, name: str) -> RunSpec:
-        return by_name(self.runs, name, "run", self.root / "runs")
+        """The run ``name``, with the command line's limit where one was given (``limit_runs``)."""
+        run = by_name(self.runs, name, "run", self.root / "runs")
+        if not _limit:
+            return run
+        return RunSpec.model_validate(run.model_dump(mode="json") | {"limit": _limit[0]})
 
     def model(self, name: str) -> ModelSpec:
         return by_name(self.models, name, "model", self.root / "models")
