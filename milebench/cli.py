@@ -310,12 +310,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def subcommand_argv(argv: Sequence[str], verbose: bool) -> list[str]:
-    """The subcommand and its options, without the global options before it (``-v`` kept)."""
+def subcommand_argv(argv: Sequence[str], verbose: bool, limit: int | None = None) -> list[str]:
+    """The subcommand and its options, without the global options before it (``-v`` and ``--limit``
+    kept: the stage in the image must see the same run)."""
     i = 0
     while i < len(argv) and argv[i].startswith("-"):
         i += 1 if argv[i] in ("-v", "--verbose") or "=" in argv[i] else 2
-    return (["-v"] if verbose else []) + list(argv[i:])
+    kept = (["-v"] if verbose else []) + ([] if limit is None else ["--limit", str(limit)])
+    return kept + list(argv[i:])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -335,7 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.in_image is not None:
             from milebench.containers.commands import in_image
 
-            return in_image(args, subcommand_argv(argv, args.verbose))
+            return in_image(args, subcommand_argv(argv, args.verbose, args.limit))
         return int(handler(args) or 0)
     except UnknownName as err:  # a name typed on the command line, not a spec file's fault
         log.error("argument %s: %s", err.argument, err.problem)

@@ -106,13 +106,14 @@ class ApiAdapter(ABC):
     default_url: ClassVar[str]
     version = "1"
 
-    def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path) -> None:
+    def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path, with_key: bool = True) -> None:
+        """``with_key=False`` builds requests without sending any (``render-input``): no key is read."""
         weights = spec.weights
         if not isinstance(weights, ApiModel) or weights.provider != self.provider:
             raise AdapterError(
                 f"model spec {spec.name!r}: weights must be kind api, provider {self.provider}"
             )
-        key = api_key(spec, self.key_env)
+        key = api_key(spec, self.key_env) if with_key else ""
         self.spec = spec
         self.weights = weights
         self.data_root = data_root
@@ -181,6 +182,19 @@ class ApiAdapter(ABC):
     @abstractmethod
     def overflow(self, status: int, message: str) -> bool:
         """Whether an error answer says the input exceeds the model's context (never retried)."""
+
+    def shown_request(self, sample: PreparedSample) -> dict[str, Any]:
+        """The request one sample is sent as, each image's data replaced by what it is: the body
+        ``answer`` posts, readable (``render-input``)."""
+        parts = prompt_parts(sample, self.data_root)
+        images = iter(sample.images)
+        shown = [
+            ImagePart(p.mime, f"<image {next(images)}: {len(p.data)} characters of base64 elided>")
+            if isinstance(p, ImagePart)
+            else p
+            for p in parts
+        ]
+        return {"url": self.url(), "body": self.body(shown)}
 
     def answer(self, sample: PreparedSample) -> tuple[str | SampleFailure, TokenUsage]:
         """One sample's answer, or its failure with a redacted detail. An answer holding the key (a
