@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
 from typing import NamedTuple
 
 from milebench.preprocess.regime import Regime, run_regimes
 from milebench.spec.model import ApiModel, BuiltinModel, ModelSpec
 from milebench.spec.registry import Specs
-from milebench.spec.run import Mode, RunSpec
+from milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.spec.task import TaskSpec
+
+log = logging.getLogger(__name__)
 
 
 class TaskMode(NamedTuple):
@@ -42,6 +46,33 @@ def loads_weights(model: ModelSpec) -> bool:
     answers every task of the mode, paying the imports and the load once instead of once per task.
     Built-in baselines and API models load nothing; they keep one job per cell, so cells run side by side."""
     return not isinstance(model.weights, (BuiltinModel, ApiModel))
+
+
+def spec_samples(task: TaskSpec, run: RunSpec) -> int:
+    """The samples ``task``'s file should hold in ``run``: the spec's count, a fixture's own."""
+    return run.data.samples_per_task if isinstance(run.data, FixtureSource) else task.n_samples
+
+
+def expected_samples(task: TaskSpec, run: RunSpec) -> int:
+    """The samples a cell of ``task`` should have in ``run``: the file's count, at most the run's
+    ``limit``; coverage counts these whatever the file holds."""
+    n = spec_samples(task, run)
+    return n if run.limit is None else min(n, run.limit)
+
+
+def warn_if_short(task: TaskSpec, run: RunSpec, n: int, source: Path) -> None:
+    """A task file with fewer samples than the spec says is read, and said so: its cells are
+    incomplete, never complete on part of the task."""
+    expected = spec_samples(task, run)
+    if n < expected:
+        log.warning(
+            "%s: %d samples, the task spec says %d; coverage counts the %d, so the task's cells are "
+            "incomplete (a cut or partial download?)",
+            source,
+            n,
+            expected,
+            expected,
+        )
 
 
 def mode_tasks(specs: Specs, run: RunSpec) -> dict[Mode, list[str]]:

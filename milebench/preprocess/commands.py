@@ -10,6 +10,7 @@ from pathlib import Path
 from milebench.data.schema import TaskFile, task_json_path
 from milebench.io import atomic_write_json, atomic_write_jsonl, sha256_file
 from milebench.paths import RunPaths
+from milebench.plan import warn_if_short
 from milebench.preprocess.prepare import load_budget, manifest, prepare_task
 from milebench.preprocess.prompt import PreprocessError
 from milebench.preprocess.regime import run_regimes, tokenizer_dirs
@@ -76,6 +77,7 @@ def preprocess(args: argparse.Namespace) -> int:
             require(folder, "tiny model checkpoint", command("tiny-model", run=run.name, model=folder.name))
         task_file = read_task_file(source)
         n_samples = len(task_file.data)
+        warn_if_short(task, run, n_samples, source)
         task_file = task_file.model_copy(update={"data": subset(task.name, task_file.data, run.limit)})
         budget = load_budget(regime, paths)
         prepared = prepare_task(

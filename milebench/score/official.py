@@ -39,7 +39,7 @@ from milebench.io import (
     sha256_text,
 )
 from milebench.paths import RunPaths
-from milebench.plan import applies
+from milebench.plan import applies, warn_if_short
 from milebench.preprocess.commands import read_task_file, task_source
 from milebench.preprocess.regime import model_regime
 from milebench.provenance import DataRevision, job_provenance, utc_now, write_provenance
@@ -340,6 +340,7 @@ def import_official(args: argparse.Namespace) -> int:
         if found is None:
             log.warning("%s: no %s; the task's samples stay missing", args.outputs / task.name, PRED_FILE)
             continue
+        warn_if_short(task, run, len(found.task_file.data), found.source)
         imported.append(found)
     for found in imported:  # every file is read and checked before the first is written
         write_predictions(paths, args.model, mode, found)
