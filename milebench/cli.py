@@ -231,6 +231,16 @@ def build_parser() -> argparse.ArgumentParser:
     _run_args(p)
     _root_arg(p)
     p.add_argument("--model", required=True, help="The run's model the predictions belong to.")
+    p.add_argument(
+        "--new-model",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="DISPLAY_NAME",
+        help="--model is a model the kit does not know: write its spec (section user, never run) into "
+        "--specs (a folder of your own) and add it to the run there; DISPLAY_NAME defaults to --model. "
+        "Default: off.",
+    )
     p.add_argument("--mode", type=Mode, choices=list(Mode), default=Mode.MULTI_IMAGE)
     _official_args(p, required=True)
 

@@ -340,3 +340,42 @@ def test_a_hostile_pred_json_is_one_named_error_exit_2_and_nothing_written(
     assert len(errors) == 1 and f"{pred}: {says}" in errors[0], done.stderr[-2000:]
     assert "Traceback" not in done.stderr + done.stdout
     assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_a_model_the_kit_does_not_know_is_imported_under_a_new_name(
+    setup: tuple[Path, Path, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    """--new-model writes the model's spec and adds it to the run, only once every file checked out."""
+    specs_dir, data, outputs = setup  # noqa: F811
+    argv = ["--specs", str(specs_dir), "import-official", "--run", "t", "--model", "my-old-run"]
+    argv += ["--official-outputs", str(outputs), "--data-dir", str(data)]
+    assert cli.main(argv) == 2  # without --new-model: an argument error naming the run's models
+    assert "'my-old-run' is not part of run 't'" in caplog.text
+    model_file = specs_dir / "models" / "my-old-run.yaml"
+
+    pred = outputs / "ActionSequence" / "pred.json"
+    good = pred.read_text()
+    pred.write_text(json.dumps([official_record(0, "not the gold", "B")]))
+    assert cli.main([*argv, "--new-model", "My old run"]) == 2
+    assert not model_file.exists() and "my-old-run" not in (specs_dir / "runs" / "t.yaml").read_text()
+
+    pred.write_text(good)
+    assert cli.main([*argv, "--new-model", "My old run"]) == 0
+    specs = load_specs(specs_dir)
+    assert specs.models["my-old-run"].display_name == "My old run"
+    assert specs.models["my-old-run"].section.value == "user"
+    assert specs.run("t").models == ("random", "my-old-run")
+    judgments = paths_of(specs_dir).judgments("my-old-run", "ActionSequence", Mode.MULTI_IMAGE)
+    assert [j["extracted"] for j in read_jsonl(judgments) if j["scorer"] == "paper"] == ["B", "AC", None]
+    assert cli.main([*argv, "--new-model"]) == 2  # a second time: the spec exists
+    assert "model spec 'my-old-run' exists" in caplog.text
+
+
+def test_a_new_model_is_never_written_into_the_shipped_specs(
+    setup: tuple[Path, Path, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    _, data, outputs = setup
+    argv = ["import-official", "--run", "smoke", "--model", "mine", "--new-model"]
+    assert cli.main([*argv, "--official-outputs", str(outputs), "--data-dir", str(data)]) == 2
+    assert "argument --new-model: writes the model's spec: give --specs a folder of your own" in caplog.text
+    assert not (DEFAULT_SPECS / "models" / "mine.yaml").exists()

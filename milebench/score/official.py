@@ -46,6 +46,7 @@ from milebench.provenance import DataRevision, job_provenance, utc_now, write_pr
 from milebench.record_files import read_prepared
 from milebench.records import GoldSample, Prediction, PreparedSample
 from milebench.score.commands import score_task, write_scores
+from milebench.score.new_model import new_model
 from milebench.score.run_aggregate import write_aggregate
 from milebench.spec.base import describe_errors
 from milebench.spec.names import check_in_run
@@ -323,8 +324,12 @@ def import_official(args: argparse.Namespace) -> int:
     specs = load_specs(args.specs)
     run = specs.run(args.run)
     mode = Mode(args.mode)
-    check_in_run("model", args.model, run.name, run.models, specs.root / "runs" / f"{run.name}.yaml")
     given(args.outputs, "--official-outputs", "official outputs folder")
+    added = None
+    if getattr(args, "new_model", None) is not None:
+        added = new_model(specs, run, args.model, args.new_model or args.model, args.outputs)
+        specs, run = added.specs, added.run
+    check_in_run("model", args.model, run.name, run.models, specs.root / "runs" / f"{run.name}.yaml")
     fetch = command("fetch", run=run.name)
     if args.data_dir is not None:
         given(args.data_dir, "--data-dir", "MileBench data folder")
@@ -342,12 +347,14 @@ def import_official(args: argparse.Namespace) -> int:
             continue
         warn_if_short(task, run, len(found.task_file.data), found.source)
         imported.append(found)
-    for found in imported:  # every file is read and checked before the first is written
-        write_predictions(paths, args.model, mode, found)
-        score_imported(specs, run, paths, args.model, found, mode, args.data_dir)
     if not imported:
         log.error("%s: no <Task>/%s of any task of run %s", args.outputs, PRED_FILE, run.name)
         return 1
+    if added is not None:
+        added.write()
+    for found in imported:  # every file is read and checked before the first is written
+        write_predictions(paths, args.model, mode, found)
+        score_imported(specs, run, paths, args.model, found, mode, args.data_dir)
     if not args.report:
         return 0
     from milebench.report.commands import report_run  # the report loads matplotlib: only when asked
