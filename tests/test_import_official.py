@@ -379,3 +379,22 @@ def test_a_new_model_is_never_written_into_the_shipped_specs(
     assert cli.main([*argv, "--official-outputs", str(outputs), "--data-dir", str(data)]) == 2
     assert "argument --new-model: writes the model's spec: give --specs a folder of your own" in caplog.text
     assert not (DEFAULT_SPECS / "models" / "mine.yaml").exists()
+
+
+def test_jsonl_records_give_the_same_judgments_as_the_official_list(setup: tuple[Path, Path, Path]) -> None:
+    specs_dir, data, outputs = setup  # noqa: F811
+    argv = ["--specs", str(specs_dir), "import-official", "--run", "t", "--model", "random"]
+    argv += ["--official-outputs", str(outputs), "--data-dir", str(data)]
+    judgments = paths_of(specs_dir).judgments("random", "ActionSequence", Mode.MULTI_IMAGE)
+    assert cli.main(argv) == 0
+    from_list = [{k: v for k, v in j.items()} for j in read_jsonl(judgments)]
+    pred = outputs / "ActionSequence" / "pred.json"
+    lines = outputs / "ActionSequence" / "pred.jsonl"
+    lines.write_text("".join(json.dumps(r) + "\n" for r in json.loads(pred.read_text())) + "\n")
+    assert cli.main(argv) == 2  # both files: which is meant is not guessed
+    pred.unlink()
+    assert cli.main(argv) == 0
+    assert list(read_jsonl(judgments)) == from_list
+    lines.write_text(lines.read_text().replace("}\n", "\n", 1))
+    with pytest.raises(OfficialFormatError, match=r"pred\.jsonl: line 1: invalid JSON"):
+        read_official(lines)
