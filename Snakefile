@@ -40,6 +40,7 @@ from pathlib import Path
 from milebench.errors import KitError
 from milebench.spec.benchmark import benchmark_of_run
 from milebench.spec.base import SpecError
+from milebench.spec.registry import limit_runs
 from milebench.spec.workflow_config import workflow_config
 
 
@@ -56,7 +57,10 @@ try:
 except (SpecError, KitError) as err:
     sys.exit(str(err))
 # The kit's command on the host; MileBench's rules run it in the images under runtime apptainer.
-MB = Untracked(f"{sys.executable} -m milebench --specs {SPECS_DIR}")
+# `--config limit=N` replaces the run spec's limit, in this plan and in every job's command.
+LIMIT = "" if CONFIG.limit is None else f" --limit {CONFIG.limit}"
+limit_runs(CONFIG.limit)
+MB = Untracked(f"{sys.executable} -m milebench --specs {SPECS_DIR}{LIMIT}")
 KIT_FAMILY = "kit"
 
 

@@ -16,7 +16,7 @@ from milebench.errors import KitError
 from milebench.spec.base import SpecError
 from milebench.spec.benchmark import benchmarks
 from milebench.spec.names import UnknownName
-from milebench.spec.registry import DEFAULT_SPECS
+from milebench.spec.registry import DEFAULT_SPECS, limit_runs
 from milebench.spec.run import MAX_BATCH_SIZE, MAX_REPEATS, MAX_RESAMPLES, Mode
 
 log = logging.getLogger("milebench")
@@ -104,6 +104,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="milebench", description=__doc__.splitlines()[0])
     parser.add_argument("--specs", type=Path, default=DEFAULT_SPECS, help="Specs folder.")
     parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        metavar="N",
+        help="At most N samples per task and mode, the same ones every time (replaces the run spec's "
+        "limit; a subset gets no verdict against the paper). Default: the run spec's.",
+    )
     parser.add_argument(
         "--in-image",
         metavar="FAMILY",
@@ -261,6 +269,16 @@ def build_parser() -> argparse.ArgumentParser:
     _run_args(p)
     _root_arg(p)
     p.add_argument("--model", required=True, help="The run's model the predictions belong to.")
+    p.add_argument(
+        "--new-model",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="DISPLAY_NAME",
+        help="--model is a model the kit does not know: write its spec (section user, never run) into "
+        "--specs (a folder of your own) and add it to the run there; DISPLAY_NAME defaults to --model. "
+        "Default: off.",
+    )
     p.add_argument("--mode", type=Mode, choices=list(Mode), default=Mode.MULTI_IMAGE)
     _official_args(p, required=True)
 
@@ -323,12 +341,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def subcommand_argv(argv: Sequence[str], verbose: bool) -> list[str]:
-    """The subcommand and its options, without the global options before it (``-v`` kept)."""
+def subcommand_argv(argv: Sequence[str], verbose: bool, limit: int | None = None) -> list[str]:
+    """The subcommand and its options, without the global options before it (``-v`` and ``--limit``
+    kept: the stage in the image must see the same run)."""
     i = 0
     while i < len(argv) and argv[i].startswith("-"):
         i += 1 if argv[i] in ("-v", "--verbose") or "=" in argv[i] else 2
-    return (["-v"] if verbose else []) + list(argv[i:])
+    kept = (["-v"] if verbose else []) + ([] if limit is None else ["--limit", str(limit)])
+    return kept + list(argv[i:])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -344,13 +364,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if args.limit is not None and args.limit < 1:
+        log.error("argument --limit: must be 1 or more, not %d", args.limit)
+        return 2
+    limit_runs(args.limit)
     module_name, func_name = args.target.split(":")
     handler = getattr(importlib.import_module(module_name), func_name)
     try:
         if args.in_image is not None:
             from milebench.containers.commands import in_image
 
-            return in_image(args, subcommand_argv(argv, args.verbose))
+            return in_image(args, subcommand_argv(argv, args.verbose, args.limit))
         return int(handler(args) or 0)
     except UnknownName as err:  # a name typed on the command line, not a spec file's fault
         log.error("argument %s: %s", err.argument, err.problem)

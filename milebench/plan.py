@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import NamedTuple
 
 from milebench.preprocess.regime import Regime, run_regimes
@@ -9,6 +10,8 @@ from milebench.spec.model import ApiModel, BuiltinModel, ModelSpec
 from milebench.spec.registry import Specs
 from milebench.spec.run import Mode, RunSpec
 from milebench.spec.task import TaskSpec
+
+log = logging.getLogger(__name__)
 
 
 class TaskMode(NamedTuple):

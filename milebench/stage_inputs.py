@@ -31,7 +31,7 @@ MADE_BY: dict[str, tuple[str, ...]] = {
     "compare": ("milebench score",),
     "audit batch": ("milebench preprocess", "milebench tiny-model"),
     "audit drift": ("milebench score",),
-    "import-official": (OFFICIAL_CODE, "milebench fetch"),
+    "import-official": (),  # its folders are typed by the user: a wrong one is a NoSuchPath
     "image build": (),
     "image uri": (),
     "image prune": (),
@@ -57,6 +57,22 @@ class MissingInput(KitError):
 
     def __init__(self, path: Path, what: str, made_by: str) -> None:
         super().__init__(f"{path}: {what} not found; run {made_by} first")
+
+
+class NoSuchPath(KitError):
+    """A path the user typed (``--data-dir``) that is not there: a typo first, never a hint to make it."""
+
+    exit_status = 2
+
+    def __init__(self, argument: str, path: Path, what: str) -> None:
+        super().__init__(f"argument {argument}: {path}: no such {what} (check the path)")
+
+
+def given(path: Path, argument: str, what: str) -> Path:
+    """``path``, typed by the user as ``argument``, when it exists, else ``NoSuchPath``."""
+    if not path.exists():
+        raise NoSuchPath(argument, path, what)
+    return path
 
 
 def require(path: Path, what: str, made_by: str) -> Path:

@@ -5,6 +5,7 @@ Untracked, image_uri and job_root serve every benchmark; the others read rules/m
 run, its models, the runtime) when a MileBench job is planned.
 """
 
+import sys
 from pathlib import Path
 
 from milebench.containers.image import RECORDS_DIR, registry_uri
@@ -98,6 +99,15 @@ def audit_inputs(job):
     inputs = infer_inputs(job.plan.model, job.plan.mode, job.tasks)
     family_name = job.model.container or KIT_FAMILY
     return inputs | {"image": [RECORDS_DIR / f"{family_name}.json"] if DOCKER else []}
+
+
+def check_api_prerequisites():
+    """Stop the run (its message alone, on the console) when an API model with a missing prediction file
+    cannot start: its key is not set and its endpoint is not marked keyless."""
+    waiting = {c.model for c in CELLS if not P.predictions(c.model, c.task, c.mode).exists()}
+    problems = missing_prerequisites(MODELS[name] for name in sorted(waiting))
+    if problems:
+        sys.exit("\n".join(["cannot start the run:", *problems]))
 
 
 def infer_command(w):

@@ -14,13 +14,14 @@ from pathlib import Path
 
 from milebench.audit.plan import audit_jobs
 from milebench.containers.image import RECORDS_DIR, content_key, family
+from milebench.infer.api.prerequisites import missing_prerequisites
 from milebench.job_resources import infer_resources
 from milebench.paths import RunPaths
 from milebench.plan import cells, loads_weights, mode_tasks, model_regimes, prepare_jobs, regimes
 from milebench.preprocess.regime import tokenizer_dirs
 from milebench.spec.model import TinyWeights
 from milebench.spec.registry import load_specs, spec_hash
-from milebench.spec.run import DockerJobs, Mode, Runtime
+from milebench.spec.run import DockerJobs, Mode, Runtime, has_verdict
 from snakemake.settings.types import DeploymentMethod
 
 
@@ -54,7 +55,7 @@ if RUN.runtime is Runtime.APPTAINER:
             f"{SPECS_DIR}/runs/{RUN.name}.yaml: runtime: apptainer: run Snakemake with "
             "--software-deployment-method apptainer (or use runtime local or docker)"
         )
-    MB = Untracked(f"python -m milebench --specs {SPECS_DIR}")
+    MB = Untracked(f"python -m milebench --specs {SPECS_DIR}{LIMIT}")
 IMAGES = {name: image_uri(name, RUN.image_registry) for name in FAMILIES}
 
 DOCKER = RUN.runtime is Runtime.DOCKER
@@ -64,11 +65,15 @@ ALL_IN_IMAGES = DOCKER and RUN.docker_jobs is DockerJobs.ALL
 KIT_IMAGE = stage_image(KIT_FAMILY)
 KIT_MB = stage_mb(KIT_FAMILY)
 # The run's numbers (groups, overall columns, intervals) and, with multi-image scores, its verdict.
-AGGREGATE = {"aggregate": P.aggregate_json} | (
-    {"verdict": P.verdict_json} if Mode.MULTI_IMAGE in RUN.modes else {}
-)
+AGGREGATE = {"aggregate": P.aggregate_json} | ({"verdict": P.verdict_json} if has_verdict(RUN) else {})
 BENCHMARK_TARGETS = [P.report_html, P.report_tex, *AGGREGATE.values()]
 """The run's default target (the top Snakefile's rule all): its report and aggregate."""
+
+
+# Once, before any job runs (never in a dry run): every API model with cells left to answer has its key,
+# or is marked keyless; else the run stops here, the reason on the console.
+onstart:
+    check_api_prerequisites()
 
 
 wildcard_constraints:
@@ -215,6 +220,7 @@ rule preprocess:
         root=job_root(P.prepared("{task}", "{mode}", "{regime}")),
         spec=lambda w: spec_hash(SPECS.tasks[w.task]),
         skip_bad=RUN.skip_bad_samples,
+        limit=RUN.limit,
         max_pixels=RUN.max_image_pixels,
     # Threads tile combined pictures; the other modes build prompts in one thread.
     threads: lambda w: 2 if w.mode == "combined-image" else 1

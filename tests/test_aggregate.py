@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from milebench.records import Judgment
@@ -23,8 +25,9 @@ from milebench.score.aggregate import (
 )
 from milebench.spec.base import load_spec
 from milebench.spec.paper import PaperSpec
-from milebench.spec.registry import DEFAULT_SPECS
+from milebench.spec.registry import DEFAULT_SPECS, load_specs
 from milebench.spec.run import Mode
+from milebench.spec.samples import expected_samples, warn_if_short
 from milebench.spec.task import GROUP_CATEGORY, Group, Metric, QuestionType, ScorerKind, TaskSpec
 
 PAPER_YAML = DEFAULT_SPECS / "paper.yaml"
@@ -132,17 +135,30 @@ def test_coverage_counts_missing_files_and_samples() -> None:
             score=1.0, scored_only=1.0, n=n, n_scored=scored, n_missing=missing, n_failed=failed, levels={},
         )  # fmt: skip
 
-    cov = coverage([score(10, 7, 2, 1), None, score(5, 5, 0, 0)])
+    cov = coverage([(score(10, 7, 2, 1), 10), (None, 5), (score(5, 5, 0, 0), 5)])
     assert (cov.tasks_expected, cov.tasks_missing) == (3, 1)
     assert (cov.samples_expected, cov.samples_scored, cov.samples_missing, cov.samples_failed) == (
-        15,
+        20,
         12,
         2,
         1,
     )
-    assert cov.fraction == pytest.approx(0.8)
+    assert cov.fraction == pytest.approx(0.6)  # the missing task's 5 expected samples count
     assert not cov.complete
-    assert coverage([score(5, 5, 0, 0)]).complete
+    assert coverage([(score(5, 5, 0, 0), 5)]).complete
+
+
+def test_coverage_counts_the_specs_samples_of_missing_and_short_tasks() -> None:
+    """6 of 29 tasks scored is not 100%, and a 3-sample file of a 200-sample task is not complete."""
+    full = TaskScore(
+        task="t", model="m", mode=Mode.MULTI_IMAGE, scorer="paper", denominator=Denominator.EXPECTED,
+        score=1.0, scored_only=1.0, n=200, n_scored=200, n_missing=0, n_failed=0, levels={},
+    )  # fmt: skip
+    six = coverage([(full, 200)] * 6 + [(None, 200)] * 23)
+    assert six.fraction == pytest.approx(6 / 29) and not six.complete
+    short = full.model_copy(update={"n": 3, "n_scored": 3})
+    assert coverage([(short, 200)]).fraction == pytest.approx(3 / 200)
+    assert not coverage([(short, 200)]).complete
 
 
 @pytest.fixture(scope="module")
@@ -201,3 +217,20 @@ def test_contamination_regular_is_the_main_table_overall_real(paper: PaperSpec) 
     for row in paper.contamination.rows:
         assert row.regular == main[row.model].overall_real
         assert row.delta == pytest.approx(row.regular - row.adv, abs=1e-9)
+
+
+def test_each_task_expects_its_specs_count_a_fixtures_own_and_at_most_the_limit(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    specs = load_specs()
+    paper, smoke = specs.run("paper"), specs.run("smoke")
+    task = specs.tasks["ALFRED"]
+    assert expected_samples(task, paper) == task.n_samples
+    assert expected_samples(task, smoke) == smoke.data.samples_per_task  # type: ignore[union-attr]
+    limited = paper.model_copy(update={"limit": 5})
+    assert expected_samples(task, limited) == min(5, task.n_samples)
+    warn_if_short(task, paper, 3, Path("ALFRED.json"))
+    assert f"ALFRED.json: 3 samples, the task spec says {task.n_samples}" in caplog.text
+    caplog.clear()
+    warn_if_short(task, smoke, smoke.data.samples_per_task, Path("ALFRED.json"))  # type: ignore[union-attr]
+    assert not caplog.text

@@ -26,7 +26,7 @@ from milebench.score.official import OfficialFormatError, read_official
 from milebench.spec.base import SpecError
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
 from milebench.spec.run import Mode
-from milebench.stage_inputs import MissingInput
+from milebench.stage_inputs import NoSuchPath
 
 
 def data_file(root: Path, task: str, samples: list[tuple[int, str, list[str] | None]]) -> None:
@@ -147,7 +147,7 @@ def test_nothing_to_import_and_unknown_model_fail(setup: tuple[Path, Path, Path]
     specs_dir, data, _ = setup  # noqa: F811
     (tmp_path / "empty").mkdir()
     assert import_official(ns(specs_dir, tmp_path / "empty", data)) == 1
-    with pytest.raises(MissingInput, match=r"absent: official outputs folder not found; run the official"):
+    with pytest.raises(NoSuchPath, match=r"--official-outputs: .*absent: no such official outputs folder"):
         import_official(ns(specs_dir, tmp_path / "absent", data))
     other = ns(specs_dir, tmp_path, data)
     other.model = "nobody"
@@ -155,14 +155,18 @@ def test_nothing_to_import_and_unknown_model_fail(setup: tuple[Path, Path, Path]
         import_official(other)
 
 
-def test_missing_task_json_names_the_file_and_the_fetch_command(setup: tuple[Path, Path, Path]) -> None:
+def test_a_mistyped_data_dir_is_a_wrong_path_not_a_missing_download(
+    setup: tuple[Path, Path, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A --data-dir that is not there (or holds no task JSON) says so; it never suggests a fetch."""
     specs_dir, data, outputs = setup  # noqa: F811
-    with pytest.raises(MissingInput, match=r"nowhere: MileBench data folder not found; run `milebench fetch"):
+    with pytest.raises(NoSuchPath, match=r"argument --data-dir: .*nowhere: no such MileBench data folder"):
         import_official(ns(specs_dir, outputs, data.parent / "nowhere"))
+    argv = ["--specs", str(specs_dir), "import-official", "--run", "t", "--model", "random"]
+    assert cli.main([*argv, "--official-outputs", str(outputs), "--data-dir", str(data.parent / "no")]) == 2
+    assert "no such MileBench data folder" in caplog.text and "fetch" not in caplog.text
     (data / "ActionSequence" / "ActionSequence.json").unlink()
-    with pytest.raises(
-        MissingInput, match=r"ActionSequence\.json: task file not found; run `milebench fetch --run t` first"
-    ):
+    with pytest.raises(NoSuchPath, match=r"ActionSequence\.json: no such task file \(--data-dir is the Mile"):
         import_official(ns(specs_dir, outputs, data))
 
 
@@ -337,3 +341,61 @@ def test_a_hostile_pred_json_is_one_named_error_exit_2_and_nothing_written(
     assert len(errors) == 1 and f"{pred}: {says}" in errors[0], done.stderr[-2000:]
     assert "Traceback" not in done.stderr + done.stdout
     assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_a_model_the_kit_does_not_know_is_imported_under_a_new_name(
+    setup: tuple[Path, Path, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    """--new-model writes the model's spec and adds it to the run, only once every file checked out."""
+    specs_dir, data, outputs = setup  # noqa: F811
+    argv = ["--specs", str(specs_dir), "import-official", "--run", "t", "--model", "my-old-run"]
+    argv += ["--official-outputs", str(outputs), "--data-dir", str(data)]
+    assert cli.main(argv) == 2  # without --new-model: an argument error naming the run's models
+    assert "'my-old-run' is not part of run 't'" in caplog.text
+    model_file = specs_dir / "models" / "my-old-run.yaml"
+
+    pred = outputs / "ActionSequence" / "pred.json"
+    good = pred.read_text()
+    pred.write_text(json.dumps([official_record(0, "not the gold", "B")]))
+    assert cli.main([*argv, "--new-model", "My old run"]) == 2
+    assert not model_file.exists() and "my-old-run" not in (specs_dir / "runs" / "t.yaml").read_text()
+
+    pred.write_text(good)
+    assert cli.main([*argv, "--new-model", "My old run"]) == 0
+    specs = load_specs(specs_dir)
+    assert specs.models["my-old-run"].display_name == "My old run"
+    assert specs.models["my-old-run"].section.value == "user"
+    assert specs.run("t").models == ("random", "my-old-run")
+    judgments = paths_of(specs_dir).judgments("my-old-run", "ActionSequence", Mode.MULTI_IMAGE)
+    assert [j["extracted"] for j in read_jsonl(judgments) if j["scorer"] == "paper"] == ["B", "AC", None]
+    assert cli.main([*argv, "--new-model"]) == 2  # a second time: the spec exists
+    assert "model spec 'my-old-run' exists" in caplog.text
+
+
+def test_a_new_model_is_never_written_into_the_shipped_specs(
+    setup: tuple[Path, Path, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    _, data, outputs = setup
+    argv = ["import-official", "--run", "smoke", "--model", "mine", "--new-model"]
+    assert cli.main([*argv, "--official-outputs", str(outputs), "--data-dir", str(data)]) == 2
+    assert "argument --new-model: writes the model's spec: give --specs a folder of your own" in caplog.text
+    assert not (DEFAULT_SPECS / "models" / "mine.yaml").exists()
+
+
+def test_jsonl_records_give_the_same_judgments_as_the_official_list(setup: tuple[Path, Path, Path]) -> None:
+    specs_dir, data, outputs = setup  # noqa: F811
+    argv = ["--specs", str(specs_dir), "import-official", "--run", "t", "--model", "random"]
+    argv += ["--official-outputs", str(outputs), "--data-dir", str(data)]
+    judgments = paths_of(specs_dir).judgments("random", "ActionSequence", Mode.MULTI_IMAGE)
+    assert cli.main(argv) == 0
+    from_list = [{k: v for k, v in j.items()} for j in read_jsonl(judgments)]
+    pred = outputs / "ActionSequence" / "pred.json"
+    lines = outputs / "ActionSequence" / "pred.jsonl"
+    lines.write_text("".join(json.dumps(r) + "\n" for r in json.loads(pred.read_text())) + "\n")
+    assert cli.main(argv) == 2  # both files: which is meant is not guessed
+    pred.unlink()
+    assert cli.main(argv) == 0
+    assert list(read_jsonl(judgments)) == from_list
+    lines.write_text(lines.read_text().replace("}\n", "\n", 1))
+    with pytest.raises(OfficialFormatError, match=r"pred\.jsonl: line 1: invalid JSON"):
+        read_official(lines)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 import shutil
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from milebench.infer.tiny import build_tiny
 from milebench.io import atomic_write_jsonl
 from milebench.paths import RunPaths
 from milebench.preprocess.regime import model_regime
-from milebench.records import PreparedSample
+from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
 from milebench.spec.run import Mode
 
@@ -229,3 +231,42 @@ def test_ports_show_their_original_input(
     side = max(width, height)
     padding = f"padded with (122, 116, 104) to {side}x{side}" if pads and width != height else "no padding"
     assert f"  1. {sample.images[0]}: {width}x{height}, {padding} -> pixels (3, 32, 32)\n" in out
+
+
+@pytest.fixture(scope="module")
+def served_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, PreparedSample]:
+    """The smoke specs copy with GPT-4o in its run and one task prepared for it."""
+    specs_dir = smoke_specs(tmp_path_factory.mktemp("render-api"))
+    run_file = specs_dir / "runs" / "smoke.yaml"
+    run_data = yaml.safe_load(run_file.read_text())
+    run_data["models"] = [*run_data["models"], "gpt-4o"]
+    run_file.write_text(yaml.safe_dump(run_data))
+    return specs_dir, prepare_one(specs_dir, "gpt-4o")
+
+
+def test_an_api_model_shows_its_request_with_images_elided(
+    served_run: tuple[Path, PreparedSample],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No key is needed to see the request, and none is shown; every image stands in place, its data out."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    specs_dir, sample = served_run
+    assert render(specs_dir, "gpt-4o", TASK, sample.sample_id) == 0
+    out = capsys.readouterr().out
+    assert "POST https://api.openai.com/v1/chat/completions\n" in out
+    assert "key: OPENAI_API_KEY, in the request's headers (not shown)\n" in out
+    body = json.loads(
+        out.split("----- request body -----\n")[1].split("\n----- end of request body -----")[0]
+    )
+    assert body["model"] == "gpt-4o" and body["temperature"] == 0
+    content = body["messages"][0]["content"]
+    images = [part["image_url"]["url"] for part in content if part["type"] == "image_url"]
+    assert len(images) == len(sample.images)
+    for url, path in zip(images, sample.images, strict=True):
+        assert re.fullmatch(
+            rf"data:image/\w+;base64,<image {re.escape(path)}: \d+ characters of base64 elided>", url
+        )
+    texts = "".join(part["text"] for part in content if part["type"] == "text")
+    assert texts == sample.prompt.replace(IMAGE_PLACEHOLDER, "")

@@ -76,7 +76,7 @@ def test_smoke_dry_run_builds_fixture_and_tiny_models(tmp_path: Path) -> None:
     assert counts["preprocess"] == 3 * 29  # random reads the unlimited regime, each tiny model its own
 
 
-@pytest.mark.parametrize("given", ["runs=paper", "limit=5"])
+@pytest.mark.parametrize("given", ["runs=paper", "limits=5"])
 def test_an_unknown_config_key_is_refused_by_name_before_anything_is_planned(
     tmp_path: Path, given: str
 ) -> None:

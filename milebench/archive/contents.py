@@ -132,10 +132,13 @@ def run_files(run: RunSpec, paths: RunPaths) -> list[Item]:
 
 
 def spec_files(specs: Specs, run: RunSpec) -> list[Item]:
-    """The whole specs folder the run used: its run spec, models, tasks, paper numbers and locks."""
+    """The whole specs folder the run used: its run spec, models, tasks, paper numbers and locks; of an
+    overlay, its own files and the shipped files it does not replace, so the bundle's folder is whole."""
     items = []
-    for path in files_under(specs.root):
-        rel = PurePosixPath(path.relative_to(specs.root).as_posix())
+    found = {} if specs.base is None else {p.relative_to(specs.base): p for p in files_under(specs.base)}
+    found |= {p.relative_to(specs.root): p for p in files_under(specs.root)}
+    for relative, path in sorted(found.items()):
+        rel = PurePosixPath(relative.as_posix())
         if skipped(rel) or "__pycache__" in rel.parts:
             continue
         role = Role.RUN_SPEC if rel == PurePosixPath("runs", f"{run.name}.yaml") else Role.SPEC

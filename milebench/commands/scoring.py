@@ -10,12 +10,14 @@ import logging
 from milebench.paths import RunPaths
 from milebench.plan import applies
 from milebench.score.commands import score_one_task
+from milebench.score.new_model import new_model
 from milebench.score.official import PRED_FILE, import_task, score_imported, write_predictions
 from milebench.score.run_aggregate import write_aggregate
 from milebench.spec.names import check_in_run
 from milebench.spec.registry import load_specs
 from milebench.spec.run import Mode
-from milebench.stage_inputs import OFFICIAL_CODE, command, require
+from milebench.spec.samples import warn_if_short
+from milebench.stage_inputs import command, given
 
 log = logging.getLogger(__name__)
 
@@ -29,28 +31,37 @@ def import_official(args: argparse.Namespace) -> int:
     specs = load_specs(args.specs)
     run = specs.run(args.run)
     mode = Mode(args.mode)
+    given(args.outputs, "--official-outputs", "official outputs folder")
+    added = None
+    if getattr(args, "new_model", None) is not None:
+        added = new_model(specs, run, args.model, args.new_model or args.model, args.outputs)
+        specs, run = added.specs, added.run
     check_in_run("model", args.model, run.name, run.models, specs.root / "runs" / f"{run.name}.yaml")
-    require(args.outputs, "official outputs folder", OFFICIAL_CODE)
     fetch = command("fetch", run=run.name)
     if args.data_dir is not None:
-        require(args.data_dir, "MileBench data folder", fetch)
+        given(args.data_dir, "--data-dir", "MileBench data folder")
     paths = RunPaths.for_run(run, base=args.root)
     imported = []
     for task in specs.run_tasks(run):
         if not applies(task, mode):
             continue
         data_root = args.data_dir or paths.data_root
-        found = import_task(task, mode, args.model, args.outputs, data_root, fetch)
+        found = import_task(
+            task, mode, args.model, args.outputs, data_root, None if args.data_dir is not None else fetch
+        )
         if found is None:
             log.warning("%s: no %s; the task's samples stay missing", args.outputs / task.name, PRED_FILE)
             continue
+        warn_if_short(task, run, len(found.task_file.data), found.source)
         imported.append(found)
-    for found in imported:  # every file is read and checked before the first is written
-        write_predictions(paths, args.model, mode, found)
-        score_imported(specs, run, paths, args.model, found, mode, args.data_dir)
     if not imported:
         log.error("%s: no <Task>/%s of any task of run %s", args.outputs, PRED_FILE, run.name)
         return 1
+    if added is not None:
+        added.write()
+    for found in imported:  # every file is read and checked before the first is written
+        write_predictions(paths, args.model, mode, found)
+        score_imported(specs, run, paths, args.model, found, mode, args.data_dir)
     if not args.report:
         return 0
     from milebench.report.commands import report_run  # the report loads matplotlib: only when asked

@@ -43,11 +43,11 @@ def _check_locks(specs: Specs) -> None:
         lock_ref = getattr(run.data, "lock", None)
         if lock_ref is None:
             continue
-        lock_path = specs.root / lock_ref
+        lock_path = specs.file(lock_ref)
         if not lock_path.exists():
-            raise SpecError(specs.root / "runs" / f"{name}.yaml", [("data.lock", f"no file {lock_path}")])
+            raise SpecError(specs.file(f"runs/{name}.yaml"), [("data.lock", f"no file {lock_path}")])
         load_lock(lock_path, require_complete=False)
-    weights_path = specs.root / WEIGHTS_LOCK
+    weights_path = specs.file(WEIGHTS_LOCK)
     if weights_path.exists():
         check_weights_lock(load_weights_lock(weights_path), specs.models, weights_path)
 

@@ -37,7 +37,7 @@ def fetch_weights(args: argparse.Namespace) -> int:
 
     specs = load_specs(args.specs)
     try:
-        spec = pin_weights(specs.model(args.model), specs.root)
+        spec = pin_weights(specs.model(args.model), specs.lock_root())
         for name, path in fetch_weight_files(spec).items():
             log.info("%s: %s verified at %s", spec.name, name, path)
     except FetchError as err:

@@ -94,7 +94,8 @@ def lock_weights(args: argparse.Namespace) -> int:
     specs = load_specs(args.specs)
     out = Path(args.specs) / WEIGHTS_LOCK
     models = specs.models if args.run is None else {n: specs.model(n) for n in specs.run(args.run).models}
-    old = load_weights_lock(out) if out.exists() else None
+    current = specs.file(WEIGHTS_LOCK)  # an overlay without its own lock starts from the shipped one
+    old = load_weights_lock(current) if current.exists() else None
     lock = resolve_revisions(models, HfApi(), ref=args.ref)
     try:
         files = resolve_files(models, old.files if old else {}, weights_cache())

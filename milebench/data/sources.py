@@ -29,7 +29,7 @@ class ResolvedSource:
 
 def run_spec_path(specs: Specs, run: RunSpec) -> Path:
     """The file a run spec was loaded from (the registry requires name == file stem)."""
-    return specs.root / "runs" / f"{run.name}.yaml"
+    return specs.file(f"runs/{run.name}.yaml")
 
 
 def resolve_source(specs: Specs, run: RunSpec, paths: RunPaths) -> ResolvedSource:
@@ -38,9 +38,9 @@ def resolve_source(specs: Specs, run: RunSpec, paths: RunPaths) -> ResolvedSourc
     if isinstance(source, LocalSource):
         return _local(specs, run, source)
     if isinstance(source, HubSource):
-        return _hub(specs.root / source.lock)
+        return _hub(specs.file(source.lock))
     if isinstance(source, MirrorSource):
-        return _mirror(source.url, specs.root / source.lock, {"kind": "mirror", "url": source.url})
+        return _mirror(source.url, specs.file(source.lock), {"kind": "mirror", "url": source.url})
     if isinstance(source, FixtureSource):
         lock_path = require(paths.mirror / FIXTURE_LOCK, "fixture lock", command("fixture", out=paths.mirror))
         return _mirror(str(paths.mirror), lock_path, {"kind": "fixture", "path": str(paths.mirror)})

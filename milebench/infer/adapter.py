@@ -13,6 +13,10 @@ from milebench.records import FailureKind, PreparedSample
 from milebench.spec.model import ModelSpec
 from milebench.spec.run import ContextOverflow
 
+FIRST_FAILURES = 5
+"""A cell whose first this many answered samples all failed stops: the endpoint or the spec is wrong, and
+every further sample would fail the same way (after its retries)."""
+
 
 class AdapterError(KitError, RuntimeError):
     """A model spec that cannot be run by this kit; the message names the spec."""
@@ -91,6 +95,14 @@ class BuildsInputs(Protocol):
     def answer(self, samples: Sequence[PreparedSample], inputs: Any) -> list[str | SampleFailure]:
         """``generate`` from inputs already built by ``encode``."""
         ...
+
+
+@runtime_checkable
+class Preflight(Protocol):
+    """Adapters that can check, with one cheap request, that their endpoint is there before any sample
+    is sent (API models); ``preflight`` raises ``AdapterError`` when it is not."""
+
+    def preflight(self) -> None: ...
 
 
 @runtime_checkable

@@ -9,7 +9,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from milebench.infer.adapter import AdapterError
+from milebench.infer.adapter import AdapterError, Preflight
 from milebench.infer.cell import CellJob
 from milebench.infer.threads import limit_threads, split_threads
 from milebench.paths import RunPaths
@@ -73,6 +73,8 @@ def infer(args: argparse.Namespace) -> int:
         regime = model_regime(specs, run, spec.name, mode)
         start = time.perf_counter()
         adapter = load_adapter(spec, paths, paths.data_root, run.context_overflow)
+        if isinstance(adapter, Preflight):
+            adapter.preflight()
     except AdapterError as err:
         log.error("%s", err)
         return 1

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from milebench.infer.adapter import (
+    FIRST_FAILURES,
     Adapter,
     AdapterError,
     BuildsInputs,
@@ -389,6 +390,16 @@ def run_model(
     return summary
 
 
+def first_failures(label: str, failed: Sequence[Prediction]) -> AdapterError:
+    """Why a cell stops when its first ``FIRST_FAILURES`` answered samples all failed: the rest would
+    fail alike. What was answered stays in the journal."""
+    first = failed[0]
+    return AdapterError(
+        f"{label}: the first {len(failed)} samples all failed, so the cell stops (first failure: "
+        f"{first.failure} {(first.failure_detail or '')[:300]})"
+    )
+
+
 def answer_cell(
     adapter: Adapter,
     spec: ModelSpec,
@@ -419,6 +430,7 @@ def answer_cell(
     )
     skipped = {p.sample_id for p in refused}
     batches = plan_batches([s for s in pending if s.sample_id not in skipped], spec.batch)
+    succeeded, failed_first = False, []
     with Progress(label, len(pending)) as progress, JsonlAppender(journal) as appender:
         for predictions in answered_batches(adapter, spec, batches, keys, input_workers, refused):
             appender.append(pred.model_dump(mode="json") for pred in predictions)
@@ -427,6 +439,11 @@ def answer_cell(
                 if pred.failure is not None:
                     failures[pred.failure.value] += 1
             progress.update(len(predictions), sum(p.failure is not None for p in predictions))
+            answered = [p for p in predictions if p.sample_id not in skipped]
+            succeeded = succeeded or any(p.failure is None for p in answered)
+            failed_first += [] if succeeded else answered
+            if len(failed_first) >= FIRST_FAILURES:
+                raise first_failures(label, failed_first)
     atomic_write_jsonl(out, (records[i].model_dump(mode="json") for i in ids))
     return InferSummary(
         total=len(samples),

@@ -1,5 +1,7 @@
 """``milebench render-input``: what one prepared sample looks like to the model, for auditing.
 
+For an API model it prints the request JSON it posts, each image's data elided (the key is never shown).
+
 It prints the execution the model runs with, the exact text it receives (turn format applied, image
 tokens in place, after the regime's truncation), the input's token count, and per picture the
 preprocessing: original size, padding colour, padded size and the pixel tensor's size. Only the
@@ -9,23 +11,34 @@ processor is loaded, never the weights, so a hub model needs its processor files
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import cast
+from typing import NamedTuple, cast
 
 from milebench.infer.adapter import AdapterError
+from milebench.infer.api.base import ApiAdapter
 from milebench.infer.input_view import InputAdapter, InputView, ShowsInput
 from milebench.infer.registry import adapter_class
 from milebench.paths import RunPaths
 from milebench.preprocess.commands import task_spec
 from milebench.preprocess.regime import model_regime
 from milebench.record_files import RecordError, read_prepared
+from milebench.records import PreparedSample
 from milebench.spec.execution import Execution
-from milebench.spec.run import Mode
+from milebench.spec.model import ApiModel
+from milebench.spec.registry import Specs
+from milebench.spec.run import Mode, RunSpec
 from milebench.stage_inputs import preprocess_command
 
 log = logging.getLogger(__name__)
+
+
+class Located(NamedTuple):
+    sample: PreparedSample
+    where: str
+    """Task, mode, id and the prepared file (with its regime) it was read from."""
 
 
 def execution_lines(execution: Execution) -> Iterator[str]:
@@ -60,6 +73,49 @@ def view(shown: InputView, images: Sequence[str]) -> Iterator[str]:
         yield f"  {i + 1}. {path}: {step.original[0]}x{step.original[1]}, {padding}{final}"
 
 
+def prepared_sample(specs: Specs, run: RunSpec, model: str, task: str, mode: Mode, sample_id: int) -> Located:
+    """The prepared sample ``sample_id`` that ``model`` reads, and where it was read from."""
+    regime = model_regime(specs, run, model, mode)
+    prepared = RunPaths.for_run(run).prepared(task, mode, regime.id)
+    samples = {
+        s.sample_id: s for s in read_prepared(prepared, preprocess_command(run.name, task, mode, regime.id))
+    }
+    if sample_id not in samples:
+        known = f"ids {min(samples)}..{max(samples)}" if samples else "no samples"
+        raise RecordError(f"{prepared}: no sample {sample_id} ({known})")
+    return Located(samples[sample_id], f"{task} {mode} {sample_id}, from {prepared} (regime {regime.id})")
+
+
+def render_request(args: argparse.Namespace, cls: type[ApiAdapter]) -> int:
+    """An API model's input: the request JSON it would post, images elided, and where the key goes."""
+    from milebench.spec.registry import load_specs
+
+    specs = load_specs(args.specs)
+    run = specs.run(args.run)
+    paths = RunPaths.for_run(run)
+    spec = specs.loaded_model(run, args.model)
+    task = task_spec(specs, args.task)
+    try:
+        found = prepared_sample(specs, run, spec.name, task.name, Mode(args.mode), args.sample)
+        adapter = cls(spec, paths, paths.data_root, with_key=False)
+        request = adapter.shown_request(found.sample)
+    except (RecordError, AdapterError) as err:
+        log.error("%s", err)
+        return 1
+    keyless = isinstance(spec.weights, ApiModel) and spec.weights.keyless
+    lines = [
+        f"model: {spec.name} ({spec.adapter.value})",
+        f"sample: {found.where}",
+        f"POST {request['url']}",
+        "key: none (keyless)" if keyless else f"key: {cls.key_env}, in the request's headers (not shown)",
+        "----- request body -----",
+        json.dumps(request["body"], indent=2, ensure_ascii=False),
+        "----- end of request body -----",
+    ]
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
 def render_input(args: argparse.Namespace) -> int:
     from milebench.spec.registry import load_specs
 
@@ -70,6 +126,8 @@ def render_input(args: argparse.Namespace) -> int:
     task = task_spec(specs, args.task)
     mode = Mode(args.mode)
     cls = adapter_class(spec)
+    if issubclass(cls, ApiAdapter):
+        return render_request(args, cls)
     if not issubclass(cls, ShowsInput):
         log.error(
             "model spec %r: render-input shows the input of adapters that run local weights; adapter %s "
@@ -78,23 +136,17 @@ def render_input(args: argparse.Namespace) -> int:
             spec.adapter.value,
         )
         return 1
-    regime = model_regime(specs, run, spec.name, mode)
-    prepared = paths.prepared(task.name, mode, regime.id)
-    made_by = preprocess_command(run.name, task.name, mode, regime.id)
     try:
-        samples = {s.sample_id: s for s in read_prepared(prepared, made_by)}
-        if args.sample not in samples:
-            known = f"ids {min(samples)}..{max(samples)}" if samples else "no samples"
-            raise RecordError(f"{prepared}: no sample {args.sample} ({known})")
+        found = prepared_sample(specs, run, spec.name, task.name, mode, args.sample)
         build = cast(Callable[..., InputAdapter], cls)  # the adapters that show input take with_model
         adapter = build(spec, paths, paths.data_root, with_model=False)
-        sample = samples[args.sample]
+        sample = found.sample
         lines = [
             f"model: {spec.name} ({spec.adapter.value})",
             *execution_lines(adapter.execution),
             f"here: {adapter.device.type}"
             + ("" if adapter.device.type == "cuda" else " (float32, no autocast)"),
-            f"sample: {task.name} {mode} {sample.sample_id}, from {prepared} (regime {regime.id})",
+            f"sample: {found.where}",
             *view(adapter.input_view(sample), sample.images),
         ]
     except (RecordError, AdapterError) as err:

@@ -13,11 +13,13 @@ from milebench.paths import RunPaths
 from milebench.preprocess.prepare import load_budget, manifest, prepare_task
 from milebench.preprocess.prompt import PreprocessError
 from milebench.preprocess.regime import run_regimes, tokenizer_dirs
+from milebench.preprocess.subset import subset
 from milebench.preprocess.tokenizer import TokenizerError
 from milebench.spec.base import SpecError, validate_mapping
 from milebench.spec.names import by_name
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode
+from milebench.spec.samples import warn_if_short
 from milebench.spec.task import TaskSpec
 from milebench.stage_inputs import command, require
 
@@ -74,6 +76,9 @@ def preprocess(args: argparse.Namespace) -> int:
         for folder in tokenizer_dirs(regime, paths):
             require(folder, "tiny model checkpoint", command("tiny-model", run=run.name, model=folder.name))
         task_file = read_task_file(source)
+        n_samples = len(task_file.data)
+        warn_if_short(task, run, n_samples, source)
+        task_file = task_file.model_copy(update={"data": subset(task.name, task_file.data, run.limit)})
         budget = load_budget(regime, paths)
         prepared = prepare_task(
             task,
@@ -90,7 +95,6 @@ def preprocess(args: argparse.Namespace) -> int:
     except (PreprocessError, TokenizerError) as err:
         log.error("%s", err)
         return 1
-    n_samples = len(task_file.data)
     record = manifest(
         prepared, task, mode, regime, models, paths.relative(source), sha256_file(source), n_samples
     )

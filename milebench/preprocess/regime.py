@@ -99,7 +99,7 @@ def regime_for(spec: ModelSpec, run: RunSpec, mode: Mode, specs_root: Path) -> R
 
 
 def model_regime(specs: Specs, run: RunSpec, model: str, mode: Mode) -> Regime:
-    return regime_for(specs.model(model), run, mode, specs.root)
+    return regime_for(specs.model(model), run, mode, specs.lock_root())
 
 
 def run_regimes(specs: Specs, run: RunSpec, mode: Mode) -> dict[str, tuple[Regime, tuple[str, ...]]]:

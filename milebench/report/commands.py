@@ -45,7 +45,7 @@ from milebench.score.run_aggregate import (
 from milebench.score.verdict import Verdict
 from milebench.spec.paper import PAPER_MODE
 from milebench.spec.registry import Specs, load_specs
-from milebench.spec.run import Mode, RunSpec
+from milebench.spec.run import Mode, RunSpec, has_verdict
 from milebench.stage_inputs import command
 
 log = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ def read_aggregate(run: RunSpec, paths: RunPaths) -> tuple[RunAggregate, Verdict
     made_by = command("aggregate", run=run.name)
     aggregate = read_record(paths.aggregate_json, RunAggregate, "run aggregate", made_by)
     verdict = None
-    if Mode.MULTI_IMAGE in run.modes:
+    if has_verdict(run):
         verdict = read_record(paths.verdict_json, Verdict, "run verdict", made_by)
     expected = [(model, mode) for model in run.models for mode in run.modes]
     found = {(m.model, m.mode) for m in aggregate.models}

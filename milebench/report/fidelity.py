@@ -73,6 +73,12 @@ class FidelityRow:
     """Where the stated execution comes from."""
 
 
+UNPUBLISHED: dict[Section, str] = {
+    Section.KIT: "a kit model: no published run to match",
+    Section.USER: "your model: no published run to match",
+}
+"""The sections of models the paper never ran, and why no fidelity applies to them."""
+
 COLUMNS: tuple[Column, ...] = (
     *(Column(a.value, label) for a, label in ASPECT_LABELS.items()),
     Column(BUDGET, BUDGET_LABEL),
@@ -124,8 +130,8 @@ def execution_cells(spec: ModelSpec, run: RunSpec) -> dict[str, FidelityCell]:
         return every(Fidelity.NOT_APPLICABLE, "the provider runs the model")
     if spec.builtin:
         return every(Fidelity.NOT_APPLICABLE, "a baseline the kit answers itself")
-    if spec.section is Section.KIT:
-        return every(Fidelity.NOT_APPLICABLE, "a kit model: no published run to match")
+    if spec.section in UNPUBLISHED:
+        return every(Fidelity.NOT_APPLICABLE, UNPUBLISHED[spec.section])
     applied = execution_of(for_run(spec, run))
     if spec.execution is None or applied is None:
         why = "no stated execution of the paper's run; the kit runs "
@@ -144,8 +150,8 @@ def budget_cell(specs: Specs, run: RunSpec, spec: ModelSpec) -> FidelityCell:
         return FidelityCell(Fidelity.NOT_PORTED, "not run")
     if spec.builtin:
         return FidelityCell(Fidelity.NOT_APPLICABLE, "a baseline reads no context")
-    if spec.section is Section.KIT:
-        return FidelityCell(Fidelity.NOT_APPLICABLE, "a kit model: no published run to match")
+    if spec.section in UNPUBLISHED:
+        return FidelityCell(Fidelity.NOT_APPLICABLE, UNPUBLISHED[spec.section])
     sources = {name: getattr(spec.context_sources, name) for name in REQUIRED_FIELDS}
     unknown = [name for name, source in sources.items() if source is None or source.kind is SourceKind.NONE]
     if unknown:

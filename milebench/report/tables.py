@@ -40,6 +40,7 @@ SECTION_TITLES: dict[Section, str] = {
     Section.OPEN_IMAGE: "Open-source image models",
     Section.OPEN_VIDEO: "Open-source video models",
     Section.KIT: "Kit models (not in the paper)",
+    Section.USER: "Your models (not in the paper)",
 }
 SECTION_COLOURS: dict[Section, str] = {
     Section.CLOSED: "red",

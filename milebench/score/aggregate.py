@@ -102,7 +102,10 @@ class Coverage(Spec):
 
     tasks_expected: int
     tasks_missing: int = Field(description="Tasks without a score file.")
-    samples_expected: int = Field(description="Prepared samples of the tasks that have a score file.")
+    samples_expected: int = Field(
+        description="Samples the run's tasks should have: the specs' counts (a fixture's own, at most the "
+        "run's limit), or a task's prepared samples where it has more."
+    )
     samples_scored: int
     samples_missing: int
     samples_failed: int
@@ -251,14 +254,16 @@ def overall_diag(groups: Mapping[Group, float | None]) -> float | None:
     return overall(groups, DIAGNOSTIC_GROUPS)
 
 
-def coverage(scores: Iterable[TaskScore | None]) -> Coverage:
-    """Coverage over a model's expected task cells; ``None`` stands for a cell without a score file."""
-    cells = list(scores)
-    present = [s for s in cells if s is not None]
+def coverage(cells: Iterable[tuple[TaskScore | None, int]]) -> Coverage:
+    """Coverage over a model's expected task cells, each a score (``None``: no score file) and the
+    samples its spec expects: a missing task counts all of them, a short one (a task file with fewer
+    samples than the spec says) counts what it lacks, so neither can read as complete."""
+    cells = list(cells)
+    present = [s for s, _ in cells if s is not None]
     return Coverage(
         tasks_expected=len(cells),
         tasks_missing=len(cells) - len(present),
-        samples_expected=sum(s.n for s in present),
+        samples_expected=sum(expected if s is None else max(s.n, expected) for s, expected in cells),
         samples_scored=sum(s.n_scored for s in present),
         samples_missing=sum(s.n_missing for s in present),
         samples_failed=sum(s.n_failed for s in present),

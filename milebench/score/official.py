@@ -2,14 +2,15 @@
 
 The official ``generate.py`` writes ``<outputs>/<model>/<Task>/pred.json``: a JSON list with one record
 per sample holding at least ``sample_id``, ``gt_response`` and ``pred_response`` (plus ``image``,
-``question``, ``gen_model_id``, ``gen_kwargs``). Each record becomes a kit ``Prediction`` of the run, so
-old runs are scored by every scorer and shown in the report beside new ones. Before anything is
-written, every record is checked against the MileBench data: its sample must exist in the task file
-of the mode and its gold answer must equal the data's, so predictions of another task or data
-version are refused, naming the file, record and sample. The file itself is not trusted either: a folder
-or fifo of that name, bytes that are not UTF-8, nesting too deep to parse, an integer too long to read and
-a string that cannot be written as UTF-8 (a lone surrogate) are each one error naming the file, and the
-record and field where there is one; every task's file is read and checked before any is written.
+``question``, ``gen_model_id``, ``gen_kwargs``); ``pred.jsonl`` holds the same records one a line. Each
+record becomes a kit ``Prediction`` of the run, so old runs are scored by every scorer and shown in the
+report beside new ones. Before anything is written, every record is checked against the MileBench data:
+its sample must exist in the task file of the mode and its gold answer must equal the data's, so
+predictions of another task or data version are refused, naming the file, record and sample. The file
+itself is not trusted either: a folder or fifo of that name, bytes that are not UTF-8, nesting too deep
+to parse, an integer too long to read and a string that cannot be written as UTF-8 (a lone surrogate) are
+each one error naming the file, and the record and field where there is one; every task's file is read
+and checked before any is written.
 
 Scoring needs no more than the official evaluator does: the predictions and the task JSON. Where the
 run has prepared samples for the model, answers are judged against them; otherwise against the task
@@ -48,11 +49,13 @@ from milebench.spec.base import describe_errors
 from milebench.spec.registry import Specs
 from milebench.spec.run import Mode, RunSpec
 from milebench.spec.task import TaskSpec
-from milebench.stage_inputs import preprocess_command, require
+from milebench.stage_inputs import given, preprocess_command, require
 
 log = logging.getLogger(__name__)
 
 PRED_FILE = "pred.json"
+PRED_FILES = (PRED_FILE, "pred.jsonl")
+"""The official list, or the same records one a line (JSONL)."""
 
 
 class OfficialFormatError(KitError, ValueError):
@@ -140,21 +143,40 @@ class OfficialRecord(BaseModel):
     pred_response: str
 
 
+def json_lines(path: Path, text: str) -> list[Any]:
+    """The records of a JSONL text, one per non-blank line; an error names the line."""
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line, parse_int=integer))
+        except json.JSONDecodeError as err:
+            raise OfficialFormatError(f"{path}: line {number}: invalid JSON: {err}") from None
+        except RecursionError:
+            raise OfficialFormatError(f"{path}: line {number}: {NESTED}") from None
+    return rows
+
+
 def read_official(path: Path) -> list[OfficialRecord]:
-    """Records of one ``pred.json``; errors name the file, the record index and the field."""
+    """Records of one ``pred.json`` (a JSON list) or ``pred.jsonl`` (one record a line); errors name the
+    file, the record index (0-based, blank lines skipped) and the field."""
     try:
         text = read_utf8(path)
     except UnreadableText as err:
         raise OfficialFormatError(str(err)) from None
     except OSError as err:
         raise OfficialFormatError(f"{path}: cannot read: {err.strerror or err}") from None
-    try:
-        rows = json.loads(text, parse_int=integer)
-    except json.JSONDecodeError as err:
-        raise OfficialFormatError(f"{path}: invalid JSON: {err}") from None
-    except RecursionError:
-        where = too_deep(text)
-        raise OfficialFormatError(f"{path}: {where}: {NESTED}") from None
+    if path.suffix == ".jsonl":
+        rows = json_lines(path, text)
+    else:
+        try:
+            rows = json.loads(text, parse_int=integer)
+        except json.JSONDecodeError as err:
+            raise OfficialFormatError(f"{path}: invalid JSON: {err}") from None
+        except RecursionError:
+            where = too_deep(text)
+            raise OfficialFormatError(f"{path}: {where}: {NESTED}") from None
     if not isinstance(rows, list):
         raise OfficialFormatError(f"{path}: expected a JSON list of prediction records")
     records = []
@@ -235,17 +257,24 @@ class ImportedTask:
 
 
 def import_task(
-    task: TaskSpec, mode: Mode, model: str, outputs: Path, data_root: Path, fetch: str
+    task: TaskSpec, mode: Mode, model: str, outputs: Path, data_root: Path, fetch: str | None
 ) -> ImportedTask | None:
     """One task's ``pred.json`` (None when the outputs have none) as the run's predictions, checked.
 
-    ``fetch`` is the command that makes the task JSON, named when it is absent.
+    ``fetch`` is the command that makes the task JSON, named when it is absent; None when ``data_root``
+    is the user's ``--data-dir``, where an absent file is a wrong path first.
     """
-    path = outputs / task.name / PRED_FILE
-    if not path.exists():
+    found = [p for name in PRED_FILES if (p := outputs / task.name / name).exists()]
+    if not found:
         return None
+    if len(found) > 1:
+        raise OfficialFormatError(f"{outputs / task.name}: both {' and '.join(PRED_FILES)}: keep one")
+    (path,) = found
     records = read_official(path)
-    source = require(task_source(task, mode, data_root), "task file", fetch)
+    source = task_source(task, mode, data_root)
+    if fetch is None:
+        given(source, "--data-dir", "task file (--data-dir is the MileBench/ folder of <Task>/<Task>.json)")
+    source = require(source, "task file", fetch or "")
     task_file = read_task_file(source)
     check_against_data(records, task_file, path, source)
     return ImportedTask(task, path, to_predictions(records, task.name, mode, model), source, task_file)

@@ -39,7 +39,8 @@ from milebench.score.uncertainty import Estimate, TaskSamples, bootstrap_table, 
 from milebench.score.verdict import Verdict, build_verdict
 from milebench.spec.base import Spec, describe_errors
 from milebench.spec.registry import Specs, load_specs
-from milebench.spec.run import Mode, RunSpec
+from milebench.spec.run import Mode, RunSpec, has_verdict
+from milebench.spec.samples import expected_samples
 from milebench.spec.task import Category, TaskSpec
 from milebench.stage_inputs import MissingInput, command
 
@@ -247,10 +248,12 @@ def require_complete(run: RunSpec, cells: Sequence[IncompleteCell]) -> None:
 
 
 def _category_coverage(
-    scores: Mapping[str, TaskScore | None], tasks: Sequence[TaskSpec]
+    scores: Mapping[str, TaskScore | None], tasks: Sequence[TaskSpec], expected: Mapping[str, int]
 ) -> dict[Category, Coverage]:
     return {
-        category: coverage(scores[t.name] for t in tasks if t.category is category and t.name in scores)
+        category: coverage(
+            (scores[t.name], expected[t.name]) for t in tasks if t.category is category and t.name in scores
+        )
         for category in Category
         if any(t.category is category and t.name in scores for t in tasks)
     }
@@ -265,7 +268,9 @@ def model_aggregate(
     resamples: int,
     seed: int,
     confidence: float,
+    expected: Mapping[str, int],
 ) -> ModelAggregate:
+    """One model's columns in one mode; ``expected`` is each task's expected sample count (coverage)."""
     tasks = [t for t in run_tasks if applies(t, mode)]
     scores = {t.name: files.task_score(model, t.name, mode) for t in tasks}
     present = [s for s in scores.values() if s is not None]
@@ -280,7 +285,7 @@ def model_aggregate(
             failures[kind] = failures.get(kind, 0) + n
 
     def column_coverage(column: str) -> float | None:
-        members = [scores.get(t.name) for t in column_tasks(column, tasks)]
+        members = [(scores.get(t.name), expected[t.name]) for t in column_tasks(column, tasks)]
         return coverage(members).fraction if members else None
 
     return ModelAggregate(
@@ -294,8 +299,8 @@ def model_aggregate(
         standard=standard,
         scorer_difference={name: s.difference(STANDARD) for name, s in scores.items() if s is not None},
         levels=pooled_levels(present),
-        coverage=coverage(scores.values()),
-        coverage_by_category=_category_coverage(scores, tasks),
+        coverage=coverage((score, expected[name]) for name, score in scores.items()),
+        coverage_by_category=_category_coverage(scores, tasks, expected),
         failures=failures,
     )
 
@@ -330,8 +335,9 @@ def aggregate_run(
     cells = incomplete_cells(run, run_tasks, files)
     require_complete(run, cells)
     all_tasks = list(specs.tasks.values())
+    expected = {t.name: expected_samples(t, run) for t in run_tasks}
     models = [
-        model_aggregate(model, mode, run_tasks, all_tasks, files, resamples, seed, confidence)
+        model_aggregate(model, mode, run_tasks, all_tasks, files, resamples, seed, confidence, expected)
         for model in run.models
         for mode in run.modes
     ]
@@ -383,7 +389,7 @@ def write_aggregate(
     try:
         require_scores(run, specs.run_tasks(run), RunFiles(paths))
         result = aggregate_run(specs, run, paths, resamples, seed)
-        verdict = run_verdict(specs, run, paths, resamples, seed) if Mode.MULTI_IMAGE in run.modes else None
+        verdict = run_verdict(specs, run, paths, resamples, seed) if has_verdict(run) else None
     except (IncompleteError, RecordError) as err:
         log.error("%s", err)
         return 1

@@ -96,9 +96,16 @@ def benchmarks() -> dict[str, Benchmark]:
 
 def benchmark_of_run(specs_root: Path, name: str) -> Benchmark:
     """The benchmark run spec ``name`` names; MileBench when no benchmark has a run of that name (its
-    loader then says which runs exist). The file is validated by that benchmark's run spec model."""
+    loader then says which runs exist). The file is validated by that benchmark's run spec model. An
+    overlay folder (``milebench.spec.registry``) without the run has it from the shipped folder."""
+    from milebench.spec.registry import overlay_base
+
     known = benchmarks()
     paths = [p for b in known.values() if (p := b.runs_folder(specs_root) / f"{name}.yaml").is_file()]
+    base = overlay_base(specs_root)
+    if not paths and base is not None:
+        specs_root = base
+        paths = [p for b in known.values() if (p := b.runs_folder(base) / f"{name}.yaml").is_file()]
     if not paths:
         return known[DEFAULT]
     if len(paths) > 1:

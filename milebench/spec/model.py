@@ -32,6 +32,8 @@ class Section(StrEnum):
     OPEN_VIDEO = "open-video"
     KIT = "kit"
     """Models the kit builds for smoke runs and tests; never part of the paper's table."""
+    USER = "user"
+    """A user's own model (a served endpoint, a checkpoint); never part of the paper's table."""
 
 
 if TYPE_CHECKING:  # code names no kind but ``unported``: every other one is data, found in its module
@@ -106,7 +108,15 @@ class ApiModel(Spec):
     provider: Literal["openai", "anthropic", "google"]
     model_id: str
     base_url: str | None = Field(
-        default=None, description="Overrides the provider's URL; the environment can override it again."
+        default=None,
+        pattern=r"^https?://\S+$",
+        description="Overrides the provider's URL; the environment can override it again.",
+    )
+    keyless: StrictBool = Field(
+        default=False,
+        exclude_if=lambda value: not value,
+        description="The endpoint takes no key (a local server): none is read or sent. Left out of dumps "
+        "when false, so the specs written before it keep their hashes.",
     )
     limits: ApiLimits = ApiLimits()
     pricing: ApiPricing = ApiPricing()

@@ -1,6 +1,10 @@
 """Load every spec of a specs folder once and check the references between them.
 
-The default folder is the one the package ships (``milebench/specs/``); ``--specs`` names another."""
+The default folder is the one the package ships (``milebench/specs/``); ``--specs`` names another. A
+folder with its own ``paper.yaml`` is whole, as the shipped one; one without is an overlay of the shipped
+folder: its tasks, models and runs are added to the shipped ones (a file of the same name replaces the
+shipped file), and every other file (the paper spec, the locks) is its own where it has one, else the
+shipped one. A user keeps their models and runs in their own folder and the kit's tasks and paper."""
 
 from __future__ import annotations
 
@@ -18,9 +22,18 @@ from milebench.spec.names import by_name
 from milebench.spec.paper import PaperSpec
 from milebench.spec.run import RunSpec
 from milebench.spec.task import TaskSpec
-from milebench.spec.weights_lock import pin_weights
+from milebench.spec.weights_lock import WEIGHTS_LOCK, pin_weights
 
 DEFAULT_SPECS = package_path("milebench", "specs")
+PAPER = "paper.yaml"
+_limit: list[int] = []
+"""The command line's ``--limit`` (Snakemake's ``--config limit=N``), when given: it replaces the limit of
+the run a command looks up (``Specs.run``), in this process only."""
+
+
+def limit_runs(limit: int | None) -> None:
+    """Make every run looked up in this process a subset of at most ``limit`` samples per task."""
+    _limit[:] = [] if limit is None else [limit]
 
 
 @dataclass(frozen=True)
@@ -32,9 +45,20 @@ class Specs:
     models: dict[str, ModelSpec]
     runs: dict[str, RunSpec]
     paper: PaperSpec
+    base: Path | None = None
+    """The shipped folder ``root`` overlays; None when ``root`` is whole."""
+
+    def file(self, relative: str | Path) -> Path:
+        """Where the file at ``relative`` (a lock, the paper spec) comes from: the overlay's own, else
+        the shipped one."""
+        return resolve_file(self.root, self.base, relative)
 
     def run(self, name: str) -> RunSpec:
-        return by_name(self.runs, name, "run", self.root / "runs")
+        """The run ``name``, with the command line's limit where one was given (``limit_runs``)."""
+        run = by_name(self.runs, name, "run", self.root / "runs")
+        if not _limit:
+            return run
+        return RunSpec.model_validate(run.model_dump(mode="json") | {"limit": _limit[0]})
 
     def model(self, name: str) -> ModelSpec:
         return by_name(self.models, name, "model", self.root / "models")
@@ -42,7 +66,12 @@ class Specs:
     def loaded_model(self, run: RunSpec, name: str) -> ModelSpec:
         """The model as a job of ``run`` loads it: the run's execution variant and, for a hub model whose
         spec names no revision, the weights lock's commit."""
-        return for_run(pin_weights(self.model(name), self.root), run)
+        return for_run(pin_weights(self.model(name), self.lock_root()), run)
+
+    def lock_root(self) -> Path:
+        """The folder whose weights lock is used: ``root``, or the shipped one it overlays when it has
+        none of its own."""
+        return self.file(WEIGHTS_LOCK).parent.parent
 
     def run_tasks(self, run: RunSpec) -> list[TaskSpec]:
         names = list(self.tasks) if run.tasks == "all" else list(run.tasks)
@@ -63,9 +92,30 @@ def spec_hash(spec: Spec, exclude: frozenset[str] = frozenset()) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-def _load_folder(folder: Path, model: type[S]) -> dict[str, tuple[Path, S]]:
+def overlay_base(root: Path) -> Path | None:
+    """The shipped folder ``root`` overlays, or None when it is whole (it has its own paper spec)."""
+    root = Path(root)
+    if (root / PAPER).exists() or root.resolve() == DEFAULT_SPECS.resolve():
+        return None
+    return DEFAULT_SPECS
+
+
+def resolve_file(root: Path, base: Path | None, relative: str | Path) -> Path:
+    own = Path(root) / relative
+    return own if base is None or own.exists() else base / relative
+
+
+def spec_files_of(folder: Path, base_folder: Path | None) -> list[Path]:
+    """The ``*.yaml`` files of a spec folder, over those of the folder it overlays, by file name."""
+    found = {p.name: p for p in sorted(base_folder.glob("*.yaml"))} if base_folder is not None else {}
+    found.update({p.name: p for p in sorted(Path(folder).glob("*.yaml"))})
+    return [found[name] for name in sorted(found)]
+
+
+def _load_folder(root: Path, part: str, model: type[S], base: Path | None) -> dict[str, tuple[Path, S]]:
+    folder = root / part
     loaded: dict[str, tuple[Path, S]] = {}
-    for path in sorted(folder.glob("*.yaml")):
+    for path in spec_files_of(folder, None if base is None else base / part):
         spec = load_spec(path, model)
         name = spec.name  # type: ignore[attr-defined]
         if name != path.stem:
@@ -142,10 +192,11 @@ def load_specs(root: Path = DEFAULT_SPECS) -> Specs:
     root = Path(root)
     if not root.is_dir():
         raise SpecError(root, [("<folder>", "no such specs folder")])
-    tasks = _load_folder(root / "tasks", TaskSpec)
-    models = _load_folder(root / "models", ModelSpec)
-    runs = _load_folder(root / "runs", RunSpec)
-    paper_path = root / "paper.yaml"
+    base = overlay_base(root)
+    tasks = _load_folder(root, "tasks", TaskSpec, base)
+    models = _load_folder(root, "models", ModelSpec, base)
+    runs = _load_folder(root, "runs", RunSpec, base)
+    paper_path = resolve_file(root, base, PAPER)
     paper = load_spec(paper_path, PaperSpec)
 
     for path, run in runs.values():
@@ -178,4 +229,5 @@ def load_specs(root: Path = DEFAULT_SPECS) -> Specs:
         models={k: v for k, (_, v) in models.items()},
         runs={k: v for k, (_, v) in runs.items()},
         paper=paper,
+        base=base,
     )

@@ -222,6 +222,14 @@ class RunSpec(Spec):
         description="Model name -> execution variant to run it with: 'paper' (its own choices) or a name "
         "of its execution.variants; models not named run their own choices.",
     )
+    limit: PositiveInt | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="At most this many samples per task and mode, the same ones every time (stratified "
+        "by image quantity level; milebench.preprocess.subset): a subset, marked so in the report, with "
+        "no verdict against the paper, which needs every sample. null: every sample. Left out of dumps "
+        "when null, so the runs written before it keep their hashes.",
+    )
     max_failure_rate: Number = Field(
         default=0.05,
         ge=0,
@@ -266,3 +274,9 @@ class RunSpec(Spec):
         if self.docker_jobs is DockerJobs.ALL and self.runtime is not Runtime.DOCKER:
             raise ValueError(f"docker_jobs: all runs jobs under runtime docker, not {self.runtime.value}")
         return self
+
+
+def has_verdict(run: RunSpec) -> bool:
+    """Whether the run is judged against the paper: it has multi-image scores over every sample (a
+    subset's numbers cannot be held to the published ones)."""
+    return Mode.MULTI_IMAGE in run.modes and run.limit is None

@@ -1,10 +1,12 @@
 """The Snakefile's ``--config`` keys, validated before anything is planned: a mistyped key
-(``runs=paper``, ``limit=5``) would otherwise be ignored and the default run planned in its place."""
+(``runs=paper``, ``limits=5``) would otherwise be ignored and the default run planned in its place."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+
+from pydantic import Field
 
 from milebench.spec.base import Spec, SpecError, validate_mapping
 from milebench.spec.registry import DEFAULT_SPECS
@@ -20,6 +22,8 @@ class WorkflowConfig(Spec):
     image_base: str | None = None
     image_ca_bundle: str | None = None
     archive_options: str = ""
+    limit: int | None = Field(default=None, ge=1)
+    """At most this many samples per task (the run spec's ``limit``, replaced)."""
 
 
 def workflow_config(config: Mapping[str, object]) -> WorkflowConfig:

@@ -31,8 +31,11 @@ class AnthropicAdapter(ApiAdapter):
     def url(self) -> str:
         return f"{self.base_url}/v1/messages"
 
-    def headers(self) -> dict[str, str]:
-        return {"x-api-key": self.key, "anthropic-version": API_VERSION}
+    def key_headers(self) -> dict[str, str]:
+        return {"x-api-key": self.key}
+
+    def protocol_headers(self) -> dict[str, str]:
+        return {"anthropic-version": API_VERSION}
 
     def body(self, parts: list[Part]) -> dict[str, Any]:
         content = [

@@ -81,6 +81,25 @@ def error_message(body: bytes) -> str:
     return text
 
 
+def unreachable(err: requests.ConnectionError) -> str | None:
+    """Why a connection could not be made at all (refused, unknown host), else None: a reset or a proxy
+    error mid-way may pass, these never do."""
+    text = str(err)
+    for needle, why in (
+        ("Connection refused", "connection refused"),
+        ("Name or service not known", "unknown host"),
+        ("nodename nor servname", "unknown host"),
+        ("Temporary failure in name resolution", "the host name does not resolve"),
+        ("No address associated with hostname", "unknown host"),
+        ("getaddrinfo failed", "unknown host"),
+        ("Network is unreachable", "network unreachable"),
+        ("No route to host", "no route to host"),
+    ):
+        if needle in text:
+            return why
+    return None
+
+
 class Retryable(NamedTuple):
     """A failed attempt worth another try, and the wait the server asked for, if any."""
 
@@ -181,6 +200,11 @@ class ApiClient:
             raise self.error(FailureKind.API_ERROR, str(err)) from None
         except requests.Timeout as err:
             return Retryable(self.error(FailureKind.TIMEOUT, f"no answer within {limits.timeout_s} s: {err}"))
+        except requests.ConnectionError as err:
+            failure = self.error(FailureKind.API_ERROR, f"request failed: {err}")
+            if unreachable(err) is not None:  # refused, unknown host: no retry makes it answer
+                raise failure from None
+            return Retryable(failure)
         except requests.RequestException as err:
             return Retryable(self.error(FailureKind.API_ERROR, f"request failed: {err}"))
         if answer.status == 200:

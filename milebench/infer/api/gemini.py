@@ -36,7 +36,7 @@ class GeminiAdapter(ApiAdapter):
     def url(self) -> str:
         return f"{self.base_url}/v1beta/models/{self.weights.model_id}:generateContent"
 
-    def headers(self) -> dict[str, str]:
+    def key_headers(self) -> dict[str, str]:
         return {"x-goog-api-key": self.key}
 
     def body(self, parts: list[Part]) -> dict[str, Any]:

@@ -30,7 +30,7 @@ class OpenAIChatAdapter(ApiAdapter):
     def url(self) -> str:
         return f"{self.base_url}/chat/completions"
 
-    def headers(self) -> dict[str, str]:
+    def key_headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.key}"}
 
     def body(self, parts: list[Part]) -> dict[str, Any]:

@@ -43,14 +43,15 @@ def letters(text: str) -> list[int]:
 
 
 class Redactor:
-    """Finds and replaces ``secret`` (non-empty) in any of its echoed forms."""
+    """Finds and replaces ``secret`` in any of its echoed forms; an empty one (a keyless endpoint) is
+    never found."""
 
     def __init__(self, secret: str) -> None:
         forms = {secret, quote(secret, safe=""), quote_plus(secret)}
         for core in base64_cores(secret.encode()):
             forms |= {core, core.translate(URLSAFE)}
         self.width = min(PIECE, len(secret))
-        self.pieces = pieces(forms, self.width)
+        self.pieces = pieces(forms, self.width) if secret else frozenset()
         bare = "".join(secret[i] for i in letters(secret))
         self.spread_width = min(PIECE, len(bare))
         self.spread = pieces({bare, bare[::-1]}, self.spread_width) if bare else frozenset()
