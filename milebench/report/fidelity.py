@@ -24,6 +24,7 @@ from milebench.spec.execution import (
     Aspect,
     Backend,
     Execution,
+    ImageSequence,
     execution_of,
     for_run,
 )
@@ -97,6 +98,9 @@ def shown(execution: Execution, aspect: Aspect) -> str:
         elif name == "backend":
             if value is not Backend.TRANSFORMERS:
                 values.append(f"backend {value}")
+        elif name == "image_sequence":
+            if value is not ImageSequence.IMAGES:
+                values.append(f"pictures as {value.replace('_', ' ')}")
         elif isinstance(value, bool):
             if value:
                 values.append(name.replace("_", " "))

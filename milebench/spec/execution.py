@@ -74,6 +74,15 @@ class ImagePreprocessing(StrEnum):
     """The image processor alone (for CLIP: resize the shorter side, then centre-crop)."""
 
 
+class ImageSequence(StrEnum):
+    """How a task's pictures reach a video model: MileBench gives every task as a sequence of images."""
+
+    IMAGES = "images"
+    """Each picture through the model's image input, at its own placeholder."""
+    VIDEO_FRAMES = "video_frames"
+    """All of a sample's pictures, in order, as the frames of one video through the model's video input."""
+
+
 class ImageBackend(StrEnum):
     """Which implementation of the image processor runs: transformers 5 defaults to torchvision when it
     is installed, whose resizing differs from the PIL code the paper-era stack ran."""
@@ -137,7 +146,7 @@ class Aspect(StrEnum):
 
 ASPECT_FIELDS: dict[Aspect, tuple[str, ...]] = {
     Aspect.PROMPT: ("prompt_template",),
-    Aspect.IMAGES: ("image_preprocessing", "image_backend"),
+    Aspect.IMAGES: ("image_preprocessing", "image_backend", "image_sequence"),
     Aspect.TOKENIZATION: ("tokenization", "original_vocab_only"),
     Aspect.DECODING: ("decoding", "backend"),
     Aspect.PRECISION: ("dtype", "autocast"),
@@ -154,6 +163,8 @@ class ExecutionVariant(Spec):
     prompt_template: PromptTemplate | None = None
     image_preprocessing: ImagePreprocessing | None = None
     image_backend: ImageBackend | None = None
+    image_sequence: ImageSequence | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Left out of dumps when unset, so the variants written before it keep their hashes."""
     tokenization: Tokenization | None = None
     decoding: Decoding | None = None
     dtype: Dtype | None = None
@@ -177,6 +188,13 @@ class Execution(Spec):
     prompt_template: PromptTemplate = PromptTemplate.CHAT_TEMPLATE
     image_preprocessing: ImagePreprocessing = ImagePreprocessing.PROCESSOR
     image_backend: ImageBackend = ImageBackend.DEFAULT
+    image_sequence: ImageSequence = Field(
+        default=ImageSequence.IMAGES,
+        exclude_if=lambda value: value is ImageSequence.IMAGES,
+        description="How the sample's pictures reach the model: each at its placeholder through the image "
+        "input, or together as the frames of one video (video models). Left out of dumps when it is "
+        "images, so the specs written before it keep their hashes and cache keys.",
+    )
     tokenization: Tokenization = Tokenization.WHOLE
     decoding: Decoding = Decoding.BATCHED
     dtype: Dtype = Field(
