@@ -43,6 +43,14 @@ MLLAVA_IMAGE_TOKEN = "<image>"
 """The image token ``MLlavaProcessor`` looks for (a literal in its code)."""
 
 
+VICUNA_V1_SYSTEM = (
+    "A chat between a curious user and an artificial intelligence assistant. "
+    "The assistant gives helpful, detailed, and polite answers to the user's questions."
+)
+VICUNA_V1_STOP = "</s>"
+"""The conversation's ``sep2``, which LLaMA-VID's evaluation passes as its stop keyword."""
+
+
 def llava_llama_2(prompt: str) -> str:
     return f"[INST] <<SYS>>\n{LLAVA_LLAMA_2_SYSTEM}\n<</SYS>>\n\n{prompt} [/INST]"
 
@@ -87,6 +95,10 @@ def open_flamingo_chunked(prompt: str) -> str:
     return first + OPEN_FLAMINGO_IMAGE_TOKEN + head + "".join(joiner + piece for piece in tail)
 
 
+def vicuna_v1(prompt: str) -> str:
+    return f"{VICUNA_V1_SYSTEM} USER: {prompt} ASSISTANT:"
+
+
 def user_assistant(prompt: str) -> str:
     return f"USER: {prompt} ASSISTANT:"
 
@@ -103,5 +115,6 @@ FIXED_TEMPLATES: dict[PromptTemplate, Callable[[str], str]] = {
     PromptTemplate.OPEN_FLAMINGO: plain,
     PromptTemplate.OPEN_FLAMINGO_CHUNKED: open_flamingo_chunked,
     PromptTemplate.USER_ASSISTANT: user_assistant,
+    PromptTemplate.VICUNA_V1: vicuna_v1,
     PromptTemplate.PLAIN: plain,
 }

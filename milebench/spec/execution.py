@@ -54,6 +54,11 @@ class PromptTemplate(StrEnum):
     OPEN_FLAMINGO_CHUNKED = "open_flamingo_chunked"
     """OpenFlamingo's interleaved text with an ``<|endofchunk|>`` before every ``<image>`` but the first,
     as its training data closes each picture's chunk of text before the next picture."""
+    VICUNA_V1 = "vicuna_v1"
+    """LLaVA's ``conv_vicuna_v1`` as LLaMA-VID's copy has it (github.com/dvlab-research/LLaMA-VID,
+    ``llamavid/conversation.py``) for one user message and an open assistant turn, the template of its
+    video evaluation (``--conv-mode vicuna_v1``): ``{system} USER: {prompt} ASSISTANT:``; its ``sep2``
+    ``</s>`` is the stop keyword."""
     QWEN_CHAT = "qwen_chat"
     """Qwen-VL-Chat's ``chat``: a chatml turn built by the checkpoint's remote code."""
     ALLAVA = "allava"
