@@ -55,7 +55,7 @@ from milebench.infer.llama_vid_model import (
 )
 from milebench.infer.minigpt_v2_model import EvaShape
 from milebench.infer.prompt_templates import FIXED_TEMPLATES
-from milebench.infer.stopping import RecentTextStop, RowStop
+from milebench.infer.stopping import RecentTextStop, RowStop, without_stop_keyword
 from milebench.infer.tiny_llama_vid import BERT_DIR, read_eva_shape
 from milebench.paths import RunPaths
 from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
@@ -319,8 +319,4 @@ class HfLlamaVidAdapter(HfLlavaAdapter):
         return RecentTextStop(self.execution.stop_strings, self.processor.tokenizer, prompt_len)
 
     def clean(self, text: str) -> str:
-        answer = text.strip()
-        for keyword in self.execution.stop_strings:
-            if answer.endswith(keyword):
-                answer = answer[: -len(keyword)]
-        return answer.strip()
+        return without_stop_keyword(text, self.execution.stop_strings)

@@ -23,6 +23,15 @@ import torch
 from transformers import StoppingCriteria
 
 
+def without_stop_keyword(text: str, keywords: Sequence[str]) -> str:
+    """An answer as LLaVA-style evaluations clean it: stripped, a trailing stop keyword cut, stripped."""
+    answer = text.strip()
+    for keyword in keywords:
+        if answer.endswith(keyword):
+            answer = answer[: -len(keyword)]
+    return answer.strip()
+
+
 def keyword_ids(keyword: str, tokenizer: Any) -> list[int]:
     ids = list(tokenizer(keyword).input_ids)
     if len(ids) > 1 and ids[0] == tokenizer.bos_token_id:

@@ -23,12 +23,18 @@ from dataclasses import asdict
 from pathlib import Path
 
 import torch
-from transformers import AutoTokenizer, CLIPImageProcessor, CLIPVisionConfig, LlamaConfig
+from transformers import AutoTokenizer, CLIPImageProcessor, CLIPVisionConfig
 
 from milebench.infer.llama_vid_model import QFORMER_WIDTH, LlamaVidForCausalLM, QFormerShape
-from milebench.infer.minigpt_v2_model import EvaShape, EvaViT
+from milebench.infer.minigpt_v2_model import EvaShape
 from milebench.infer.tiny import CORPUS, HEADS, HIDDEN, LAYERS, tiny_shape
-from milebench.infer.tiny_minigpt_v2 import TOKENIZER_MODEL, train_sentencepiece
+from milebench.infer.tiny_minigpt_v2 import (
+    TINY_EVA,
+    TOKENIZER_MODEL,
+    tiny_eva,
+    tiny_llama_config,
+    train_sentencepiece,
+)
 from milebench.spec.model import ModelSpec
 
 EVA_FILE = "model_zoo/LAVIS/eva_vit_g.pth"
@@ -40,7 +46,6 @@ BERT_DIR = "bert-base-uncased"
 """The name ``init_bert`` loads the BERT tokenizer and config by."""
 SHARD = "pytorch_model-00001-of-00001.bin"
 INDEX = "pytorch_model.bin.index.json"
-TINY_EVA = EvaShape(embed_dim=HIDDEN, depth=LAYERS, num_heads=HEADS)
 IMAGE_SIZE = 56
 """4 x 4 patches of 14 pixels (and the CLS feature): odd, so ``vlm_attention`` drops the CLS one."""
 NUM_QUERY = 4
@@ -120,10 +125,7 @@ def save_bert(out_dir: Path) -> int:
 def save_vision(out_dir: Path) -> None:
     """The EVA ViT's weights and tiny sizes, and the image processor folder (with the CLIP vision config
     ``EVAVisionTowerLavis`` also reads from it)."""
-    eva = EvaViT(TINY_EVA, IMAGE_SIZE)
-    for name, param in eva.named_parameters():
-        if name.endswith("_bias") or name in ("cls_token", "pos_embed"):
-            torch.nn.init.normal_(param, std=0.02)
+    eva = tiny_eva(IMAGE_SIZE)
     (out_dir / EVA_FILE).parent.mkdir(parents=True)
     torch.save(eva.state_dict(), out_dir / EVA_FILE)
     (out_dir / EVA_SHAPE_FILE).write_text(json.dumps(asdict(TINY_EVA), indent=2) + "\n", encoding="utf-8")
@@ -148,18 +150,8 @@ def build_tiny_llama_vid(spec: ModelSpec, out_dir: Path) -> None:
     bert_vocab_size = save_bert(out_dir)
     save_vision(out_dir)
     keys = llama_vid_keys(TINY_EVA.embed_dim)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=HIDDEN,
-        intermediate_size=2 * HIDDEN,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=HEADS,
-        num_key_value_heads=HEADS,
-        max_position_embeddings=shape.max_context_len,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=0,
-    )
+    config = tiny_llama_config(tokenizer, shape.max_context_len)
+    config.pad_token_id = 0
     for key, value in keys.items():
         setattr(config, key, value)
     bert = json.loads((out_dir / BERT_DIR / "config.json").read_text(encoding="utf-8"))
