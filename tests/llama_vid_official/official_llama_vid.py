@@ -17,7 +17,8 @@ CPU or the tiny checkpoint: no ``.cuda()``/``.half()``; the model loaded in floa
 them to float16 ``for_eval``) and the vision tower put back in float32 (``load_pretrained_model`` casts it
 to float16); ``EVAVisionTowerLavis.load_model`` builds the ViT with the tiny
 checkpoint's sizes (``llama_vid_eva.json``) instead of the hard-coded ViT-g (the same class, processor
-size, interpolation and load); greedy decoding with the benchmark's limits instead of the evaluation's
+size, interpolation and load); the stop keyword optionally given in place of the turn's (so the parity test
+sees the rule act); greedy decoding with the benchmark's limits instead of the evaluation's
 sampling at temperature 0.2; the pictures as a list (a clip's frames are one array); torchvision's
 compiled operators are left out (the PyPI wheel of torchvision 0.28 links CUDA libraries, absent with the
 CPU torch; timm imports torchvision but the ViT uses none of them).
@@ -94,7 +95,9 @@ def load(code: Path, model_dir: Path):
     return loaded
 
 
-def run(code: Path, model_dir: Path, samples: list[dict], gen_kwargs: dict, out: Path) -> None:
+def run(
+    code: Path, model_dir: Path, samples: list[dict], gen_kwargs: dict, keywords: list[str], out: Path
+) -> None:
     tokenizer, model, image_processor, _ = load(code, model_dir)
     from llamavid.constants import DEFAULT_IMAGE_TOKEN, IMAGE_TOKEN_INDEX
     from llamavid.conversation import SeparatorStyle, conv_templates
@@ -114,6 +117,7 @@ def run(code: Path, model_dir: Path, samples: list[dict], gen_kwargs: dict, out:
             prompt, tokenizer, IMAGE_TOKEN_INDEX, return_tensors="pt"
         ).unsqueeze(0)
         stop_str = conv.sep if conv.sep_style != SeparatorStyle.TWO else conv.sep2
+        stop_str = keywords[0] if keywords else stop_str
         stopping_criteria = KeywordsStoppingCriteria([stop_str], tokenizer, input_ids)
         with torch.inference_mode():
             model.update_prompt([[question]])
@@ -155,10 +159,12 @@ def main() -> None:
         "--samples", type=Path, required=True, help="JSON list of task, sample_id, prompt, images."
     )
     parser.add_argument("--gen-kwargs", required=True, help="generate's keyword arguments, as JSON.")
+    parser.add_argument("--keywords", default="[]", help="The stop keyword in place of the turn's, as JSON.")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     samples = json.loads(args.samples.read_text())
-    run(args.code, args.model.resolve(), samples, json.loads(args.gen_kwargs), args.out.resolve())
+    keywords = json.loads(args.keywords)
+    run(args.code, args.model.resolve(), samples, json.loads(args.gen_kwargs), keywords, args.out.resolve())
 
 
 if __name__ == "__main__":
