@@ -43,7 +43,7 @@ from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_image_text_to_text import DTYPE_ARGUMENT, PIL_IMAGE_PROCESSOR
 from milebench.infer.hf_llava import HfLlavaAdapter
 from milebench.infer.input_view import InputView
-from milebench.infer.stopping import NewTextStop, RowStop
+from milebench.infer.stopping import NewTextStop, RowStop, without_stop_keyword
 from milebench.infer.yi_vl_model import IMAGE_TOKEN_INDEX, YiVLForCausalLM, dropped_features
 from milebench.paths import RunPaths
 from milebench.records import PreparedSample
@@ -192,8 +192,4 @@ class HfYiVLAdapter(HfLlavaAdapter):
         return NewTextStop(self.execution.stop_strings, self.processor.tokenizer, prompt_len)
 
     def clean(self, text: str) -> str:
-        answer = text.strip()
-        for keyword in self.execution.stop_strings:
-            if answer.endswith(keyword):
-                answer = answer[: -len(keyword)]
-        return answer.strip()
+        return without_stop_keyword(text, self.execution.stop_strings)

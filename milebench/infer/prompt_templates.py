@@ -3,7 +3,7 @@
 ``llava_llama_2`` renders what LLaVA's ``conv_templates["llava_llama_2"].get_prompt()`` returns for one
 user message and an open assistant turn: the conversation's ``<s>`` separator is stripped from the
 front, so the text starts at ``[INST]`` (the tokenizer adds BOS). ``yi_mm_default`` is Yi-VL's
-``conv_templates["mm_default"].get_prompt()``, ``vicuna_v1`` VILA's
+``conv_templates["mm_default"].get_prompt()``, ``vicuna_v1`` VILA's and LLaMA-VID's
 ``conv_templates["vicuna_v1"].get_prompt()`` and ``mllava_v1`` what Mantis's ``chat_mllava`` hands the
 tokenizer after its ``MLlavaProcessor`` has denoted the images; ``open_flamingo`` is OpenFlamingo's
 interleaved text, which has no turn (``open_flamingo_chunked`` closes each picture's chunk before the
@@ -41,8 +41,8 @@ VICUNA_V1_SYSTEM = (
     "The assistant gives helpful, detailed, and polite answers to the user's questions."
 )
 VICUNA_V1_STOP = "</s>"
-"""The conversation's ``sep2`` (separator style TWO), which VILA's ``run_llava.py`` passes as its stop
-keyword."""
+"""The conversation's ``sep2`` (separator style TWO), which VILA's ``run_llava.py`` and LLaMA-VID's video
+evaluation pass as their stop keyword."""
 
 MLLAVA_V1_SYSTEM = (
     "A chat between a curious human and an artificial intelligence assistant. "

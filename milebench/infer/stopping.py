@@ -23,6 +23,15 @@ import torch
 from transformers import StoppingCriteria
 
 
+def without_stop_keyword(text: str, keywords: Sequence[str]) -> str:
+    """An answer as LLaVA-style evaluations clean it: stripped, a trailing stop keyword cut, stripped."""
+    answer = text.strip()
+    for keyword in keywords:
+        if answer.endswith(keyword):
+            answer = answer[: -len(keyword)]
+    return answer.strip()
+
+
 def keyword_ids(keyword: str, tokenizer: Any) -> list[int]:
     ids = list(tokenizer(keyword).input_ids)
     if len(ids) > 1 and ids[0] == tokenizer.bos_token_id:
@@ -89,3 +98,24 @@ class NewTextStop(RowStop):
             return False
         text = self.tokenizer.batch_decode(new, skip_special_tokens=True)[0]
         return all(keyword in text for keyword in self.keywords)
+
+
+class RecentTextStop(RowStop):
+    """LLaVA 1.1's criterion (llava-torch 1.1.1, which LLaMA-VID's evaluation imports): done when the new
+    tokens end with a keyword's ids, or when the text of the last three new tokens (fewer at first,
+    special tokens skipped) holds a keyword."""
+
+    WINDOW = 3
+
+    def __init__(self, keywords: Sequence[str], tokenizer: Any, prompt_len: int) -> None:
+        super().__init__(keywords, tokenizer, prompt_len)
+        self.ids = [torch.tensor(keyword_ids(k, tokenizer)) for k in self.keywords]
+
+    def row_done(self, new: torch.Tensor) -> bool:
+        for ids in self.ids:
+            if torch.equal(new[0, -ids.shape[0] :], ids.to(new.device)):
+                return True
+        tail = self.tokenizer.batch_decode(
+            new[:, -min(new.shape[1], self.WINDOW) :], skip_special_tokens=True
+        )[0]
+        return any(keyword in tail for keyword in self.keywords)

@@ -17,6 +17,7 @@ import io
 import json
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import torch
 from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
@@ -67,6 +68,30 @@ def train_sentencepiece() -> bytes:
     return model.getvalue()
 
 
+def tiny_llama_config(tokenizer: Any, max_context_len: int) -> LlamaConfig:
+    """The tiny Llama's config for a SentencePiece tokenizer built by :func:`train_sentencepiece`."""
+    return LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=HIDDEN,
+        intermediate_size=2 * HIDDEN,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=HEADS,
+        num_key_value_heads=HEADS,
+        max_position_embeddings=max_context_len,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+
+
+def tiny_eva(image_size: int) -> EvaViT:
+    """The tiny EVA ViT with random biases, class token and positions (which start at zero)."""
+    eva = EvaViT(TINY_EVA, image_size)
+    for name, param in eva.named_parameters():
+        if name.endswith("_bias") or name in ("cls_token", "pos_embed"):
+            torch.nn.init.normal_(param, std=0.02)
+    return eva
+
+
 def tiny_minigpt_shape(n_tokens_per_image: int) -> MiniGPTv2Shape:
     """Sizes whose picture gives ``n_tokens_per_image`` tokens (four patches each, a square grid)."""
     side = round((4 * n_tokens_per_image) ** 0.5)
@@ -89,23 +114,9 @@ def build_tiny_minigpt_v2(spec: ModelSpec, out_dir: Path) -> None:
     tokenizer = AutoTokenizer.from_pretrained(out_dir, legacy=True)
     tokenizer.save_pretrained(out_dir)
     torch.manual_seed(shape.seed)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=HIDDEN,
-        intermediate_size=2 * HIDDEN,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=HEADS,
-        num_key_value_heads=HEADS,
-        max_position_embeddings=shape.max_context_len,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
-    llama = LlamaForCausalLM(config)
+    llama = LlamaForCausalLM(tiny_llama_config(tokenizer, shape.max_context_len))
     llama.save_pretrained(out_dir)
-    eva = EvaViT(TINY_EVA, PRETRAIN_GRID * TINY_EVA.patch_size)
-    for name, param in eva.named_parameters():
-        if name.endswith("_bias") or name in ("cls_token", "pos_embed"):
-            torch.nn.init.normal_(param, std=0.02)
+    eva = tiny_eva(PRETRAIN_GRID * TINY_EVA.patch_size)
     torch.save(eva.state_dict(), out_dir / EVA_FILE)
     width = TINY_EVA.embed_dim
     state = {

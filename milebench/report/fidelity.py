@@ -18,7 +18,7 @@ from enum import StrEnum
 from milebench.preprocess.regime import model_regime
 from milebench.report.truncation import why_no_budget
 from milebench.spec.context import REQUIRED_FIELDS, SourceKind
-from milebench.spec.execution import ASPECT_FIELDS, PAPER, Aspect, Backend, Execution
+from milebench.spec.execution import ASPECT_FIELDS, PAPER, Aspect, Backend, Execution, ImageSequence
 from milebench.spec.model import AdapterKind, ApiModel, ModelSpec, Section
 from milebench.spec.model_execution import execution_of, for_run
 from milebench.spec.registry import Specs
@@ -96,6 +96,9 @@ def shown(execution: Execution, aspect: Aspect) -> str:
         elif name == "backend":
             if value is not Backend.TRANSFORMERS:
                 values.append(f"backend {value}")
+        elif name == "image_sequence":
+            if value is not ImageSequence.IMAGES:
+                values.append(f"pictures as {value.replace('_', ' ')}")
         elif isinstance(value, bool):
             if value:
                 values.append(name.replace("_", " "))

@@ -50,9 +50,11 @@ class PromptTemplate(StrEnum):
     """OpenFlamingo's interleaved text with an ``<|endofchunk|>`` before every ``<image>`` but the first,
     as its training data closes each picture's chunk of text before the next picture."""
     VICUNA_V1 = "vicuna_v1"
-    """VILA's ``conv_templates["vicuna_v1"]`` (github.com/Efficient-Large-Model/VILA,
-    ``llava/conversation.py``), the conversation its README runs VILA-7B with, for one user message and an
-    open assistant turn: ``{system} USER: {prompt} ASSISTANT:``; its ``sep2`` ``</s>`` is the stop keyword."""
+    """LLaVA's ``conv_vicuna_v1`` for one user message and an open assistant turn:
+    ``{system} USER: {prompt} ASSISTANT:``, its ``sep2`` ``</s>`` the stop keyword. VILA's
+    (github.com/Efficient-Large-Model/VILA, ``llava/conversation.py``; the conversation its README runs
+    VILA-7B with) and LLaMA-VID's copy (github.com/dvlab-research/LLaMA-VID, ``llamavid/conversation.py``;
+    its video evaluation's ``--conv-mode vicuna_v1``) are the same text."""
     QWEN_CHAT = "qwen_chat"
     """Qwen-VL-Chat's ``chat``: a chatml turn built by the checkpoint's remote code."""
     ALLAVA = "allava"
@@ -71,6 +73,15 @@ class ImagePreprocessing(StrEnum):
     worker's ``process_images`` with ``image_aspect_ratio: pad``."""
     PROCESSOR = "processor"
     """The image processor alone (for CLIP: resize the shorter side, then centre-crop)."""
+
+
+class ImageSequence(StrEnum):
+    """How a task's pictures reach a video model: MileBench gives every task as a sequence of images."""
+
+    IMAGES = "images"
+    """Each picture through the model's image input, at its own placeholder."""
+    VIDEO_FRAMES = "video_frames"
+    """All of a sample's pictures, in order, as the frames of one video through the model's video input."""
 
 
 class ImageBackend(StrEnum):
@@ -136,7 +147,7 @@ class Aspect(StrEnum):
 
 ASPECT_FIELDS: dict[Aspect, tuple[str, ...]] = {
     Aspect.PROMPT: ("prompt_template",),
-    Aspect.IMAGES: ("image_preprocessing", "image_backend"),
+    Aspect.IMAGES: ("image_preprocessing", "image_backend", "image_sequence"),
     Aspect.TOKENIZATION: ("tokenization", "original_vocab_only"),
     Aspect.DECODING: ("decoding", "backend"),
     Aspect.PRECISION: ("dtype", "autocast"),
@@ -153,6 +164,8 @@ class ExecutionVariant(Spec):
     prompt_template: PromptTemplate | None = None
     image_preprocessing: ImagePreprocessing | None = None
     image_backend: ImageBackend | None = None
+    image_sequence: ImageSequence | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Left out of dumps when unset, so the variants written before it keep their hashes."""
     tokenization: Tokenization | None = None
     decoding: Decoding | None = None
     dtype: Dtype | None = None
@@ -176,6 +189,13 @@ class Execution(Spec):
     prompt_template: PromptTemplate = PromptTemplate.CHAT_TEMPLATE
     image_preprocessing: ImagePreprocessing = ImagePreprocessing.PROCESSOR
     image_backend: ImageBackend = ImageBackend.DEFAULT
+    image_sequence: ImageSequence = Field(
+        default=ImageSequence.IMAGES,
+        exclude_if=lambda value: value is ImageSequence.IMAGES,
+        description="How the sample's pictures reach the model: each at its placeholder through the image "
+        "input, or together as the frames of one video (video models). Left out of dumps when it is "
+        "images, so the specs written before it keep their hashes and cache keys.",
+    )
     tokenization: Tokenization = Tokenization.WHOLE
     decoding: Decoding = Decoding.BATCHED
     dtype: Dtype = Field(
