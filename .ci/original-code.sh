@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The original code of the ported models, for the live comparison of the parity tests
-# (tests/test_yi_vl_parity.py, tests/test_mantis_parity.py, tests/test_minigpt_v2_parity.py), which run it
-# in .venv-llava (.ci/llava-official.sh) or .venv-minigpt-v2 (.ci/minigpt-v2-official.sh): the VL folder of
-# github.com/01-ai/Yi, the mantis package of github.com/TIGER-AI-Lab/Mantis and the minigpt4 package and
-# eval_configs of github.com/Vision-CAIR/MiniGPT-4, each at the commit the kit follows, unpacked into
+# (tests/test_yi_vl_parity.py, tests/test_mantis_parity.py, tests/test_minigpt_v2_parity.py,
+# tests/test_cheetor_parity.py), which run it in .venv-llava (.ci/llava-official.sh), .venv-minigpt-v2
+# (.ci/minigpt-v2-official.sh) or .venv-cheetor (.ci/cheetor-official.sh): the VL folder of
+# github.com/01-ai/Yi, the mantis package of github.com/TIGER-AI-Lab/Mantis, the minigpt4 package and
+# eval_configs of github.com/Vision-CAIR/MiniGPT-4 and the cheetah package and eval_configs of
+# github.com/DCDmllm/Cheetah, each at the commit the kit follows, unpacked into
 # .original-code/ (git-ignored). Nothing of it enters the kit. Takes seconds. The commits below are the ones
 # the golden fixtures (tests/golden/parity/) were recorded from; changing one fails the golden comparison
 # until the live test re-records them (MILEBENCH_RECORD_PARITY=1). Where GitHub cannot be reached it says so
@@ -14,6 +16,7 @@ cd "$(dirname "$0")/.."
 YI=24ce52c7d1dd3e282fbb40ed2fedcc02add13931      # 2024-04-16, the last change to VL/
 MANTIS=5f67d7a0e061330de41736ad16083fceb971aba1  # 2024-05-18, Mantis-bakllava-7b's code
 MINIGPT=68d81af31cc9237032e32e44947c5e04eb52b121 # 2023-11-08, the last change to minigpt4/ (HEAD changes no code)
+CHEETAH=bc9f3ad3e622bfe4e7f2316d50226a75d102ca71 # 2023-08-11, the last change to Cheetah/cheetah/ (HEAD: READMEs)
 
 fetch() {  # owner/name commit folder-in-repo target
   rm -rf "$4" && mkdir -p "$4"
@@ -42,4 +45,7 @@ fetch TIGER-AI-Lab/Mantis "$MANTIS" mantis .original-code/Mantis/mantis ||
 { fetch Vision-CAIR/MiniGPT-4 "$MINIGPT" minigpt4 .original-code/MiniGPT-4/minigpt4 &&
   fetch Vision-CAIR/MiniGPT-4 "$MINIGPT" eval_configs .original-code/MiniGPT-4/eval_configs; } ||
   { echo "original code: MiniGPT-v2 unavailable; its live parity comparison will skip"; rm -rf .original-code/MiniGPT-4; }
+{ fetch DCDmllm/Cheetah "$CHEETAH" Cheetah/cheetah .original-code/Cheetah/cheetah &&
+  fetch DCDmllm/Cheetah "$CHEETAH" Cheetah/eval_configs .original-code/Cheetah/eval_configs; } ||
+  { echo "original code: Cheetor unavailable; its live parity comparison will skip"; rm -rf .original-code/Cheetah; }
 exit 0
