@@ -26,7 +26,7 @@ from torch import nn
 from transformers import LlamaForCausalLM
 
 from milebench.infer.adapter import AdapterError
-from milebench.infer.minigpt_v2_model import EvaShape, EvaViT, interpolated_pos_embed
+from milebench.infer.minigpt_v2_model import EvaShape, EvaViT, load_eva
 
 
 @dataclass(frozen=True)
@@ -215,13 +215,7 @@ class Cheetor(nn.Module):
             layers[shape.update_layer].register_forward_pre_hook(self.vpg_hook, with_kwargs=True)
 
     def load_vision(self, eva_state: dict[str, torch.Tensor]) -> None:
-        """``create_eva_vit_g``'s load: position embeddings interpolated, ``strict=False``."""
-        state = dict(eva_state)
-        if "pos_embed" in state:
-            state["pos_embed"] = interpolated_pos_embed(
-                state["pos_embed"], self.visual_encoder.patch_embed.num_patches
-            )
-        self.visual_encoder.load_state_dict(state, strict=False)
+        load_eva(self.visual_encoder, eva_state)
 
     def load_parts(self, state: dict[str, torch.Tensor], source: str) -> list[str]:
         """One of the original's ``load_state_dict(strict=False)`` loads: every key the model has, in the

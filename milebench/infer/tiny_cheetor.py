@@ -19,12 +19,11 @@ from dataclasses import asdict
 from pathlib import Path
 
 import torch
-from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
 from milebench.infer.cheetor_model import CheetorShape, QFormer, QFormerShape
 from milebench.infer.minigpt_v2_model import EvaShape, EvaViT
 from milebench.infer.tiny import HEADS, HIDDEN, LAYERS, tiny_shape
-from milebench.infer.tiny_minigpt_v2 import EVA_FILE, TINY_EVA, TOKENIZER_MODEL, train_sentencepiece
+from milebench.infer.tiny_minigpt_v2 import EVA_FILE, TINY_EVA, write_tiny_llama
 from milebench.spec.model import ModelSpec
 
 SHAPE_FILE = "cheetor.json"
@@ -61,23 +60,7 @@ def build_tiny_cheetor(spec: ModelSpec, out_dir: Path) -> None:
     """Write the tiny Cheetor of ``spec`` into ``out_dir``."""
     shape = tiny_shape(spec, "cheetor")
     cheetor = tiny_cheetor_shape(shape.n_tokens_per_image)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / TOKENIZER_MODEL).write_bytes(train_sentencepiece())
-    tokenizer = AutoTokenizer.from_pretrained(out_dir, legacy=True)
-    tokenizer.save_pretrained(out_dir)
-    torch.manual_seed(shape.seed)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=HIDDEN,
-        intermediate_size=2 * HIDDEN,
-        num_hidden_layers=LAYERS,
-        num_attention_heads=HEADS,
-        num_key_value_heads=HEADS,
-        max_position_embeddings=shape.max_context_len,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
-    LlamaForCausalLM(config).save_pretrained(out_dir)
+    write_tiny_llama(shape, out_dir)
     eva = EvaViT(TINY_EVA, cheetor.image_size)
     torch.save(perturbed(eva), out_dir / EVA_FILE)
     width, queries = TINY_QFORMER.hidden_size, cheetor.num_query_token
