@@ -338,9 +338,7 @@ class HfImageTextToTextAdapter:
             TokenUsage(n, int((row != tokenizer.pad_token_id).sum()))
             for n, row in zip(self.input_lengths(inputs), new_tokens, strict=True)
         ]
-        answers: list[str | SampleFailure] = [
-            self.clean(text) for text in tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
-        ]
+        answers: list[str | SampleFailure] = [self.clean(text) for text in self.decoded(new_tokens)]
         if limit:
             max_new, eos = self.spec.generation.max_new_tokens, self.model.generation_config.eos_token_id
             answers = [
@@ -350,6 +348,11 @@ class HfImageTextToTextAdapter:
                 for answer, ids, row in zip(answers, new_tokens.tolist(), new_tokens, strict=True)
             ]
         return answers, usage
+
+    def decoded(self, new_tokens: torch.Tensor) -> list[str]:
+        """Each row's new tokens as text, special tokens skipped, as the official worker decodes them."""
+        texts: list[str] = self.processor.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+        return texts
 
     def clean(self, text: str) -> str:
         """The answer from the decoded new tokens: stripped, as the official worker does."""

@@ -100,7 +100,96 @@ class MiniGPTv2Processor:
     image_token_id: int = IMAGE_ID
 
 
-class HfMiniGPTv2Adapter(HfLlavaAdapter):
+class EvaLlamaAdapter(HfLlavaAdapter):
+    """What the MiniGPT-4 descendants (MiniGPT-v2, Cheetor) share: parts beside a Llama, per-piece ids with
+    one ``IMAGE_ID`` between pieces (the text split at ``image_marker``), the pictures' features in place
+    of those ids, a budget the checkpoint must give."""
+
+    part_names: ClassVar[tuple[str, ...]] = ()
+    """The files the model reads beside the language model."""
+    image_marker: ClassVar[str] = IMAGE_PLACEHOLDER
+    """Where the rendered text is split, each split a picture."""
+
+    def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path, *, with_model: bool = True) -> None:
+        self.parts = self.part_files(spec, paths)
+        super().__init__(spec, paths, data_root, with_model=with_model)
+        budget, cost = spec.n_tokens_per_image, self.features_per_image
+        if budget is not None and budget != cost:
+            raise AdapterError(
+                f"model spec {spec.name!r}: n_tokens_per_image {budget}, but the checkpoint gives "
+                f"{cost} features per image ({self.feature_source})"
+            )
+        if with_model:
+            self.place_model()
+
+    @property
+    def features_per_image(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def feature_source(self) -> str:
+        raise NotImplementedError
+
+    def place_model(self) -> None:
+        """The loaded parts on the kit's device, in eval mode."""
+        raise NotImplementedError
+
+    @classmethod
+    def part_files(cls, spec: ModelSpec, paths: RunPaths) -> dict[str, Path]:
+        """The model's parts: beside a tiny checkpoint's language model, or the url weights' files from
+        the weights cache, each verified before use."""
+        if isinstance(spec.weights, TinyWeights):
+            folder = paths.model_dir(spec.name)
+            return {name: folder / name for name in cls.part_names}
+        if isinstance(spec.weights, UrlWeights):
+            files = verified_weight_files(spec)
+            missing = sorted(set(cls.part_names) - set(files))
+            if missing:
+                raise AdapterError(f"model spec {spec.name!r}: weights.files lacks {missing}")
+            return files
+        raise AdapterError(
+            f"model spec {spec.name!r}: weights kind {spec.weights.kind!r} has no {list(cls.part_names)}"
+        )
+
+    @cached_property
+    def image_seq(self) -> int:
+        """One ``IMAGE_ID`` per picture in the ids."""
+        return 1
+
+    def render(self, sample: PreparedSample) -> str:
+        prompt = sample.prompt.replace(ADJACENT_IMAGES, ADJACENT_IMAGES_SPLIT)
+        return FIXED_TEMPLATES[self.execution.prompt_template](prompt)
+
+    def token_ids(self, text: str) -> list[int]:
+        """BOS, then each piece's ids (no special tokens added) with ``IMAGE_ID`` between pieces."""
+        tokenizer = self.processor.tokenizer
+        ids = [tokenizer.bos_token_id]
+        for i, piece in enumerate(text.split(self.image_marker)):
+            ids += [IMAGE_ID] if i else []
+            ids += list(tokenizer(piece, add_special_tokens=False).input_ids)
+        return ids
+
+    def expanded(self, ids: torch.Tensor) -> torch.Tensor:
+        counts = torch.where(ids == IMAGE_ID, self.features_per_image, 1)
+        return torch.repeat_interleave(ids, counts, dim=-1)
+
+    @property
+    def image_positions(self) -> int:
+        return self.features_per_image
+
+    def input_view(self, sample: PreparedSample) -> InputView:
+        note = f"each image id ({IMAGE_ID}) becomes {self.features_per_image} positions"
+        view = super().input_view(sample)
+        return replace(view, notes=(*view.notes, note))
+
+    def chunks(self, ids: torch.Tensor) -> list[torch.Tensor]:
+        """The pieces' ids between the image ids, as ``get_context_emb`` tokenized them."""
+        places = (ids == IMAGE_ID).nonzero().flatten().tolist()
+        bounds = [-1, *places, ids.shape[0]]
+        return [ids[start + 1 : end] for start, end in pairwise(bounds)]
+
+
+class HfMiniGPTv2Adapter(EvaLlamaAdapter):
     """LLaVA's prompting and batching with MiniGPT-v2's turn, per-piece ids, embeddings and decoding."""
 
     supported: ClassVar[dict[str, frozenset[Any]]] = {
@@ -109,44 +198,22 @@ class HfMiniGPTv2Adapter(HfLlavaAdapter):
         "tokenization": frozenset({Tokenization.PER_CHUNK}),
         "decoding": frozenset({Decoding.PER_SAMPLE}),
     }
+    part_names = (EVA_FILE, CHECKPOINT_FILE)
     processor: MiniGPTv2Processor
     minigpt: MiniGPTv2
 
-    def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path, *, with_model: bool = True) -> None:
-        self.parts = self.part_files(spec, paths)
-        super().__init__(spec, paths, data_root, with_model=with_model)
-        budget, cost = spec.n_tokens_per_image, self.processor.shape.features_per_image
-        if budget is not None and budget != cost:
-            raise AdapterError(
-                f"model spec {spec.name!r}: n_tokens_per_image {budget}, but the checkpoint's ViT gives "
-                f"{cost} features per image ({self.processor.shape.image_size} px, 4 patches a token)"
-            )
-        if with_model:
-            self.minigpt.to(self.device).eval()
-            # peft 0.2.0 merges the LoRA pairs when the loaded model is put in eval mode, on its device.
-            self.minigpt.merge_lora(self.lora)
+    @property
+    def features_per_image(self) -> int:
+        return self.processor.shape.features_per_image
 
-    @staticmethod
-    def part_files(spec: ModelSpec, paths: RunPaths) -> dict[str, Path]:
-        """The ViT weights and the MiniGPT-v2 checkpoint: beside a tiny checkpoint's language model, or
-        the url weights' files from the weights cache, each verified before use."""
-        if isinstance(spec.weights, TinyWeights):
-            folder = paths.model_dir(spec.name)
-            return {name: folder / name for name in (EVA_FILE, CHECKPOINT_FILE)}
-        if isinstance(spec.weights, UrlWeights):
-            files = verified_weight_files(spec)
-            missing = sorted({EVA_FILE, CHECKPOINT_FILE} - set(files))
-            if missing:
-                raise AdapterError(f"model spec {spec.name!r}: weights.files lacks {missing}")
-            return files
-        raise AdapterError(
-            f"model spec {spec.name!r}: weights kind {spec.weights.kind!r} has no MiniGPT-v2 parts"
-        )
+    @property
+    def feature_source(self) -> str:
+        return f"{self.processor.shape.image_size} px, 4 patches a token"
 
-    @cached_property
-    def image_seq(self) -> int:
-        """One ``IMAGE_ID`` per picture in the ids."""
-        return 1
+    def place_model(self) -> None:
+        self.minigpt.to(self.device).eval()
+        # peft 0.2.0 merges the LoRA pairs when the loaded model is put in eval mode, on its device.
+        self.minigpt.merge_lora(self.lora)
 
     def load_processor(self, source: str, kwargs: dict[str, Any]) -> MiniGPTv2Processor:
         shape = read_shape(Path(source)) if Path(source).is_dir() else MiniGPTv2Shape()
@@ -180,38 +247,6 @@ class HfMiniGPTv2Adapter(HfLlavaAdapter):
                     module.half()
         self.minigpt = minigpt
         return cast("GenerativeModel", llama)
-
-    def render(self, sample: PreparedSample) -> str:
-        prompt = sample.prompt.replace(ADJACENT_IMAGES, ADJACENT_IMAGES_SPLIT)
-        return FIXED_TEMPLATES[self.execution.prompt_template](prompt)
-
-    def token_ids(self, text: str) -> list[int]:
-        """BOS, then each piece's ids (no special tokens added) with ``IMAGE_ID`` between pieces."""
-        tokenizer = self.processor.tokenizer
-        ids = [tokenizer.bos_token_id]
-        for i, piece in enumerate(text.split(IMAGE_PLACEHOLDER)):
-            ids += [IMAGE_ID] if i else []
-            ids += list(tokenizer(piece, add_special_tokens=False).input_ids)
-        return ids
-
-    def expanded(self, ids: torch.Tensor) -> torch.Tensor:
-        counts = torch.where(ids == IMAGE_ID, self.processor.shape.features_per_image, 1)
-        return torch.repeat_interleave(ids, counts, dim=-1)
-
-    @property
-    def image_positions(self) -> int:
-        return self.processor.shape.features_per_image
-
-    def input_view(self, sample: PreparedSample) -> InputView:
-        note = f"each image id ({IMAGE_ID}) becomes {self.processor.shape.features_per_image} positions"
-        view = super().input_view(sample)
-        return replace(view, notes=(*view.notes, note))
-
-    def chunks(self, ids: torch.Tensor) -> list[torch.Tensor]:
-        """The pieces' ids between the image ids, as ``get_context_emb`` tokenized them."""
-        places = (ids == IMAGE_ID).nonzero().flatten().tolist()
-        bounds = [-1, *places, ids.shape[0]]
-        return [ids[start + 1 : end] for start, end in pairwise(bounds)]
 
     def generate_inputs(self, inputs: BatchFeature) -> dict[str, Any]:
         (ids,) = inputs["input_ids"]

@@ -147,6 +147,14 @@ def interpolated_pos_embed(saved: torch.Tensor, num_patches: int) -> torch.Tenso
     return torch.cat((saved[:, :1], grid.permute(0, 2, 3, 1).flatten(1, 2)), dim=1)
 
 
+def load_eva(vit: EvaViT, eva_state: dict[str, torch.Tensor]) -> None:
+    """``create_eva_vit_g``'s load: position embeddings interpolated, ``strict=False``."""
+    state = dict(eva_state)
+    if "pos_embed" in state:
+        state["pos_embed"] = interpolated_pos_embed(state["pos_embed"], vit.patch_embed.num_patches)
+    vit.load_state_dict(state, strict=False)
+
+
 LORA_KEY = "llama_model.base_model.model."
 """Where peft 0.2.0's wrapped Llama puts the language model's keys in the MiniGPT-v2 checkpoint."""
 
@@ -163,13 +171,7 @@ class MiniGPTv2(nn.Module):
         self.llama_model = llama
 
     def load_vision(self, eva_state: dict[str, torch.Tensor]) -> None:
-        """``create_eva_vit_g``'s load: position embeddings interpolated, ``strict=False``."""
-        state = dict(eva_state)
-        if "pos_embed" in state:
-            state["pos_embed"] = interpolated_pos_embed(
-                state["pos_embed"], self.visual_encoder.patch_embed.num_patches
-            )
-        self.visual_encoder.load_state_dict(state, strict=False)
+        load_eva(self.visual_encoder, eva_state)
 
     def load_checkpoint(self, state: dict[str, torch.Tensor]) -> list[str]:
         """The MiniGPT-v2 checkpoint over the assembled model, as ``load_state_dict(strict=False)`` loads

@@ -84,6 +84,22 @@ def minigpt_v2(prompt: str) -> str:
     return f"<s>[INST] {prompt.replace('<ImageHere>', MINIGPT_V2_IMAGE)} [/INST]"
 
 
+CHEETOR_IMAGE = "<Img><HereForImage></Img>"
+"""How Cheetor's ``Chat`` writes a picture into the user's message (split at ``<HereForImage>``)."""
+
+
+def cheetor_llama2(prompt: str) -> str:
+    """Cheetor's LLaMA2 turn as ``Chat.batch_answer`` builds it from a prompt with ``<ImageHere>``
+    placeholders: a piece that is blank is dropped (``ask`` is skipped), the rest and the pictures are
+    joined by spaces into the one user message, the system text is empty."""
+    pieces = prompt.split("<ImageHere>")
+    parts: list[str] = []
+    for i, piece in enumerate(pieces):
+        parts += [piece] if piece.strip() else []
+        parts += [CHEETOR_IMAGE] if i < len(pieces) - 1 else []
+    return f"[INST] <<SYS>>\n\n<</SYS>>\n\n{' '.join(parts)} [/INST]"
+
+
 OPEN_FLAMINGO_IMAGE_TOKEN = "<image>"
 """The media token OpenFlamingo's ``create_model_and_transforms`` adds to the tokenizer."""
 OPEN_FLAMINGO_END_OF_CHUNK = "<|endofchunk|>"
@@ -114,6 +130,7 @@ FIXED_TEMPLATES: dict[PromptTemplate, Callable[[str], str]] = {
     PromptTemplate.VICUNA_V1: vicuna_v1,
     PromptTemplate.MLLAVA_V1: mllava_v1,
     PromptTemplate.MINIGPT_V2: minigpt_v2,
+    PromptTemplate.CHEETOR_LLAMA2: cheetor_llama2,
     PromptTemplate.OPEN_FLAMINGO: plain,
     PromptTemplate.OPEN_FLAMINGO_CHUNKED: open_flamingo_chunked,
     PromptTemplate.USER_ASSISTANT: user_assistant,

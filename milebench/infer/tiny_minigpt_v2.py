@@ -24,7 +24,7 @@ from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
 from milebench.infer.adapter import AdapterError
 from milebench.infer.minigpt_v2_model import LORA_KEY, EvaShape, EvaViT, MiniGPTv2Shape
-from milebench.infer.tiny import CORPUS, HEADS, HIDDEN, LAYERS, tiny_shape
+from milebench.infer.tiny import CORPUS, HEADS, HIDDEN, LAYERS, TinyShape, tiny_shape
 from milebench.spec.model import ModelSpec
 
 SHAPE_FILE = "minigpt_v2.json"
@@ -103,10 +103,9 @@ def tiny_minigpt_shape(n_tokens_per_image: int) -> MiniGPTv2Shape:
     return MiniGPTv2Shape(eva=TINY_EVA, image_size=side * TINY_EVA.patch_size, lora_r=LORA_R)
 
 
-def build_tiny_minigpt_v2(spec: ModelSpec, out_dir: Path) -> None:
-    """Write the tiny MiniGPT-v2 of ``spec`` into ``out_dir``."""
-    shape = tiny_shape(spec, "minigpt-v2")
-    minigpt = tiny_minigpt_shape(shape.n_tokens_per_image)
+def write_tiny_llama(shape: TinyShape, out_dir: Path) -> None:
+    """The ``llama_model`` folder of a tiny MiniGPT-4 descendant: the SentencePiece tokenizer files and a
+    seeded random Llama."""
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / TOKENIZER_MODEL).write_bytes(train_sentencepiece())
     # legacy: the word-start marker on every text piece, also after a special token, as Llama-2's
@@ -114,8 +113,14 @@ def build_tiny_minigpt_v2(spec: ModelSpec, out_dir: Path) -> None:
     tokenizer = AutoTokenizer.from_pretrained(out_dir, legacy=True)
     tokenizer.save_pretrained(out_dir)
     torch.manual_seed(shape.seed)
-    llama = LlamaForCausalLM(tiny_llama_config(tokenizer, shape.max_context_len))
-    llama.save_pretrained(out_dir)
+    LlamaForCausalLM(tiny_llama_config(tokenizer, shape.max_context_len)).save_pretrained(out_dir)
+
+
+def build_tiny_minigpt_v2(spec: ModelSpec, out_dir: Path) -> None:
+    """Write the tiny MiniGPT-v2 of ``spec`` into ``out_dir``."""
+    shape = tiny_shape(spec, "minigpt-v2")
+    minigpt = tiny_minigpt_shape(shape.n_tokens_per_image)
+    write_tiny_llama(shape, out_dir)
     eva = tiny_eva(PRETRAIN_GRID * TINY_EVA.patch_size)
     torch.save(eva.state_dict(), out_dir / EVA_FILE)
     width = TINY_EVA.embed_dim

@@ -42,6 +42,11 @@ class PromptTemplate(StrEnum):
     """MiniGPT-v2's ``CONV_VISION_minigptv2`` (github.com/Vision-CAIR/MiniGPT-4,
     ``minigpt4/conversation/conversation.py``) with the empty system text of its benchmark evaluation:
     ``<s>[INST] {prompt} [/INST]``, each picture written ``<Img><ImageHere></Img>``."""
+    CHEETOR_LLAMA2 = "cheetor_llama2"
+    """Cheetor's ``CONV_VISION`` of ``conversation_llama2.py`` (github.com/DCDmllm/Cheetah) as
+    ``Chat.batch_answer`` fills it: the text pieces between placeholders that are not blank and one
+    ``<Img><HereForImage></Img>`` per picture, joined by spaces, in ``[INST] <<SYS>>\n\n<</SYS>>\n\n{message}
+    [/INST]`` (its empty system text)."""
     OPEN_FLAMINGO = "open_flamingo"
     """OpenFlamingo's interleaved text (github.com/mlfoundations/open_flamingo, its README's generation
     example and evaluation prompts): no turn and no system text, each picture an ``<image>`` token in
