@@ -212,7 +212,7 @@ def test_archive_refuses_an_existing_folder_and_an_unfinished_run(
 
 def test_verify_names_a_folder_that_is_no_bundle(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.ERROR):
-        assert cli.main(["verify", str(tmp_path)]) == 1
+        assert cli.main(["verify", str(tmp_path)]) == 2  # refused as given
     assert f"{tmp_path / MANIFEST}: missing: not a bundle" in caplog.text
 
 

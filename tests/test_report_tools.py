@@ -98,7 +98,7 @@ def build_run(root: Path) -> tuple[Path, RunPaths]:
         description="tools run",
         models=("random", "evil"),
         modes=MODES,
-        data=FixtureSource(kind="fixture"),
+        data=FixtureSource(kind="fixture", samples_per_task=2),  # as many as each task file holds below
         output_dir=str(root / "out"),
         allow_incomplete=True,
     )
