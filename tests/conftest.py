@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from docker_runs import LOCAL_BASE, BoxedRun, cpu_checkout_at, run_boxed, torch_wheel
-from hub_server import OLAH, Olah, build_mirrors
+from hub_server import OLAH, Olah, build_mirrors, ported_hub_models
 from unavailable import unavailable
 
 from milebench.spec.model import TinyWeights
@@ -54,9 +54,10 @@ def olah_hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Olah]:
     smoke = specs.run("smoke")
     assert isinstance(smoke.data, FixtureSource)
     tiny = [m for m in specs.run_models(smoke) if isinstance(m.weights, TinyWeights)]
-    build_mirrors(
+    tiny += [m for m in ported_hub_models(specs) if m not in tiny]
+    unbuilt = build_mirrors(
         root / "mirrors", list(specs.tasks.values()), smoke.data.seed, smoke.data.samples_per_task, tiny
     )
-    server = Olah(root / "mirrors", root).start()
+    server = Olah(root / "mirrors", root, unbuilt=unbuilt).start()
     yield server
     server.stop()
