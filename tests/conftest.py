@@ -4,7 +4,6 @@ slow: minutes each on a vfs engine); for the hub tests a real hub server."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -12,7 +11,8 @@ from pathlib import Path
 
 import pytest
 from docker_runs import LOCAL_BASE, BoxedRun, cpu_checkout_at, run_boxed, torch_wheel
-from hub_server import OLAH, Olah, build_mirrors
+from hub_server import OLAH, Olah, build_mirrors, ported_hub_models
+from unavailable import unavailable
 
 from milebench.spec.model import TinyWeights
 from milebench.spec.registry import load_specs
@@ -48,18 +48,16 @@ def olah_hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Olah]:
     """olah serving the hub's repositories (``hub_server``) on 127.0.0.1 for the whole session. Without
     ``.ci/hub-setup.sh`` it skips, saying so; in CI (where that script ran) it fails instead."""
     if not OLAH.is_file() or shutil.which("git-lfs") is None:
-        message = f"hub: no olah at {OLAH} or no git-lfs (run .ci/hub-setup.sh)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        unavailable(f"hub: no olah at {OLAH} or no git-lfs (run .ci/hub-setup.sh)")
     root = tmp_path_factory.mktemp("hub")
     specs = load_specs()
     smoke = specs.run("smoke")
     assert isinstance(smoke.data, FixtureSource)
     tiny = [m for m in specs.run_models(smoke) if isinstance(m.weights, TinyWeights)]
-    build_mirrors(
+    tiny += [m for m in ported_hub_models(specs) if m not in tiny]
+    unbuilt = build_mirrors(
         root / "mirrors", list(specs.tasks.values()), smoke.data.seed, smoke.data.samples_per_task, tiny
     )
-    server = Olah(root / "mirrors", root).start()
+    server = Olah(root / "mirrors", root, unbuilt=unbuilt).start()
     yield server
     server.stop()

@@ -3,7 +3,8 @@ built here in the hub's shape, on a free port of 127.0.0.1.
 
 The repositories are what the hub holds: the dataset ``FreedomIntelligence/MileBench`` with the
 mini-MileBench packed as the upstream ``MileBench_part*.tar.gz`` (large files in git-lfs, as on the hub),
-and one model repository per tiny checkpoint, built by the kit's tiny builders (weights in git-lfs).
+and one model repository per tiny checkpoint, built by the kit's tiny builders (weights in git-lfs): the
+smoke run's and those of the ported families whose paper model loads from the hub (``ported_hub_models``).
 olah names each revision by its real git commit. A repository that olah's proxy rules deny answers 401,
 as the hub answers a client without access.
 """
@@ -16,15 +17,18 @@ import socket
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import requests
 
 from milebench.fixture.generate import write_tree
 from milebench.fixture.pack import pack_mirror
+from milebench.infer.adapter import AdapterError
 from milebench.infer.tiny import build_tiny
-from milebench.spec.model import ModelSpec
+from milebench.paths import RunPaths
+from milebench.spec.model import HubWeights, ModelSpec, TinyWeights
+from milebench.spec.registry import Specs, load_specs
 from milebench.spec.task import TaskSpec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -77,10 +81,60 @@ def model_repo_id(spec: ModelSpec) -> str:
     return f"{MODEL_ORG}/{spec.name}"
 
 
+PORTS_RUN = "ports"
+"""The run of the ported families' tiny checkpoints."""
+LARGE_FILES = ("*.safetensors", "*.bin", "*.pth", "*.pt")
+"""Weight files, committed to git-lfs as the hub stores them."""
+
+
+def ported_hub_models(specs: Specs) -> list[ModelSpec]:
+    """The tiny checkpoints of the ports run whose family's paper models (the same adapter, real weights)
+    load from the hub: a hub repository stands in for those. Families whose checkpoints are files
+    fetched from URLs (``kind: url``) are not among them."""
+    tiny = [m for m in specs.run_models(specs.run(PORTS_RUN)) if isinstance(m.weights, TinyWeights)]
+    paper = [m for m in specs.models.values() if not isinstance(m.weights, TinyWeights)]
+    return [
+        t
+        for t in tiny
+        if (family := [m for m in paper if m.adapter == t.adapter])
+        and all(isinstance(m.weights, HubWeights) for m in family)
+    ]
+
+
+KIT_BESIDE = sorted(REPO.glob(".venv-*-kit"))
+"""The kit installed beside a family's original code (``.ci/*-kit.sh``, e.g. OpenFlamingo's, whose code
+does not import under the kit's transformers): where that family's tiny checkpoint is built."""
+
+
+def write_tiny(spec: ModelSpec, out: Path) -> None:
+    """``spec``'s tiny checkpoint in ``out``: built here, or, where its family's original code is not
+    importable here, by ``milebench tiny-model`` in a virtualenv of the kit beside that code. Raises
+    AdapterError naming what is missing where neither can build it."""
+    try:
+        build_tiny(spec, out)
+        return
+    except AdapterError as error:
+        here = error
+        shutil.rmtree(out, ignore_errors=True)  # what the builder wrote before it stopped
+    for venv in KIT_BESIDE:
+        with tempfile.TemporaryDirectory(prefix="tiny-beside-") as tmp:
+            done = subprocess.run(
+                [str(venv / "bin" / "python"), "-m", "milebench", "tiny-model", "--run", PORTS_RUN,
+                 "--root", tmp, "--model", spec.name],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            if done.returncode == 0:
+                paths = RunPaths.for_run(load_specs().run(PORTS_RUN), base=Path(tmp))
+                shutil.copytree(paths.model_dir(spec.name), out)
+                return
+    raise here
+
+
 def build_mirrors(
     mirrors: Path, tasks: list[TaskSpec], seed: int, samples_per_task: int, tiny: list[ModelSpec]
-) -> None:
-    """The dataset repository and one model repository per tiny spec (and the denied one)."""
+) -> dict[str, str]:
+    """The dataset repository and one model repository per tiny spec (and the denied one); returns the
+    tiny specs whose checkpoint could not be built here, with the reason."""
     with tempfile.TemporaryDirectory(prefix="hub-build-") as tmp:
         scratch = Path(tmp)
         dataset = scratch / "dataset"
@@ -91,13 +145,19 @@ def build_mirrors(
             "# MileBench\n\nThe mini-MileBench, packed as the upstream archives.\n"
         )
         hub_repo(mirror_path(mirrors, "datasets", DATASET), dataset, ("*.tar.gz",))
+        unbuilt: dict[str, str] = {}
         for spec in tiny:
             weights = scratch / spec.name
-            build_tiny(spec, weights)
-            hub_repo(mirror_path(mirrors, "models", model_repo_id(spec)), weights, ("*.safetensors",))
+            try:
+                write_tiny(spec, weights)
+            except AdapterError as error:
+                unbuilt[spec.name] = str(error)
+                continue
+            hub_repo(mirror_path(mirrors, "models", model_repo_id(spec)), weights, LARGE_FILES)
         shutil.copytree(
             mirror_path(mirrors, "models", model_repo_id(tiny[0])), mirror_path(mirrors, "models", DENIED)
         )
+    return unbuilt
 
 
 def free_port() -> int:
@@ -134,6 +194,8 @@ class Olah:
     workdir: Path
     port: int = 0
     process: subprocess.Popen[bytes] | None = None
+    unbuilt: dict[str, str] = field(default_factory=dict)
+    """Tiny models without a repository: their checkpoint cannot be built here (``build_mirrors``)."""
 
     @property
     def endpoint(self) -> str:

@@ -32,3 +32,19 @@ def test_every_relative_link_resolves(document: Path) -> None:
     relative = [target for target in LINK.findall(text) if "://" not in target]
     missing = [target for target in relative if not (document.parent / target).exists()]
     assert not missing, f"{document.name}: links to missing files: {missing}"
+
+
+SNAKEMAKE_CONFIG = re.compile(r"snakemake [^`\n#]*?--config((?: +[^\s`#\]]+)*)")
+
+
+@pytest.mark.parametrize("document", documents(), ids=lambda path: path.name)
+def test_documented_snakemake_commands_put_targets_before_config(document: Path) -> None:
+    """Snakemake 9's ``--config`` takes every word after it as a key=value pair, so a target written after
+    it is refused (``Invalid config definition``): a target comes first."""
+    text = re.sub(r"<[^>]*>", "NAME", document.read_text(encoding="utf-8"))  # placeholders: one word
+    swallowed = [
+        f"--config{words}"
+        for words in SNAKEMAKE_CONFIG.findall(text)
+        if any("=" not in word for word in words.split())
+    ]
+    assert not swallowed, f"{document.name}: targets after --config: {swallowed}"

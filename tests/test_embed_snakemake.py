@@ -6,9 +6,11 @@ compiled by latexmk and opened in headless Chromium."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ import yaml
 from test_report_tools import chromium, open_in_chromium
 
 from milebench.benchmarks.mmlongembed.aggregate import Analysis
+from milebench.benchmarks.mmlongembed.analysis import OVERALL
 from milebench.spec.registry import DEFAULT_SPECS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -177,6 +180,79 @@ def test_report_renders_every_analysis(run_dir: Path) -> None:
     assert "<h2>Positives tied with another candidate, by subset" in html
     assert "P@1 under each tie rule" in html and "macro P@1, trec_eval" in html
     assert 'id="paper-inconsistencies"' in html
+
+
+PDF_STRING = re.compile(rb"\(((?:\\.|[^\\)])*)\)", re.S)
+"""A PDF string literal ``( ... )``, its escaped characters (``\\)``) inside."""
+TJ = re.compile(rb"\[((?:\((?:\\.|[^\\)])*\)|[^\]()])*)\]\s*TJ", re.S)
+"""A text-showing array: string literals and kerning numbers."""
+
+
+def pdf_strings(pdf: bytes) -> list[str]:
+    """The text matplotlib drew into a PDF, one string per text op, in drawing order (its content streams
+    are deflated; each string is a ``[(a) kern (b)] TJ`` array of Type 3 character codes)."""
+    found: list[str] = []
+    for stream in re.findall(rb"stream\r?\n(.*?)endstream", pdf, re.S):
+        try:  # the stream's own end: a final byte may be \r, and the line end before endstream is not data
+            ops = zlib.decompressobj().decompress(stream)
+        except zlib.error:
+            continue  # a font program or an image, not a content stream
+        for array in TJ.findall(ops):
+            found.append(b"".join(PDF_STRING.findall(array)).decode("latin-1"))
+    return found
+
+
+def in_order(expected: list[str], drawn: list[str]) -> bool:
+    """Whether ``expected`` is a subsequence of ``drawn``."""
+    rest = iter(drawn)
+    return all(any(e == d for d in rest) for e in expected)
+
+
+def row(model: str, cells: list[str]) -> str:
+    return f'<tr data-model="{model}"><th scope="row">{model}</th>' + "".join(cells) + "</tr>"
+
+
+def test_report_renders_the_analysis_values(run_dir: Path) -> None:
+    """Table 9's depth means, the interference classes, Figure 4's overall panel and the length x depth
+    heatmaps show analysis.json's numbers, not only their places."""
+    result = analysis(run_dir)
+    reports = run_dir / "reports" / "embed-tiny"
+    html = (reports / "report.html").read_text()
+    depths = TINY["visual_grounding"]["depths"]  # type: ignore[index]
+    assert [m.model for m in result.depth_means] == TINY["models"]
+    for means in result.depth_means:
+        assert set(means.means) == set(depths)
+        assert row(means.model, [f"<td>{means.means[d]:.2f}</td>" for d in depths]) in html
+    # BM25 reads every needle: its Visual Grounding P@1 at each depth is the mean of its queries'.
+    vg = [json.loads(line) for line in (run_dir / "results" / "embed-tiny" / "vg" / "queries.jsonl").open()]
+    per_query = metrics(run_dir, "bm25")["queries"]
+    bm25 = next(m for m in result.depth_means if m.model == "bm25")
+    for depth in depths:
+        at = [per_query[q["id"]]["P@1"] for q in vg if q["depth"] == depth]
+        assert bm25.means[depth] == pytest.approx(100 * sum(at) / len(at))
+    # No run of three haystack modalities here (text and mixed only): every class is a dash.
+    assert [(c.model, c.interference_class) for c in result.interference_classes] == [
+        (m, None) for m in TINY["models"]
+    ]
+    for c in result.interference_classes:
+        assert row(c.model, ['<td class="text">\u2013</td>']) in html
+    # Figure 4: the overall panel (every real task together), each bar labelled with its value.
+    overall = [r for r in result.easy_hard_overall if r.task == OVERALL]
+    assert [r.model for r in overall] == TINY["models"]
+    drawn = pdf_strings((reports / "figures" / "easy-hard.pdf").read_bytes())
+    assert OVERALL in drawn
+    panels = [list(result.easy_hard), overall]  # the task's panel, then the overall one
+    labels = [f"{v:.0f}" for rows in panels for r in rows for v in (r.easy, r.hard) if v is not None]
+    assert len(labels) == 4 * len(overall) and in_order(labels, drawn)
+    # One length x depth heatmap per model, every cell's value (x100, no decimals) drawn in it.
+    assert [h.model for h in result.heatmaps] == TINY["models"]
+    for h in result.heatmaps:
+        assert (len(h.grid), {len(r) for r in h.grid}) == (len(depths), {len(h.bins)})
+        cells = [f"{v:.0f}" for r in h.grid for v in r if v is not None]
+        assert cells and in_order(
+            cells, pdf_strings((reports / "figures" / f"length-depth-{h.model}.pdf").read_bytes())
+        )
+        assert f'<figure id="figure-length-depth-{h.model}">' in html
 
 
 @pytest.mark.skipif(shutil.which("latexmk") is None, reason="latexmk absent: run .ci/report-tools.sh")

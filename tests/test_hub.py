@@ -18,8 +18,20 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hub_server import DATASET, DENIED, Olah, commit, free_port, git, mirror_path, model_repo_id
+from hub_server import (
+    DATASET,
+    DENIED,
+    PORTS_RUN,
+    Olah,
+    commit,
+    free_port,
+    git,
+    mirror_path,
+    model_repo_id,
+    ported_hub_models,
+)
 from mini_specs import linked_specs
+from unavailable import unavailable
 
 from milebench.io import sha256_file
 from milebench.provenance import read_provenance
@@ -191,6 +203,43 @@ def test_lock_data_pins_the_hub_commit_and_every_archive(hub_run: HubRun, fixtur
 def test_lock_weights_pins_each_model_to_its_commit(hub_run: HubRun) -> None:
     lock = load_weights_lock(hub_run.specs / "locks" / "weights.lock.yaml")
     assert lock.revisions == hub_run.model_commits
+
+
+@pytest.mark.parametrize("model", [m.name for m in ported_hub_models(load_specs())])
+def test_lock_weights_pins_a_ported_familys_tiny_checkpoint_and_the_client_downloads_it(
+    olah_hub: Olah, tmp_path: Path, model: str
+) -> None:
+    """A ported family whose paper model loads from the hub: its tiny checkpoint's repository is pinned
+    at the mirror's commit, and the real client downloads every committed file, byte for byte, at it."""
+    from huggingface_hub import snapshot_download
+
+    if model in olah_hub.unbuilt:
+        unavailable(f"hub: {model}'s tiny checkpoint cannot be built here: {olah_hub.unbuilt[model]}")
+    specs = hub_specs(tmp_path / "specs")
+    ports = yaml.safe_load((DEFAULT_SPECS / "runs" / f"{PORTS_RUN}.yaml").read_text())
+    (specs / "runs" / "hub-ports.yaml").write_text(
+        yaml.safe_dump({**ports, "name": "hub-ports", "models": [model]})
+    )
+    result = milebench(
+        specs, hub_env(olah_hub.endpoint, tmp_path / "hf-home"), "lock-weights", "--run", "hub-ports"
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    repo_id = model_repo_id(load_specs().models[model])
+    mirror = mirror_path(olah_hub.mirrors, "models", repo_id)
+    sha = git(mirror, "rev-parse", "HEAD")
+    assert load_weights_lock(specs / "locks" / "weights.lock.yaml").revisions == {model: sha}
+    snapshot = Path(
+        snapshot_download(repo_id, revision=sha, endpoint=olah_hub.endpoint, cache_dir=tmp_path / "cache")
+    )
+    assert snapshot.name == sha
+    committed = git(mirror, "ls-files").splitlines()
+    assert any(git(mirror, "check-attr", "filter", name).endswith("lfs") for name in committed), (
+        "weights in lfs"
+    )
+    downloaded = sorted(str(p.relative_to(snapshot)) for p in snapshot.rglob("*") if p.is_file())
+    assert downloaded == sorted(committed)
+    for name in committed:
+        assert sha256_file(snapshot / name) == sha256_file(mirror / name), name
 
 
 def test_hub_smoke_reaches_the_smoke_runs_aggregate(hub_run: HubRun, fixture_run: Path) -> None:

@@ -24,6 +24,7 @@ from mini_specs import linked_specs
 from test_declared_files import report_tables
 from test_infer_kill import answers
 from test_infer_load_once import journal_lines
+from unavailable import unavailable
 
 from milebench.paths import RunPaths
 from milebench.spec.registry import load_specs
@@ -81,18 +82,43 @@ def test_setup_script_reports_a_cluster_that_cannot_start_and_exits_zero(tmp_pat
     assert not (tmp_path / "etc").exists(), "nothing is configured for a cluster that cannot start"
 
 
+@pytest.mark.parametrize(
+    ("tools", "reason"),
+    [
+        ({}, "slurm: no sinfo on this machine"),
+        ({"sinfo": "exit 1", "sacct": "exit 0", "sbatch": "exit 0"}, "slurm: `sinfo -h -o %T` fails"),
+        ({"sinfo": "echo down", "sacct": "exit 0", "sbatch": "exit 0"}, "slurm: no node is up"),
+    ],
+    ids=["no-tools", "sinfo-fails", "node-down"],
+)
+@pytest.mark.parametrize("ci", ["", "1"], ids=["local", "ci"])
+def test_a_missing_cluster_skips_here_and_fails_in_ci(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tools: dict[str, str], reason: str, ci: str
+) -> None:
+    for tool, body in tools.items():
+        (tmp_path / tool).write_text(f"#!/bin/sh\n{body}\n")
+        (tmp_path / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("CI", ci)
+    with pytest.raises((pytest.fail.Exception, pytest.skip.Exception)) as raised:
+        slurm_or_skip()
+    assert raised.type is (pytest.fail.Exception if ci else pytest.skip.Exception), raised.value
+    assert str(raised.value).startswith(reason), raised.value
+
+
 def slurm_or_skip() -> None:
+    """Skips when this machine has no working cluster; fails instead in CI (``unavailable``)."""
     for tool in ("sinfo", "sacct", "sbatch"):
         if shutil.which(tool) is None:
-            pytest.skip(f"slurm: no {tool} on this machine (run .ci/slurm-setup.sh)")
+            unavailable(f"slurm: no {tool} on this machine (run .ci/slurm-setup.sh)")
     for probe in (["sinfo", "-h", "-o", "%T"], ["sacct", "-n", "-X", "-S", "now"]):
         done = subprocess.run(probe, capture_output=True, text=True, check=False)
         if done.returncode != 0:
-            pytest.skip(f"slurm: `{' '.join(probe)}` fails (run .ci/slurm-setup.sh): {done.stderr[-200:]}")
+            unavailable(f"slurm: `{' '.join(probe)}` fails (run .ci/slurm-setup.sh): {done.stderr[-200:]}")
     if not re.search(
         r"^(idle|mixed|allocated)", subprocess.check_output(["sinfo", "-h", "-o", "%T"], text=True), re.M
     ):
-        pytest.skip("slurm: no node is up (run .ci/slurm-setup.sh)")
+        unavailable("slurm: no node is up (run .ci/slurm-setup.sh)")
 
 
 def out(*argv: str) -> str:

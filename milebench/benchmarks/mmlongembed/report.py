@@ -137,7 +137,7 @@ def easy_hard_figure(analysis: Analysis) -> Figure | None:
                 for j, kind in enumerate(("easy", "hard")):
                     values = [getattr(found[b], kind) if b in found else None for b in bins]
                     x = [k - 0.4 + width * (2 * i + j + 0.5) for k in range(len(bins))]
-                    ax.bar(
+                    bars = ax.bar(
                         x,
                         [np.nan if v is None else v for v in values],
                         width,
@@ -147,6 +147,8 @@ def easy_hard_figure(analysis: Analysis) -> Figure | None:
                         linewidth=0.4,
                         label=f"{model} ({kind.capitalize()})",
                     )
+                    # Each bar carries its value, as the heatmaps' cells do: readable in print and in text.
+                    ax.bar_label(bars, ["" if v is None else f"{v:.0f}" for v in values], fontsize=5)
             ax.set_xticks(range(len(bins)), [str(b) for b in bins], fontsize=7)
             ax.set_xlabel("length pool (tokens)", fontsize=7)
             ax.set_ylim(0, 100)
@@ -158,9 +160,9 @@ def easy_hard_figure(analysis: Analysis) -> Figure | None:
             "easy-hard",
             f"Easy vs Hard pools: {analysis.metric} by length pool",
             f"{analysis.metric} (x100) of each real task's Easy (solid) and Hard (hatched) queries per "
-            "length pool, per model, and of every task's together (the last panel): the paper's Figure 4 "
-            "layout. Hard pools hold altered copies of the positive (the task's construction); Easy pools "
-            "hold other documents of the same length.",
+            "length pool, per model, each bar labelled with its value, and of every task's together (the "
+            "last panel): the paper's Figure 4 layout. Hard pools hold altered copies of the positive (the "
+            "task's construction); Easy pools hold other documents of the same length.",
         )
 
 
