@@ -13,6 +13,7 @@ outputs of unchanged jobs keep their checksums, so nothing downstream of them re
 from pathlib import Path
 
 from milebench.audit.plan import audit_jobs
+from milebench.commands.run_console import RunConsole
 from milebench.containers.image import RECORDS_DIR, content_key, family
 from milebench.infer.api.prerequisites import missing_prerequisites
 from milebench.job_resources import infer_resources
@@ -22,6 +23,7 @@ from milebench.preprocess.regime import tokenizer_dirs
 from milebench.spec.model import TinyWeights
 from milebench.spec.registry import load_specs, spec_hash
 from milebench.spec.run import DockerJobs, Mode, Runtime, has_verdict
+from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod
 
 
@@ -70,10 +72,24 @@ BENCHMARK_TARGETS = [P.report_html, P.report_tex, *AGGREGATE.values()]
 """The run's default target (the top Snakefile's rule all): its report and aggregate."""
 
 
+CONSOLE = RunConsole(SPECS, RUN, P, logger.info)
+
+
 # Once, before any job runs (never in a dry run): every API model with cells left to answer has its key,
-# or is marked keyless; else the run stops here, the reason on the console.
+# or is marked keyless; else the run stops here, the reason on the console. Then a progress line for the
+# whole run (samples answered, rate, ETA) every minute while samples are answered.
 onstart:
     check_api_prerequisites()
+    CONSOLE.start()
+
+
+# The run's last words: the report's path and its headline verdict.
+onsuccess:
+    CONSOLE.finish()
+
+
+onerror:
+    CONSOLE.stop()
 
 
 wildcard_constraints:
