@@ -1,6 +1,8 @@
 """The ``milebench`` command: one subcommand per stage, so each Snakemake rule is one command.
 
 Handlers are imported only when their subcommand runs, so ``milebench score`` never pays for torch.
+``milebench --help`` lists the commands in groups (each installed benchmark's in its own); the commands
+only rules call are left out of it, and still run.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import importlib
 import logging
 import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 from milebench.errors import KitError
@@ -20,6 +23,55 @@ from milebench.spec.registry import DEFAULT_SPECS, limit_runs
 from milebench.spec.run import MAX_BATCH_SIZE, MAX_REPEATS, MAX_RESAMPLES, Mode
 
 log = logging.getLogger("milebench")
+
+SPECS_HELP = "Specs folder; one of your own overlays the kit's (default: the kit's own, milebench/specs)."
+EXAMPLES = """\
+examples:
+  milebench check-specs --specs my-specs        # your specs, over the kit's
+  milebench render-input --run smoke --model tiny-llava --task ActionSequence \\
+      --mode multi-image --sample 0             # what a model receives, one sample
+  milebench import-official --run paper --model llava-1.5-7b \\
+      --official-outputs outputs/llava-v1.5-7b --report   # score the official code's outputs
+  milebench verify R.tar --expect-id ID         # someone else's bundle, offline
+  milebench COMMAND --help                      # a command's options, with their defaults
+
+A whole run is one Snakemake command, which runs these stages for you:
+  snakemake --cores all --config run=smoke
+"""
+COMMAND_GROUPS = {
+    "run": "Specs, and a run's stages by hand (Snakemake runs them for you).",
+    "score and import": "Judge predictions, yours or the official code's; aggregate and compare.",
+    "report": "Tables and figures from existing scores.",
+    "data": "Data and weights: fetch, lock, validate; the mini-MileBench and tiny checkpoints.",
+    "containers and archive": "The model families' images; artifact bundles and their verification.",
+}
+"""The headings of ``milebench --help``, in order; each installed benchmark's commands follow under its
+own heading."""
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """States every option's default after its help, unless the help already says it: a flag is off, a
+    list empty is none, a default of None has no value to show (its help says what happens without it).
+    The description and epilog keep their line breaks (the examples)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            not action.option_strings
+            or action.required
+            or default is None
+            or default is argparse.SUPPRESS
+            or "default" in text.lower()
+        ):
+            return action.help
+        if default is False:
+            shown = "off"
+        elif isinstance(default, list | tuple):
+            shown = ",".join(map(str, default)) or "none"
+        else:
+            shown = str(default)
+        return f"{text} (default: {shown.replace('%', '%%')})".lstrip()
 
 
 def _run_args(p: argparse.ArgumentParser) -> None:
@@ -34,6 +86,12 @@ def _root_arg(p: argparse.ArgumentParser) -> None:
         help="Folder the run's files are laid out under (results/<run>/, reports/<run>/); default: the "
         "working folder. Snakemake passes each job's own: its staged copy under a storage provider.",
     )
+
+
+def _run_root_args(p: argparse.ArgumentParser) -> None:
+    """--run and --root: the run and the folder its files lie under, as every stage of a run takes."""
+    _run_args(p)
+    _root_arg(p)
 
 
 def bounded_int(low: int, high: int) -> Callable[[str], int]:
@@ -62,6 +120,18 @@ def bounded_ints(low: int, high: int) -> Callable[[str], tuple[int, ...]]:
     return parse
 
 
+def _seed_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seed", type=int, default=0, help="Seed of the random draws (bootstrap, shuffles).")
+
+
+def _scorer_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scorer", default="paper", help="Scorer whose judgments are compared.")
+
+
+def _mode_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mode", type=Mode, choices=list(Mode), default=Mode.MULTI_IMAGE, help="The mode.")
+
+
 def _threads_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--threads",
@@ -75,10 +145,9 @@ def _threads_arg(p: argparse.ArgumentParser) -> None:
 def _job_args(
     p: argparse.ArgumentParser, model: bool, task_required: bool = True, many_tasks: bool = False
 ) -> None:
-    _run_args(p)
-    _root_arg(p)
+    _run_root_args(p)
     if model:
-        p.add_argument("--model", required=True)
+        p.add_argument("--model", required=True, help="A model of the run.")
     if many_tasks:
         p.add_argument(
             "--task",
@@ -86,13 +155,20 @@ def _job_args(
             required=True,
             help="A task; repeat it to answer several, loading once.",
         )
+    elif task_required:
+        p.add_argument("--task", required=True, help="A task of the run.")
     else:
-        p.add_argument("--task", required=task_required)
-    p.add_argument("--mode", required=True, type=Mode, choices=list(Mode))
+        p.add_argument(
+            "--task",
+            help="A task of the run; required without --official-outputs (default there: every task).",
+        )
+    p.add_argument("--mode", required=True, type=Mode, choices=list(Mode), help="The mode.")
 
 
 def _official_args(p: argparse.ArgumentParser, required: bool) -> None:
-    help_text = "An official outputs/<model>/ folder of <Task>/pred.json files."
+    help_text = "An official outputs/<model>/ folder of <Task>/pred.json files." + (
+        "" if required else " Default: none, score the run's own predictions."
+    )
     p.add_argument(
         "--official-outputs", "--outputs", dest="outputs", type=Path, required=required, help=help_text
     )
@@ -101,9 +177,14 @@ def _official_args(p: argparse.ArgumentParser, required: bool) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="milebench", description=__doc__.splitlines()[0])
-    parser.add_argument("--specs", type=Path, default=DEFAULT_SPECS, help="Specs folder.")
-    parser.add_argument("-v", "--verbose", action="store_true")
+    parser = argparse.ArgumentParser(
+        prog="milebench",
+        description="The MileBench reproducibility kit: one command per stage of a run.",
+        epilog=EXAMPLES,
+        formatter_class=HelpFormatter,
+    )
+    parser.add_argument("--specs", type=Path, default=DEFAULT_SPECS, help=SPECS_HELP)
+    parser.add_argument("-v", "--verbose", action="store_true", help="Log debug lines too.")
     parser.add_argument(
         "--limit",
         type=int,
@@ -117,28 +198,65 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FAMILY",
         default=None,
         help="Run the stage command in this family's Docker image (recorded by `milebench image build`) "
-        "instead of this process: run spec docker_jobs: all.",
+        "instead of this process: run spec docker_jobs: all. Default: in this process.",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(
+        dest="command",
+        required=True,
+        metavar="COMMAND",
+        help="One of the commands below; `milebench COMMAND --help` lists its options.",
+    )
+    groups = {title: parser.add_argument_group(title, text) for title, text in COMMAND_GROUPS.items()}
 
-    def add(name: str, target: str, help: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help, description=help)
-        p.add_argument("--specs", type=Path, default=argparse.SUPPRESS, help="Specs folder.")
+    def add(
+        name: str, target: str, help: str, group: argparse._ArgumentGroup | None
+    ) -> argparse.ArgumentParser:
+        """A command listed under ``group`` in ``milebench --help``; None: one only rules call, left out
+        of the listing (argparse lists a command only when ``help`` is passed to ``add_parser``)."""
+        p = sub.add_parser(name, description=help, formatter_class=HelpFormatter)
+        if group is not None:
+            group._group_actions.append(argparse.Action([], dest=name, help=help))
+        p.add_argument("--specs", type=Path, default=argparse.SUPPRESS, help=SPECS_HELP)
         p.set_defaults(target=target)
         return p
 
-    add("check-specs", "milebench.commands.specs:check", "Validate every spec and their cross references.")
-    p = add("export-schemas", "milebench.commands.specs:export", "Write JSON Schemas of the spec models.")
-    p.add_argument("--out", type=Path, default=DEFAULT_SPECS / "schemas")
+    def nested(p: argparse.ArgumentParser, dest: str) -> Callable[[str, str, str], argparse.ArgumentParser]:
+        """``add`` for the subcommands of a command (``image build``), listed in its own help."""
+        commands = p.add_subparsers(dest=dest, required=True)
 
-    p = add("fixture", "milebench.fixture.commands:fixture", "Generate the mini-MileBench archives + lock.")
+        def add_nested(name: str, target: str, help: str) -> argparse.ArgumentParser:
+            q = commands.add_parser(name, help=help, description=help, formatter_class=HelpFormatter)
+            q.set_defaults(target=target)
+            return q
+
+        return add_nested
+
+    run, scoring, report, data, archive = groups.values()
+    add(
+        "check-specs",
+        "milebench.commands.specs:check",
+        "Validate every spec and their cross references.",
+        run,
+    )
+    p = add(
+        "export-schemas", "milebench.commands.specs:export", "Write JSON Schemas of the spec models.", run
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_SPECS / "schemas",
+        help="Folder to write them into (default: the kit's own, milebench/specs/schemas).",
+    )
+
+    p = add(
+        "fixture", "milebench.fixture.commands:fixture", "Generate the mini-MileBench archives + lock.", data
+    )
     p.add_argument("--out", type=Path, required=True, help="Mirror folder to write archives and lock into.")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--samples-per-task", type=int, default=3)
+    p.add_argument("--seed", type=int, default=0, help="Seed of the generated samples.")
+    p.add_argument("--samples-per-task", type=int, default=3, help="Samples in each task.")
 
-    p = add("fetch", "milebench.data.commands:fetch", "Download, verify and extract a run's data.")
-    _run_args(p)
-    _root_arg(p)
+    p = add("fetch", "milebench.data.commands:fetch", "Download, verify and extract a run's data.", data)
+    _run_root_args(p)
     p.add_argument(
         "--download-deadline",
         type=float,
@@ -152,39 +270,63 @@ def build_parser() -> argparse.ArgumentParser:
         "fetch-weights",
         "milebench.data.commands:fetch_weights",
         "Download a model's url weight files into the weights cache and verify them.",
+        data,
     )
     p.add_argument("--model", required=True, help="A model spec with url weights.")
 
-    p = add("lock-data", "milebench.data.commands:lock", "Resolve the hub revision and archive checksums.")
-    p.add_argument("--repo-id", default="FreedomIntelligence/MileBench")
-    p.add_argument("--revision", default="main")
-    p.add_argument("--out", type=Path, default=DEFAULT_SPECS / "locks" / "milebench-hub.lock.yaml")
+    p = add(
+        "lock-data", "milebench.data.commands:lock", "Resolve the hub revision and archive checksums.", data
+    )
+    p.add_argument("--repo-id", default="FreedomIntelligence/MileBench", help="The data's hub dataset.")
+    p.add_argument("--revision", default="main", help="Branch, tag or commit to pin.")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_SPECS / "locks" / "milebench-hub.lock.yaml",
+        help="The lock to write (default: the kit's own, milebench/specs/locks/milebench-hub.lock.yaml).",
+    )
 
     p = add(
         "lock-weights",
         "milebench.data.lock_weights:lock_weights",
         "Pin hub model revisions to commits and url weight files to their size and sha256.",
+        data,
     )
     p.add_argument("--ref", default="main", help="Branch or tag to resolve.")
     p.add_argument(
-        "--run", default=None, help="Pin only this run's models (the lock's other entries are kept)."
+        "--run",
+        default=None,
+        help="Pin only this run's models (the lock's other entries are kept); default: every model's.",
     )
 
-    p = add("validate-data", "milebench.data.validate:command", "Check a data tree against the task specs.")
+    p = add(
+        "validate-data", "milebench.data.validate:command", "Check a data tree against the task specs.", data
+    )
     p.add_argument("data_root", type=Path, help="The extracted MileBench/ folder.")
-    p.add_argument("--samples-per-task", type=int, default=None, help="Expected count (fixtures).")
+    p.add_argument(
+        "--samples-per-task",
+        type=int,
+        default=None,
+        help="Expected count in every task (fixtures); default: each task spec's.",
+    )
 
-    p = add("tiny-model", "milebench.infer.commands:tiny_model", "Build a tiny random-weight model offline.")
-    _run_args(p)
-    _root_arg(p)
-    p.add_argument("--model", required=True)
+    p = add(
+        "tiny-model", "milebench.infer.commands:tiny_model", "Build a tiny random-weight model offline.", data
+    )
+    _run_root_args(p)
+    p.add_argument("--model", required=True, help="A model of the run with tiny weights.")
 
-    p = add("preprocess", "milebench.preprocess.commands:preprocess", "Build prompts for one task and mode.")
+    p = add(
+        "preprocess",
+        "milebench.preprocess.commands:preprocess",
+        "Build prompts for one task and mode.",
+        run,
+    )
     _job_args(p, model=False)
     p.add_argument("--regime", default="full", help="Input regime id (see `milebench.preprocess.regime`).")
     p.add_argument("--workers", type=int, default=1, help="Threads for combined-image tiling.")
 
-    p = add("infer", "milebench.infer.commands:infer", "Run one model over prepared tasks of one mode.")
+    p = add("infer", "milebench.infer.commands:infer", "Run one model over prepared tasks of one mode.", run)
     _job_args(p, model=True, many_tasks=True)
     _threads_arg(p)
 
@@ -192,49 +334,70 @@ def build_parser() -> argparse.ArgumentParser:
         "render-input",
         "milebench.infer.render_input:render_input",
         "Show what a model receives for one sample.",
+        run,
     )
     _job_args(p, model=True)
     p.add_argument("--sample", type=int, required=True, help="The sample_id.")
 
-    p = add("score", "milebench.commands.scoring:score", "Score one model's predictions for one task.")
+    p = add(
+        "score", "milebench.commands.scoring:score", "Score one model's predictions for one task.", scoring
+    )
     _job_args(p, model=True, task_required=False)
     _official_args(p, required=False)
 
-    p = add("report", "milebench.report.commands:report", "Render the HTML and LaTeX report of a run.")
-    _run_args(p)
-    _root_arg(p)
+    p = add(
+        "report", "milebench.report.commands:report", "Render the HTML and LaTeX report of a run.", report
+    )
+    _run_root_args(p)
 
     p = add(
-        "aggregate", "milebench.score.run_aggregate:aggregate", "Write a run's aggregate and verdict JSON."
+        "aggregate",
+        "milebench.score.run_aggregate:aggregate",
+        "Write a run's aggregate and verdict JSON.",
+        scoring,
     )
-    _run_args(p)
-    _root_arg(p)
+    _run_root_args(p)
     p.add_argument(
         "--resamples", type=bounded_int(1, MAX_RESAMPLES), default=2000, help="Bootstrap resamples."
     )
-    p.add_argument("--seed", type=int, default=0)
+    _seed_arg(p)
 
-    p = add("compare", "milebench.score.compare:compare_command", "Paired comparison of two models or runs.")
+    p = add(
+        "compare",
+        "milebench.score.compare:compare_command",
+        "Paired comparison of two models or runs.",
+        scoring,
+    )
     _run_args(p)
-    p.add_argument("--model-a", required=True)
+    p.add_argument("--model-a", required=True, help="Model A.")
     p.add_argument("--model-b", default=None, help="Defaults to --model-a (compare two runs).")
     p.add_argument("--run-b", default=None, help="Run of B; defaults to --run.")
-    p.add_argument("--mode", type=Mode, choices=list(Mode), default=Mode.MULTI_IMAGE)
-    p.add_argument("--scorer", default="paper")
-    p.add_argument("--resamples", type=bounded_int(1, MAX_RESAMPLES), default=5000)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, default=None, help="Also write the comparison as JSON here.")
+    _mode_arg(p)
+    _scorer_arg(p)
+    p.add_argument(
+        "--resamples", type=bounded_int(1, MAX_RESAMPLES), default=5000, help="Bootstrap resamples."
+    )
+    _seed_arg(p)
+    p.add_argument(
+        "--out", type=Path, default=None, help="Also write the comparison as JSON here; default: not written."
+    )
 
-    p = add("audit", "milebench.audit.commands:batch_command", "Determinism and drift audit of a model.")
-    audit = p.add_subparsers(dest="audit_command", required=True)
-    p = audit.add_parser("batch", help="Batch size 1 against shuffled larger batches and repeated runs.")
-    p.set_defaults(target="milebench.audit.commands:batch_command")
-    _run_args(p)
-    _root_arg(p)
-    p.add_argument("--model", required=True)
+    p = add("audit", "milebench.audit.commands:batch_command", "Determinism and drift audit of a model.", run)
+    audit = nested(p, "audit_command")
+    p = audit(
+        "batch",
+        "milebench.audit.commands:batch_command",
+        "Batch size 1 against shuffled larger batches and repeated runs.",
+    )
+    _run_root_args(p)
+    p.add_argument("--model", required=True, help="The run's model to audit.")
     p.add_argument("--task", required=True, action="append", help="A task to audit (repeatable).")
-    p.add_argument("--mode", type=Mode, choices=list(Mode), default=Mode.MULTI_IMAGE)
-    p.add_argument("--variant", default=None, help="Execution variant instead of the run's (e.g. batched).")
+    _mode_arg(p)
+    p.add_argument(
+        "--variant",
+        default=None,
+        help="Execution variant instead of the run's (e.g. batched); default: the run's.",
+    )
     p.add_argument(
         "--batch-sizes",
         type=bounded_ints(1, MAX_BATCH_SIZE),
@@ -245,29 +408,37 @@ def build_parser() -> argparse.ArgumentParser:
         "--repeats", type=bounded_int(1, MAX_REPEATS), default=2, help="Shuffled runs per batch size."
     )
     p.add_argument("--tie-margin", type=float, default=0.05, help="Near-tie below this top-1/top-2 margin.")
-    p.add_argument("--scorer", default="paper")
-    p.add_argument("--seed", type=int, default=0)
+    _scorer_arg(p)
+    _seed_arg(p)
     p.add_argument("--out", type=Path, default=None, help="JSON path (default: reports/<run>/audit/).")
     p.add_argument("--gpus", default=None, help='With --in-image: "all" or device ids (default: none).')
-    p = audit.add_parser("drift", help="Score deltas and flips between two environments or backends.")
-    p.set_defaults(target="milebench.audit.commands:drift_command")
-    _run_args(p)
-    _root_arg(p)
-    p.add_argument("--model-a", required=True)
+    p = audit(
+        "drift",
+        "milebench.audit.commands:drift_command",
+        "Score deltas and flips between two environments or backends.",
+    )
+    _run_root_args(p)
+    p.add_argument("--model-a", required=True, help="Model A.")
     p.add_argument("--model-b", default=None, help="Defaults to --model-a.")
     p.add_argument("--run-b", default=None, help="Run of B; defaults to --run.")
-    p.add_argument("--root-b", type=Path, default=None, help="Folder B's run is laid out under.")
-    p.add_argument("--mode", type=Mode, choices=list(Mode), default=Mode.MULTI_IMAGE)
-    p.add_argument("--scorer", default="paper")
-    p.add_argument("--resamples", type=bounded_int(1, MAX_RESAMPLES), default=5000)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--root-b", type=Path, default=None, help="Folder B's run is laid out under; defaults to --root."
+    )
+    _mode_arg(p)
+    _scorer_arg(p)
+    p.add_argument(
+        "--resamples", type=bounded_int(1, MAX_RESAMPLES), default=5000, help="Bootstrap resamples."
+    )
+    _seed_arg(p)
     p.add_argument("--out", type=Path, default=None, help="JSON path (default: reports/<run>/audit/).")
 
     p = add(
-        "import-official", "milebench.commands.scoring:import_official", "Import official pred.json files."
+        "import-official",
+        "milebench.commands.scoring:import_official",
+        "Import official pred.json files.",
+        scoring,
     )
-    _run_args(p)
-    _root_arg(p)
+    _run_root_args(p)
     p.add_argument("--model", required=True, help="The run's model the predictions belong to.")
     p.add_argument(
         "--new-model",
@@ -279,19 +450,34 @@ def build_parser() -> argparse.ArgumentParser:
         "--specs (a folder of your own) and add it to the run there; DISPLAY_NAME defaults to --model. "
         "Default: off.",
     )
-    p.add_argument("--mode", type=Mode, choices=list(Mode), default=Mode.MULTI_IMAGE)
+    _mode_arg(p)
     _official_args(p, required=True)
 
-    p = add("image", "milebench.containers.commands:image_build", "Container images of the model families.")
-    image = p.add_subparsers(dest="image_command", required=True)
-    p = image.add_parser("build", help="Build containers/<family> and record it in results/images/.")
-    p.set_defaults(target="milebench.containers.commands:image_build")
+    p = add(
+        "image",
+        "milebench.containers.commands:image_build",
+        "Container images of the model families.",
+        archive,
+    )
+    image = nested(p, "image_command")
+    p = image(
+        "build",
+        "milebench.containers.commands:image_build",
+        "Build containers/<family> and record it in results/images/.",
+    )
     p.add_argument("--family", required=True, help="A folder under containers/ (kit, api, hf-current, ...).")
-    p.add_argument("--base", default=None, help="Base image instead of the Dockerfile's pinned BASE.")
-    p.add_argument("--ca-bundle", type=Path, default=None, help="Extra CA certificates (PEM) to trust.")
+    p.add_argument(
+        "--base", default=None, help="Base image instead of the Dockerfile's pinned BASE; default: that one."
+    )
+    p.add_argument(
+        "--ca-bundle", type=Path, default=None, help="Extra CA certificates (PEM) to trust; default: none."
+    )
 
-    p = image.add_parser("prune", help="Remove the family images no record in results/images/ names.")
-    p.set_defaults(target="milebench.containers.commands:image_prune")
+    p = image(
+        "prune",
+        "milebench.containers.commands:image_prune",
+        "Remove the family images no record in results/images/ names.",
+    )
     p.add_argument(
         "--records",
         type=Path,
@@ -300,14 +486,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--dry-run", action="store_true", help="List what would be removed; remove nothing.")
 
-    p = image.add_parser("uri", help="Print the registry reference runtime apptainer pulls for a family.")
-    p.set_defaults(target="milebench.containers.commands:image_uri")
-    p.add_argument("--family", required=True)
+    p = image(
+        "uri",
+        "milebench.containers.commands:image_uri",
+        "Print the registry reference runtime apptainer pulls for a family.",
+    )
+    p.add_argument("--family", required=True, help="A folder under containers/.")
     p.add_argument("--registry", required=True, help="e.g. docker://ghcr.io/<org>/milebench")
 
-    p = add("archive", "milebench.archive.commands:archive", "Pack a finished run into an artifact bundle.")
-    _run_args(p)
-    _root_arg(p)
+    p = add(
+        "archive",
+        "milebench.archive.commands:archive",
+        "Pack a finished run into an artifact bundle.",
+        archive,
+    )
+    _run_root_args(p)
     p.add_argument("--out", type=Path, required=True, help="The bundle folder to create (must not exist).")
     p.add_argument(
         "--with-data", action="store_true", help="Add the data archives, verified against the lock."
@@ -316,28 +509,51 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-images", action="store_true", help="Leave the images (and SBOMs) out: hashes only.")
     p.add_argument("--tarball", action="store_true", help="Also write <out>.tar, byte-reproducible.")
 
-    p = add("verify", "milebench.archive.commands:verify", "Re-check an artifact bundle offline.")
+    p = add("verify", "milebench.archive.commands:verify", "Re-check an artifact bundle offline.", archive)
     p.add_argument("bundle", type=Path, help="A bundle made by `milebench archive`: its folder or tarball.")
-    p.add_argument("--only", default=None, help="Comma-separated checks: hashes,images,rescore,report,rerun.")
     p.add_argument(
-        "--rerun", action="append", default=[], metavar="MODEL/MODE/TASK", help="A cell to re-run."
+        "--only",
+        default=None,
+        help="Comma-separated checks: hashes,images,rescore,report,rerun; default: all of them.",
+    )
+    p.add_argument(
+        "--rerun",
+        action="append",
+        default=[],
+        metavar="MODEL/MODE/TASK",
+        help="A cell to re-run (repeatable; default: --rerun-per-model drawn cells).",
     )
     p.add_argument("--rerun-per-model", type=int, default=1, help="Cells drawn per model without --rerun.")
     p.add_argument("--seed", type=int, default=0, help="Seed of the drawn cells.")
     p.add_argument("--gpus", default=None, help='GPUs for re-run cells: "all" or device ids (default: none).')
-    p.add_argument("--summary", type=Path, default=None, help="Also write the evaluator's summary here.")
-    p.add_argument("--expect-id", default=None, help="Refuse a bundle whose id (manifest sha256) differs.")
+    p.add_argument(
+        "--summary",
+        type=Path,
+        default=None,
+        help="Also write the evaluator's summary here; default: not written.",
+    )
+    p.add_argument(
+        "--expect-id",
+        default=None,
+        help="Refuse a bundle whose id (manifest sha256) differs; default: any id.",
+    )
 
-    p = add("container-infer", "milebench.containers.commands:container_infer", "Run `infer` in its image.")
+    p = add(
+        "container-infer",
+        "milebench.containers.commands:container_infer",
+        "Run `infer` in its image.",
+        None,  # the infer rule's form under runtime docker
+    )
     _job_args(p, model=True, many_tasks=True)
     _threads_arg(p)
-    p.add_argument("--runtime", choices=["local", "docker"], default="docker")
+    p.add_argument("--runtime", choices=["local", "docker"], default="docker", help="Where the image runs.")
     p.add_argument("--gpus", default=None, help='"all" or comma-separated device ids (default: none).')
     p.add_argument("--api-network", default="bridge", help="Docker network of API models (others: none).")
-    for benchmark in benchmarks().values():  # each installed benchmark adds its own commands
+    for benchmark in benchmarks().values():  # each installed benchmark adds its own commands, in its group
         if benchmark.commands is not None:
             module, function = benchmark.commands.split(":")
-            getattr(importlib.import_module(module), function)(add, _root_arg)
+            own = parser.add_argument_group(benchmark.title or benchmark.name)
+            getattr(importlib.import_module(module), function)(partial(add, group=own), _root_arg)
     return parser
 
 

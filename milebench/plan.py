@@ -6,7 +6,7 @@ import logging
 from typing import NamedTuple
 
 from milebench.preprocess.regime import Regime, run_regimes
-from milebench.spec.model import ApiModel, BuiltinModel, ModelSpec
+from milebench.spec.model import BuiltinModel, ModelSpec
 from milebench.spec.registry import Specs
 from milebench.spec.run import Mode, RunSpec
 from milebench.spec.task import TaskSpec
@@ -40,11 +40,13 @@ def cells(specs: Specs, run: RunSpec) -> list[Cell]:
     return [Cell(model, tm.task, tm.mode) for model in run.models for tm in task_modes(specs, run)]
 
 
-def loads_weights(model: ModelSpec) -> bool:
-    """Whether the model's job loads weights (tiny, hub or external): then one job per (model, mode)
-    answers every task of the mode, paying the imports and the load once instead of once per task.
-    Built-in baselines and API models load nothing; they keep one job per cell, so cells run side by side."""
-    return not isinstance(model.weights, (BuiltinModel, ApiModel))
+def job_per_cell(model: ModelSpec) -> bool:
+    """Whether the model's infer jobs are one per cell: the built-in baselines only, whose answers cost
+    nothing, so their cells run side by side. Every other model has one job per (model, mode) answering
+    every task of the mode, each cell with its own journal: a model that loads weights (tiny, hub or
+    external) pays its imports and load once, an API model its process start and pre-flight request once
+    instead of once per task."""
+    return isinstance(model.weights, BuiltinModel)
 
 
 def mode_tasks(specs: Specs, run: RunSpec) -> dict[Mode, list[str]]:

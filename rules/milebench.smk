@@ -13,15 +13,17 @@ outputs of unchanged jobs keep their checksums, so nothing downstream of them re
 from pathlib import Path
 
 from milebench.audit.plan import audit_jobs
+from milebench.commands.run_console import RunConsole
 from milebench.containers.image import RECORDS_DIR, content_key, family
 from milebench.infer.api.prerequisites import missing_prerequisites
 from milebench.job_resources import infer_resources
 from milebench.paths import RunPaths
-from milebench.plan import cells, loads_weights, mode_tasks, model_regimes, prepare_jobs, regimes
+from milebench.plan import cells, job_per_cell, mode_tasks, model_regimes, prepare_jobs, regimes
 from milebench.preprocess.regime import tokenizer_dirs
 from milebench.spec.model import TinyWeights
 from milebench.spec.registry import load_specs, spec_hash
 from milebench.spec.run import DockerJobs, Mode, Runtime, has_verdict
+from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod
 
 
@@ -36,12 +38,13 @@ REGIMES = regimes(SPECS, RUN)
 MODEL_REGIME = model_regimes(SPECS, RUN)
 RESOURCES = {name: infer_resources(m) for name, m in MODELS.items()}
 MODE_TASKS = {mode: tasks for mode, tasks in mode_tasks(SPECS, RUN).items() if tasks}
-# The models whose infer job loads weights (one job per model and mode), and the others (one per cell);
-# a wildcard pattern each. With none, a pattern that matches nothing: Snakemake takes an empty one as none.
+# The models with one infer job per model and mode (weights loaded once, an API's pre-flight once), and
+# the built-in baselines (one per cell); a wildcard pattern each. With none, a pattern that matches
+# nothing: Snakemake takes an empty one as none.
 NO_MODEL = "(?!)"
-LOADED = [name for name, m in MODELS.items() if loads_weights(m)]
-LOADED_MODELS = "|".join(LOADED) or NO_MODEL
-PER_CELL_MODELS = "|".join(name for name, m in MODELS.items() if not loads_weights(m)) or NO_MODEL
+PER_MODE = [name for name, m in MODELS.items() if not job_per_cell(m)]
+PER_MODE_MODELS = "|".join(PER_MODE) or NO_MODEL
+PER_CELL_MODELS = "|".join(name for name, m in MODELS.items() if job_per_cell(m)) or NO_MODEL
 # The audits the run spec declares (`audit:`): one job each, their tables in the report. A batch audit
 # of another variant than the run's may run in another image.
 AUDITS = audit_jobs(SPECS, RUN)
@@ -70,10 +73,24 @@ BENCHMARK_TARGETS = [P.report_html, P.report_tex, *AGGREGATE.values()]
 """The run's default target (the top Snakefile's rule all): its report and aggregate."""
 
 
+CONSOLE = RunConsole(SPECS, RUN, P, logger.info)
+
+
 # Once, before any job runs (never in a dry run): every API model with cells left to answer has its key,
-# or is marked keyless; else the run stops here, the reason on the console.
+# or is marked keyless; else the run stops here, the reason on the console. Then a progress line for the
+# whole run (samples answered, rate, ETA) every minute while samples are answered.
 onstart:
     check_api_prerequisites()
+    CONSOLE.start()
+
+
+# The run's last words: the report's path and its headline verdict.
+onsuccess:
+    CONSOLE.finish()
+
+
+onerror:
+    CONSOLE.stop()
 
 
 wildcard_constraints:
@@ -239,7 +256,7 @@ rule preprocess:
         " --regime {wildcards.regime} --workers {threads} > {log} 2>&1"
 
 
-# One job per cell for the models that load nothing (built-in baselines, APIs): cells run side by side.
+# One job per cell for the built-in baselines: their cells run side by side.
 rule infer:
     input:
         unpack(lambda w: infer_inputs(w.model, Mode(w.mode), [w.task])),
@@ -270,9 +287,10 @@ rule infer:
         " --task {wildcards.task} --mode {wildcards.mode} --threads {threads} > {log} 2>&1"
 
 
-# One job per (model, mode) for the models that load weights: loaded once, it answers every task of the
-# mode, each cell with its own journal, predictions and provenance (`milebench infer` with many --task).
-for mode, mode_task_names in (MODE_TASKS.items() if LOADED else ()):
+# One job per (model, mode) for every other model (weights loaded once; an API's pre-flight request sent
+# once): it answers every task of the mode, each cell with its own journal, predictions and provenance
+# (`milebench infer` with many --task), so a killed job's rerun answers only what is left.
+for mode, mode_task_names in (MODE_TASKS.items() if PER_MODE else ()):
 
     rule:
         name:
@@ -290,7 +308,7 @@ for mode, mode_task_names in (MODE_TASKS.items() if LOADED else ()):
             spec=lambda w: spec_hash(MODELS[w.model]),
             tasks=" ".join(f"--task {task}" for task in mode_task_names),
         wildcard_constraints:
-            model=LOADED_MODELS,
+            model=PER_MODE_MODELS,
         threads: lambda w: RESOURCES[w.model].threads
         log:
             P.logs("infer", f"{{model}}.{mode}"),

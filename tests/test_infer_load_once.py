@@ -1,25 +1,24 @@
 """A model that loads weights is loaded once per (model, mode): one ``milebench infer`` answers every task
 given, with the same predictions as one process per task, each cell with its own predictions, journal and
 provenance; killed in the middle, its rerun answers every sample exactly once. The DAG has one such job
-per (model, mode), and one job per cell for the models that load nothing."""
+per (model, mode) (tests/test_snakefile.py; API models too: tests/test_infer_api_jobs.py), and one job per
+cell for the built-in baselines."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import textwrap
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from prepared_runs import fixture_run, journal_lines, kill_once_answered, prepare_run, run_paths
+from prepared_runs import infer_argv as infer_job
 
 from milebench import cli
 from milebench.infer import registry
@@ -27,7 +26,7 @@ from milebench.paths import RunPaths
 from milebench.preprocess.regime import model_regime
 from milebench.provenance import read_provenance
 from milebench.records import PreparedSample
-from milebench.spec.registry import DEFAULT_SPECS, load_specs
+from milebench.spec.registry import load_specs
 from milebench.spec.run import Mode
 
 REPO = Path(__file__).resolve().parents[1]
@@ -66,36 +65,11 @@ SLOW_CHILD = textwrap.dedent(
 """``milebench infer`` with each batch half a second slower, so it can be killed between two batches."""
 
 
-def mb(*argv: str) -> None:
-    assert cli.main(list(argv)) == 0, argv
-
-
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A run of the tiny LLaVA on three fixture tasks, fetched and prepared by the kit's own commands."""
-    root = tmp_path_factory.mktemp("once")
-    specs = root / "specs"
-    shutil.copytree(DEFAULT_SPECS, specs)
-    run = {
-        "name": RUN,
-        "description": "load once",
-        "models": [MODEL, "random"],
-        "tasks": TASKS,
-        "modes": [MODE],
-        "data": {"kind": "fixture", "seed": 0, "samples_per_task": SAMPLES},
-    }
-    (specs / "runs" / f"{RUN}.yaml").write_text(yaml.safe_dump(run))
-    paths = RunPaths.for_run(load_specs(specs).run(RUN), base=root)
-    top = ["--specs", str(specs)]
-    job = ["--run", RUN, "--root", str(root)]
-    mb(*top, "fixture", "--out", str(paths.mirror), "--seed", "0", "--samples-per-task", str(SAMPLES))
-    mb(*top, "fetch", *job)
-    mb(*top, "tiny-model", *job, "--model", MODEL)
-    loaded = load_specs(specs)
-    regime = model_regime(loaded, loaded.run(RUN), MODEL, Mode(MODE)).id
-    for task in TASKS:
-        mb(*top, "preprocess", *job, "--task", task, "--mode", MODE, "--regime", regime)
-    return root
+    run = fixture_run(RUN, [MODEL, "random"], TASKS, MODE, SAMPLES)
+    return prepare_run(tmp_path_factory.mktemp("once"), run, MODEL)
 
 
 def copy_run(prepared: Path, into: Path) -> Path:
@@ -105,13 +79,11 @@ def copy_run(prepared: Path, into: Path) -> Path:
 
 
 def infer_argv(root: Path, tasks: Sequence[str]) -> list[str]:
-    cells = [arg for task in tasks for arg in ("--task", task)]
-    job = ["--run", RUN, "--root", str(root), "--model", MODEL, *cells, "--mode", MODE, "--threads", "1"]
-    return ["--specs", str(root / "specs"), "infer", *job]
+    return infer_job(root, RUN, MODEL, tasks, MODE)
 
 
 def paths_of(root: Path) -> RunPaths:
-    return RunPaths.for_run(load_specs(root / "specs").run(RUN), base=root)
+    return run_paths(root, RUN)
 
 
 def answers(root: Path, task: str) -> list[dict[str, Any]]:
@@ -184,10 +156,6 @@ def test_a_task_that_cannot_run_is_named_and_the_others_are_answered(
         assert [a["sample_id"] for a in answers(root, task)] == list(range(SAMPLES))
 
 
-def journal_lines(path: Path) -> int:
-    return len(path.read_bytes().splitlines()) if path.exists() else 0
-
-
 def test_sigkill_mid_way_then_rerun_answers_every_sample_exactly_once(
     prepared: Path, tmp_path: Path, loads: Counter[str]
 ) -> None:
@@ -199,17 +167,8 @@ def test_sigkill_mid_way_then_rerun_answers_every_sample_exactly_once(
     paths = paths_of(root)
     journals = {task: paths.journal(MODEL, task, MODE) for task in TASKS}
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    child = subprocess.Popen(
-        [sys.executable, "-c", SLOW_CHILD, *infer_argv(root, TASKS)], env=env, start_new_session=True
-    )
-    deadline = time.monotonic() + DEADLINE_S
-    while journal_lines(journals["GPR1200"]) < 1 and child.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
-    if child.poll() is not None:
-        pytest.fail(f"the job ended (exit {child.returncode}) before answering GPR1200, its second task")
-    os.killpg(child.pid, signal.SIGKILL)
-    child.wait(timeout=DEADLINE_S)
-    assert child.returncode == -signal.SIGKILL
+    argv = [sys.executable, "-c", SLOW_CHILD, *infer_argv(root, TASKS)]
+    kill_once_answered(argv, journals["GPR1200"], env, DEADLINE_S)
     kept = {task: journal_lines(journals[task]) for task in TASKS}
     assert kept["ActionSequence"] == SAMPLES and 1 <= kept["GPR1200"] < SAMPLES and kept["MMCoQA"] == 0, kept
     assert paths.predictions(MODEL, "ActionSequence", MODE).exists()

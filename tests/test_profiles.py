@@ -12,6 +12,7 @@ import yaml
 from mini_specs import linked_specs
 
 from milebench.job_resources import infer_resources, params_billions
+from milebench.plan import job_per_cell
 from milebench.spec.registry import load_specs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -77,11 +78,13 @@ def test_profile_dry_runs_with_per_job_gpu_requests(profile: str, specs_dir: Pat
         pytest.importorskip("snakemake_storage_plugin_fs", reason="snakemake-storage-plugin-fs not installed")
         extra = ["--default-storage-provider", "fs", "--default-storage-prefix", str(tmp_path / "store")]
     jobs = infer_jobs(dry_run_profile(profile, specs_dir, tmp_path, *extra))
-    # Models that load weights: one job for both tasks (one load), its time limit the sum of the cells'.
+    # Every model but the baselines (weights loaded once, an API's pre-flight sent once): one job for both
+    # tasks, its time limit the sum of the cells'.
     tasks = ("ActionSequence", "WebQA")
-    loaded = {"tiny-llava", "llava-1.5-7b", "llava-1.5-13b"}
-    assert set(jobs) == {(m, t) for m in set(MODELS) - loaded for t in tasks} | {(m, "*") for m in loaded}
     specs = load_specs(specs_dir)
+    per_mode = {m for m in MODELS if not job_per_cell(specs.models[m])}
+    assert per_mode < set(MODELS)
+    assert set(jobs) == {(m, t) for m in set(MODELS) - per_mode for t in tasks} | {(m, "*") for m in per_mode}
     for (model, task), resources in jobs.items():
         wanted = infer_resources(specs.models[model])
         assert int(resources["gpu"]) == wanted.gpu, (model, resources)

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from milebench.plan import applies, cells, loads_weights, prepare_jobs
+from milebench.plan import applies, cells, job_per_cell, prepare_jobs
 from milebench.preprocess.regime import model_regime
 from milebench.provenance import read_provenance
+from milebench.spec.model import ApiModel, TinyWeights
 from milebench.spec.registry import DEFAULT_SPECS, load_specs, spec_hash
 
 REPO = Path(__file__).resolve().parents[1]
@@ -48,13 +49,14 @@ def test_paper_dry_run_lists_every_job_without_data(tmp_path: Path) -> None:
     run = specs.run("paper")
     n_cells = len(cells(specs, run))
     counts = dry_run("paper", tmp_path)
-    # A model that loads weights has one infer job per mode, answering all the mode's tasks (one load);
-    # the others (baselines, APIs) one per cell.
-    loaded = [m.name for m in specs.run_models(run) if loads_weights(m)]
-    assert 0 < len(loaded) < len(run.models)
+    # Every model but the built-in baselines has one infer job per mode, answering all the mode's tasks
+    # (weights loaded once, an API's pre-flight sent once); the baselines one per cell.
+    per_mode = [m.name for m in specs.run_models(run) if not job_per_cell(m)]
+    assert 0 < len(per_mode) < len(run.models)
+    assert any(isinstance(m.weights, ApiModel) for m in specs.run_models(run) if m.name in per_mode)
     for mode in run.modes:
-        assert counts[f"infer_model_{mode.name.lower()}"] == len(loaded)
-    assert counts["infer"] == sum(c.model not in loaded for c in cells(specs, run))
+        assert counts[f"infer_model_{mode.name.lower()}"] == len(per_mode)
+    assert counts["infer"] == sum(c.model not in per_mode for c in cells(specs, run))
     assert counts["score"] == n_cells
     # One preprocess job per (task, mode, input regime), however many models share the regime: the
     # unlimited one and one per model with a budget and a tokenizer to count with.
@@ -68,12 +70,17 @@ def test_paper_dry_run_lists_every_job_without_data(tmp_path: Path) -> None:
 
 
 def test_smoke_dry_run_builds_fixture_and_tiny_models(tmp_path: Path) -> None:
+    specs = load_specs()
+    run = specs.run("smoke")
+    models = specs.run_models(run)
+    n_tasks = len(specs.run_tasks(run))
     counts = dry_run("smoke", tmp_path)
     assert counts["fixture"] == 1
-    assert counts["tiny_model"] == 2
-    assert counts["infer"] == 29  # the random baseline, one job per task
-    assert counts["infer_model_multi_image"] == 2  # each tiny model loaded once, for all 29 tasks
-    assert counts["preprocess"] == 3 * 29  # random reads the unlimited regime, each tiny model its own
+    assert counts["tiny_model"] == sum(isinstance(m.weights, TinyWeights) for m in models) > 0
+    baselines = sum(job_per_cell(m) for m in models)
+    assert counts["infer"] == baselines * n_tasks > 0  # the random baseline, one job per task
+    assert counts["infer_model_multi_image"] == len(models) - baselines  # each other model once, every task
+    assert counts["preprocess"] == len(prepare_jobs(specs, run))  # the regimes the models read, per task
 
 
 @pytest.mark.parametrize("given", ["runs=paper", "limits=5"])

@@ -106,6 +106,14 @@ class Preflight(Protocol):
 
 
 @runtime_checkable
+class CountsCells(Protocol):
+    """Adapters that count a cell's answers (API models stop sending once a cell's first samples all
+    failed): told when the next cell of their job starts, so one cell's failures never stop another's."""
+
+    def start_cell(self) -> None: ...
+
+
+@runtime_checkable
 class ChecksWindow(Protocol):
     """Adapters that measure an input against the model's window before generating it, following the
     run's ``context_overflow`` (set by the loader): under ``refuse`` they fail a sample that is too long

@@ -29,6 +29,7 @@ from milebench.infer.adapter import (
     Adapter,
     AdapterError,
     BuildsInputs,
+    CountsCells,
     ImageError,
     ReportsUsage,
     SampleFailure,
@@ -385,6 +386,8 @@ def run_model(
     check_image_input(spec, samples)
     label = f"{spec.name} {samples[0].task} {samples[0].mode}" if samples else spec.name
     with cell_lock(journal, label):
+        if isinstance(adapter, CountsCells):
+            adapter.start_cell()
         summary = answer_cell(adapter, spec, samples, out, journal, input_workers, data_root, overflow, label)
     log.info("%s -> %s: %s", spec.name, out, summary)
     return summary

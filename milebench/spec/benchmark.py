@@ -52,6 +52,11 @@ class Benchmark(Spec):
         description="``module:function`` that adds its subcommands to the `milebench` parser, called with "
         "the parser's `add(name, target, help)`.",
     )
+    title: str | None = Field(
+        default=None,
+        min_length=1,
+        description="The heading its commands are listed under in `milebench --help`; default: its name.",
+    )
 
     def runs_folder(self, specs_root: Path) -> Path:
         return located(self.specs, Path(specs_root)) / "runs"

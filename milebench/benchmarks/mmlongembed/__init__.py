@@ -8,4 +8,5 @@ BENCHMARK = Benchmark(
     rules="rules/mmlongembed.smk",
     run_model="milebench.benchmarks.mmlongembed.spec:EmbedRunSpec",
     commands="milebench.benchmarks.mmlongembed.cli:add_commands",
+    title="MMLongEmbed",
 )

@@ -26,9 +26,11 @@ def add_commands(add: Add, root_arg: RootArg) -> None:
         p.add_argument("--run", required=True, help=RUN_HELP)
         root_arg(p)
         if name in ("embed-run", "embed-evaluate"):
-            p.add_argument("--model", required=True)
+            p.add_argument("--model", required=True, help="An embedder of the run.")
         if name == "embed-run":
-            p.add_argument("--threads", type=int, default=None, help="CPU threads of the model.")
+            p.add_argument(
+                "--threads", type=int, default=None, help="CPU threads of the model; default: all cores."
+            )
     pools = "milebench.benchmarks.mmlongembed.task_commands:pools_command"
     p = add("embed-pools", pools, "MMLongEmbed: build one real-task dataset's Easy and Hard pools.")
     p.add_argument("--run", required=True, help=RUN_HELP)

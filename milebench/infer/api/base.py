@@ -160,8 +160,13 @@ class ApiAdapter(ABC):
             log.warning("%s: pre-flight request to %s: %s", self.spec.name, self.base_url, err)
         log.info("%s: endpoint %s reachable", self.spec.name, self.base_url)
 
+    def start_cell(self) -> None:
+        """The next cell of the job starts: its first samples are counted afresh."""
+        with self._tally:
+            self._answered = self._failed = 0
+
     def stopped(self) -> bool:
-        """Whether the first ``FIRST_FAILURES`` answered samples all failed."""
+        """Whether the cell's first ``FIRST_FAILURES`` answered samples all failed."""
         with self._tally:
             return self._failed >= FIRST_FAILURES and self._failed == self._answered
 
