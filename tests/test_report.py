@@ -504,9 +504,8 @@ def test_fixture_data_opens_with_a_pipeline_check_and_real_data_with_the_verdict
     html = run_report(specs_dir, tmp_path, monkeypatch).report_html.read_text(encoding="utf-8")
     head = html.split("<nav>", 1)[0]
     assert 'id="pipeline-check"' not in html and "means nothing" not in html
-    assert (
-        '<p id="verdict-summary" class="verdict-no"><strong>Verdict against the paper: not reproduced' in head
-    )
+    headline = '<p id="verdict-summary" class="verdict-no" data-status="not reproduced"><strong>Verdict'
+    assert f"{headline} against the paper: not reproduced" in head
     tex_text = RunPaths.for_run(run).report_tex.read_text(encoding="utf-8")
     assert "Pipeline check" not in tex_text
     assert r"\textbf{Verdict against the paper: not reproduced" in tex_text.split(r"\begin{table}", 1)[0]
