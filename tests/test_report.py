@@ -521,3 +521,20 @@ def test_a_fixture_run_with_failed_samples_fails_its_pipeline_check(
     assert check and "not every sample answered and scored" in check.group(1)
     # ActionSequence of "evil" failed 2 samples in each of the run's two modes.
     assert "0 missing, 4 failed" in check.group(1)
+
+
+def test_sections_with_nothing_to_say_fold_away(
+    specs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One published model ranks nothing (every correlation a dash) and a baseline and a kit model have
+    no execution to match (every fidelity cell "not applicable"): neither section is in the report."""
+    write_scores(specs_dir)
+    paths = run_report(specs_dir, tmp_path, monkeypatch)
+    verdict = json.loads(paths.verdict_json.read_text(encoding="utf-8"))
+    assert verdict["rank_correlations"] and all(rc["rho"] is None for rc in verdict["rank_correlations"])
+    html = paths.report_html.read_text(encoding="utf-8")
+    assert 'id="verdict-cells"' in html
+    assert '<table class="ranks">' not in html and "Ranking of models" not in html
+    assert 'id="fidelity"' not in html and 'href="#fidelity"' not in html
+    tex = paths.report_tex.read_text(encoding="utf-8")
+    assert "Ranking of models" not in tex and "Execution fidelity" not in tex

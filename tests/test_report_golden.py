@@ -128,6 +128,8 @@ def test_verdict_is_all_pass_and_rendered(golden: tuple[Report, RunPaths]) -> No
     assert f"{headline} against the paper: reproduced within \u00b11.0 points.</strong>" in head
     assert view.all_pass == view.verdict.all_reproduced  # the headline's standing keeps the tolerance rule
     assert 'data-status="not reproduced"' not in html and 'data-status="consistent"' not in html
+    # 23 published models rank, and their executions have something to say: both sections are shown.
+    assert '<table class="ranks">' in html and 'id="fidelity-table"' in html
     # The paper's best marks: GPT-4o leads the closed models on T-1, Mantis the open image models overall.
     main = re.search(r'<table class="main" id="main-multi-image">(.*?)</table>', html, re.S)
     assert main

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from milebench.paths import RunPaths
 from milebench.plan import applies, cells, loads_weights, prepare_jobs
 from milebench.preprocess.regime import model_regime
 from milebench.provenance import read_provenance
@@ -74,6 +75,20 @@ def test_smoke_dry_run_builds_fixture_and_tiny_models(tmp_path: Path) -> None:
     assert counts["infer"] == 29  # the random baseline, one job per task
     assert counts["infer_model_multi_image"] == 2  # each tiny model loaded once, for all 29 tasks
     assert counts["preprocess"] == 3 * 29  # random reads the unlimited regime, each tiny model its own
+
+
+def test_the_report_rule_declares_the_provenance_document(tmp_path: Path) -> None:
+    """Asked for the LaTeX provenance document alone, Snakemake plans the report job: it is a declared
+    output of the rule, not a file the job writes on the side."""
+    target = RunPaths.for_run(load_specs().run("smoke")).report_provenance_tex
+    result = subprocess.run(
+        [*SNAKEMAKE, str(target), "-n", "--quiet", "rules", "--cores", "1", "--config", "run=smoke"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert job_counts(result.stdout + result.stderr)["report"] == 1
 
 
 @pytest.mark.parametrize("given", ["runs=paper", "limits=5"])

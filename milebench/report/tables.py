@@ -403,7 +403,8 @@ class Report:
     budgets: list[ModelBudget] = field(default_factory=list)
     """Every run model's context budget with the source of each number (shown with truncation)."""
     fidelity: list[FidelityRow] = field(default_factory=list)
-    """Every run model's execution, aspect by aspect, against the run the paper reports."""
+    """Every run model's execution, aspect by aspect, against the run the paper reports; none where no
+    cell applies."""
     skipped: list[SkippedTable] = field(default_factory=list)
     """Per mode: skipped samples and preprocess totals per input regime, from the preprocess manifests."""
     promptless: list[PromptlessRow] = field(default_factory=list)

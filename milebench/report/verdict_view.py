@@ -103,6 +103,11 @@ class VerdictView:
             return f"consistent: not every cell {within}, none that the data can tell from the paper"
         return f"{t.state} {within}"
 
+    @property
+    def ranked(self) -> bool:
+        """Whether any rank correlation is defined: a ranking of dashes alone is left out."""
+        return any(rc.rho is not None for rc in self.verdict.rank_correlations)
+
     def count(self, status: str) -> int:
         return sum(1 for r in self.rows if r.status == status)
 
