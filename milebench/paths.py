@@ -12,6 +12,8 @@ EXTRACT_MARKERS = ".extracted"
 UNLIMITED_REGIME = "full"
 """The input regime without a token budget and with interleaved images (builtin baselines, unknown
 context settings); every other regime id carries a hash of its settings."""
+PROVENANCE_TEX = "report-provenance.tex"
+"""The report's provenance in full, a LaTeX document of its own beside ``report.tex``."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,12 @@ class RunPaths:
     @property
     def report_tex(self) -> Path:
         return self.reports / "report.tex"
+
+    @property
+    def report_provenance_tex(self) -> Path:
+        """The LaTeX of the provenance in full (every package, job and data manifest), a document of its
+        own so the report stays the length of its tables."""
+        return self.reports / PROVENANCE_TEX
 
     def audit(self, name: str) -> Path:
         """An audit's JSON (``milebench.audit.plan`` names it), its Markdown tables beside it."""

@@ -395,6 +395,7 @@ rule report:
     output:
         html=P.report_html,
         tex=P.report_tex,
+        provenance_tex=P.report_provenance_tex,
         figures=directory(P.report_figures),
     params:
         mb=KIT_MB,

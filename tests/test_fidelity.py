@@ -6,7 +6,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from milebench.report.fidelity import BUDGET, COLUMNS, Fidelity, FidelityRow, fidelity_rows
+from milebench.report.fidelity import BUDGET, COLUMNS, Fidelity, FidelityRow, fidelity_rows, telling
 from milebench.report.render import render_html, render_tex
 from milebench.report.tables import Notes, Report
 from milebench.spec.execution import Aspect
@@ -142,3 +142,14 @@ def test_the_report_shows_every_cell_with_its_status(specs: Specs) -> None:
     assert len(expected) == len(run.models) * len(COLUMNS)
     tex = render_tex(report)
     assert r"LLaVA-1.5-7B (batched) & Prompt template & as official & llava\_llama\_2 \\" in tex
+
+
+def test_a_grid_with_nothing_but_not_applicable_folds_away(specs: Specs) -> None:
+    """The smoke run's baseline and kit models have no published run to match: no grid; one model with
+    an execution to compare keeps every row."""
+    smoke = specs.run("smoke")
+    rows = fidelity_rows(specs, smoke)
+    assert rows and {cell.status for r in rows for _, cell in r.cells} == {Fidelity.NOT_APPLICABLE}
+    assert telling(rows) == []
+    mixed = fidelity_rows(specs, smoke.model_copy(update={"models": (*smoke.models, "llava-1.5-7b")}))
+    assert telling(mixed) == mixed

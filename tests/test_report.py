@@ -15,6 +15,7 @@ import yaml
 from milebench import cli
 from milebench.io import atomic_write_json, atomic_write_jsonl
 from milebench.paths import UNLIMITED_REGIME, RunPaths
+from milebench.plan import cells as plan_cells
 from milebench.preprocess.prepare import PrepareManifest, SkippedSample
 from milebench.preprocess.regime import UNLIMITED
 from milebench.records import FailureKind, Judgment
@@ -24,7 +25,9 @@ from milebench.score.aggregate import summarise
 from milebench.score.run_aggregate import aggregate
 from milebench.spec.base import Spec
 from milebench.spec.model import AdapterKind, BuiltinModel, ModelSpec, Section
+from milebench.spec.registry import load_specs
 from milebench.spec.run import FixtureSource, Mode, RunSpec
+from milebench.spec.samples import expected_samples
 from milebench.spec.task import GROUP_CATEGORY, Group, Metric, QuestionType, ScorerKind, TaskSpec
 
 EVIL = 'Evil <script>alert("x")</script> & my_model 50% #1'
@@ -460,3 +463,78 @@ def test_report_without_its_aggregate_names_the_command_that_writes_it(
     assert f"{paths.aggregate_json}: " in caplog.text and "evil/multi-image" in caplog.text
     assert "run `milebench aggregate --run t` again" in caplog.text
     assert not paths.report_html.exists()
+
+
+def read_data_elsewhere(specs_dir: Path, tmp_path: Path) -> None:
+    """Point the test run at an extracted data tree instead of the generated fixture."""
+    path = specs_dir / "runs" / "t.yaml"
+    data = {"kind": "local", "path": str(tmp_path / "MileBench")}
+    dump(path, {**yaml.safe_load(path.read_text(encoding="utf-8")), "data": data})
+
+
+def test_fixture_data_opens_with_a_pipeline_check_and_real_data_with_the_verdict(
+    specs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the fixture the headline is the pipeline check (every sample answered and scored, counted), the
+    verdict kept further down and marked as meaning nothing; the same scores on real data open red."""
+    write_scores(specs_dir)
+    specs = load_specs(specs_dir)
+    run = specs.run("t")
+    cells = plan_cells(specs, run)
+    samples = sum(expected_samples(specs.tasks[c.task], run) for c in cells)
+    html = run_report(specs_dir, tmp_path, monkeypatch).report_html.read_text(encoding="utf-8")
+    head, body = html.split("<nav>", 1)
+    check = re.search(r'<p id="pipeline-check" class="check" data-passed="true">(.*?)</p>', head, re.S)
+    assert check, head
+    assert "every sample answered and scored" in check.group(1)
+    assert f"{samples} of {samples} expected samples scored over {len(cells)} cells" in check.group(1)
+    assert "0 missing, 0 failed" in check.group(1) and "mean nothing" in check.group(1)
+    assert 'class="verdict-no"' not in html and "Verdict against the paper:" not in head
+    verdict = re.search(r'<section id="verdict">(.*?)</section>', body, re.S)
+    assert verdict and "on fixture data, means nothing" in verdict.group(1)
+    assert 'class="verdict-fixture"' in verdict.group(1)
+    assert 'data-status="not reproduced"' in verdict.group(1)  # the table itself is kept
+    tex_text = RunPaths.for_run(run).report_tex.read_text(encoding="utf-8")
+    opening = tex_text.split(r"\begin{table}", 1)[0]
+    assert r"\textbf{Pipeline check on fixture data: every sample answered and scored.}" in opening
+    assert "Verdict against the paper" not in opening
+    assert r"\paragraph{On fixture data, this verdict means nothing.}" in tex_text
+
+    read_data_elsewhere(specs_dir, tmp_path)
+    html = run_report(specs_dir, tmp_path, monkeypatch).report_html.read_text(encoding="utf-8")
+    head = html.split("<nav>", 1)[0]
+    assert 'id="pipeline-check"' not in html and "means nothing" not in html
+    headline = '<p id="verdict-summary" class="verdict-no" data-status="not reproduced"><strong>Verdict'
+    assert f"{headline} against the paper: not reproduced" in head
+    tex_text = RunPaths.for_run(run).report_tex.read_text(encoding="utf-8")
+    assert "Pipeline check" not in tex_text
+    assert r"\textbf{Verdict against the paper: not reproduced" in tex_text.split(r"\begin{table}", 1)[0]
+
+
+def test_a_fixture_run_with_failed_samples_fails_its_pipeline_check(
+    specs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_scores(specs_dir, failed=2)
+    allow_incomplete(specs_dir)
+    html = run_report(specs_dir, tmp_path, monkeypatch).report_html.read_text(encoding="utf-8")
+    check = re.search(r'<p id="pipeline-check" class="banner" data-passed="false">(.*?)</p>', html, re.S)
+    assert check and "not every sample answered and scored" in check.group(1)
+    # ActionSequence of "evil" failed 2 samples in each of the run's two modes.
+    assert "0 missing, 4 failed" in check.group(1)
+
+
+def test_sections_with_nothing_to_say_fold_away(
+    specs_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One published model ranks nothing (every correlation a dash) and a baseline and a kit model have
+    no execution to match (every fidelity cell "not applicable"): neither section is in the report."""
+    write_scores(specs_dir)
+    paths = run_report(specs_dir, tmp_path, monkeypatch)
+    verdict = json.loads(paths.verdict_json.read_text(encoding="utf-8"))
+    assert verdict["rank_correlations"] and all(rc["rho"] is None for rc in verdict["rank_correlations"])
+    html = paths.report_html.read_text(encoding="utf-8")
+    assert 'id="verdict-cells"' in html
+    assert '<table class="ranks">' not in html and "Ranking of models" not in html
+    assert 'id="fidelity"' not in html and 'href="#fidelity"' not in html
+    tex = paths.report_tex.read_text(encoding="utf-8")
+    assert "Ranking of models" not in tex and "Execution fidelity" not in tex

@@ -17,7 +17,7 @@ from milebench.report.commands import gather
 from milebench.report.tables import Report
 from milebench.score.aggregate import LevelScore, TaskScore
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
-from milebench.spec.run import FixtureSource, Mode, RunSpec
+from milebench.spec.run import LocalSource, Mode, RunSpec
 
 SAMPLES = 2
 
@@ -35,7 +35,8 @@ def golden(tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, RunPaths]:
         description="The paper's table as a reproduction.",
         models=tuple(r.model for r in rows),
         modes=(Mode.MULTI_IMAGE,),
-        data=FixtureSource(kind="fixture"),
+        # Real data, as the paper's: on the fixture the report would open with a pipeline check instead.
+        data=LocalSource(kind="local", path=str(root / "MileBench")),
         output_dir=str(root / "out"),
     )
     (specs_dir / "runs" / "golden.yaml").write_text(yaml.safe_dump(run.model_dump(mode="json")))
@@ -122,8 +123,13 @@ def test_verdict_is_all_pass_and_rendered(golden: tuple[Report, RunPaths]) -> No
     assert real.rho is not None and real.rho > 0.99
 
     html = (paths.reports / "report.html").read_text(encoding="utf-8")
-    assert "Verdict against the paper: reproduced." in html
+    head = html.split("<nav>", 1)[0]
+    headline = '<p id="verdict-summary" class="verdict-yes" data-status="reproduced"><strong>Verdict'
+    assert f"{headline} against the paper: reproduced within \u00b11.0 points.</strong>" in head
+    assert view.all_pass == view.verdict.all_reproduced  # the headline's standing keeps the tolerance rule
     assert 'data-status="not reproduced"' not in html and 'data-status="consistent"' not in html
+    # 23 published models rank, and their executions have something to say: both sections are shown.
+    assert '<table class="ranks">' in html and 'id="fidelity-table"' in html
     # The paper's best marks: GPT-4o leads the closed models on T-1, Mantis the open image models overall.
     main = re.search(r'<table class="main" id="main-multi-image">(.*?)</table>', html, re.S)
     assert main

@@ -1,12 +1,13 @@
 """The smoke report's provenance: per environment what a reader looks for, differences marked, shorter
 than the main table, with every package, job and data manifest one click away (HTML ``<details>``,
-LaTeX appendix). The HTML structure is checked always; the rendered heights in headless Chromium
+LaTeX: a document of its own). The HTML structure is checked always; the rendered heights in headless Chromium
 where it is installed."""
 
 from __future__ import annotations
 
 import re
 import shutil
+import subprocess
 from datetime import UTC, datetime
 from html.parser import HTMLParser
 from pathlib import Path
@@ -14,12 +15,14 @@ from pathlib import Path
 import pytest
 import yaml
 from test_report import aggregate_and_report
-from test_report_tools import chromium, open_in_chromium
+from test_report_tools import chromium, compile_latex, open_in_chromium
 
 from milebench.io import atomic_write_json, atomic_write_jsonl
 from milebench.paths import RunPaths
+from milebench.preprocess.regime import model_regime
 from milebench.provenance import TorchInfo, job_provenance, weights_revision, write_provenance
 from milebench.records import Judgment
+from milebench.report.render import latex_breakable
 from milebench.score.aggregate import summarise
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
 from milebench.spec.run import Mode
@@ -198,15 +201,50 @@ def test_differences_between_environments_are_marked(mixed: RunPaths) -> None:
     assert '<tr class="differs"><th scope="row" class="text">pydantic</th><td>0.0.1</td></tr>' in html
 
 
-def test_latex_keeps_the_summary_and_moves_the_full_record_to_an_appendix(smoke: RunPaths) -> None:
+def test_input_regimes_read_as_words_with_their_ids_beside(smoke: RunPaths) -> None:
+    """Each model's regime in the truncation table is its label, the id (``ctx2048-paper-<hash>``, the
+    folder of its prepared prompts) the tooltip in HTML and small print beneath in LaTeX."""
+    specs = load_specs(smoke.root / "specs")
+    run = specs.run("smoke")
+    html = smoke.report_html.read_text(encoding="utf-8")
+    table = html.split('id="truncation-summary-multi-image">', 1)[1].split("</table>", 1)[0]
     tex = smoke.report_tex.read_text(encoding="utf-8")
-    body, appendix = tex.split(r"\appendix", 1)
-    provenance = body.split(r"\subsection*{Provenance}", 1)[1].split(r"\subsection*{Notes}", 1)[0]
+    for model in run.models:
+        regime = model_regime(specs, run, model, MODE)
+        assert regime.id not in regime.label and not re.search(r"[0-9a-f]{10}", regime.label)
+        row = table.split(f'<tr data-model="{model}">', 1)[1].split("</tr>", 1)[0]
+        assert (
+            f'<td class="text"><span class="regime" title="input regime {regime.id}">{regime.label}</span>'
+            in row
+        )
+        assert f"{regime.label}\\newline{{\\tiny\\texttt{{{latex_breakable(regime.id)}}}}}" in tex
+    budgeted = [model_regime(specs, run, m, MODE) for m in run.models if specs.models[m].max_context_len]
+    assert budgeted and all(r.label.startswith("context ") for r in budgeted)
+
+
+def test_latex_keeps_the_summary_and_moves_the_full_record_to_its_own_document(smoke: RunPaths) -> None:
+    tex = smoke.report_tex.read_text(encoding="utf-8")
+    full = smoke.report_provenance_tex.read_text(encoding="utf-8")
+    provenance = tex.split(r"\subsection*{Provenance}", 1)[1].split(r"\subsection*{Notes}", 1)[0]
     assert r"\emph{job environment 1}" in provenance and "job environment 2" not in provenance
     assert r"Kit commit & \texttt{" in provenance and r"Data & \texttt{fixture} \\" in provenance
-    assert "Package & Version" not in provenance and "Package & Version" in appendix
-    assert r"\subsection*{job environment 1: " in appendix
-    assert appendix.count(r"\texttt{infer ") == appendix.count(r"\texttt{score ") == 3 * 29
+    assert rf"\texttt{{{smoke.report_provenance_tex.name}}}, a document of its own" in provenance
+    assert "Package & Version" not in tex and r"\appendix" not in tex
+    assert r"\documentclass" in full and full.rstrip().endswith(r"\end{document}")
+    assert "Package & Version" in full and r"\subsection*{job environment 1: " in full
+    assert full.count(r"\texttt{infer ") == full.count(r"\texttt{score ") == 3 * 29
+
+
+@pytest.mark.skipif(shutil.which("latexmk") is None, reason="latexmk absent: run .ci/report-tools.sh")
+def test_the_provenance_document_compiles_on_its_own(smoke: RunPaths, tmp_path: Path) -> None:
+    work = tmp_path / "tex"
+    work.mkdir()
+    shutil.copy(smoke.report_provenance_tex, work)
+    pdf = compile_latex(work, smoke.report_provenance_tex.name)
+    if shutil.which("pdfinfo"):
+        info = subprocess.run(["pdfinfo", pdf.name], cwd=work, capture_output=True, text=True).stdout
+        pages = re.search(r"Pages:\s+(\d+)", info)
+        assert pages and int(pages.group(1)) > 1  # every package and job of the run, over pages
 
 
 @pytest.mark.skipif(chromium() is None, reason="chromium absent: run .ci/report-tools.sh")

@@ -301,26 +301,43 @@ def test_figures_are_byte_for_byte_repeatable(rendered: tuple[Report, RunPaths],
     assert [(f.png, f.pdf) for f in again.figures] == [(f.png, f.pdf) for f in first.figures]
 
 
-@pytest.mark.skipif(shutil.which("latexmk") is None, reason="latexmk absent: run .ci/report-tools.sh")
-def test_latex_compiles_without_errors(rendered: tuple[Report, RunPaths], tmp_path: Path) -> None:
-    _, paths = rendered
-    work = tmp_path / "tex"
-    shutil.copytree(paths.reports, work)
+def test_every_float_is_placed_with_htbp(rendered: tuple[Report, RunPaths]) -> None:
+    """Tables and figures may go here, top, bottom or on a page of floats: none is pinned or left to the
+    default top-or-page, which pushes long tables to the end."""
+    result, paths = rendered
+    tex = paths.report_tex.read_text(encoding="utf-8")
+    floats = re.findall(r"\\begin\{(table|figure)\}(\[[a-zA-Z!]*\])?", tex)
+    assert [kind for kind, _ in floats].count("figure") == len(result.figures) > 0
+    assert {placement for _, placement in floats} == {"[htbp]"}
+
+
+def compile_latex(work: Path, document: str) -> Path:
+    """latexmk on one document of a copied reports folder, alone; its PDF, or the log's end as the failure."""
     done = subprocess.run(
-        ["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", "report.tex"],
+        ["latexmk", "-pdf", "-interaction=nonstopmode", "-halt-on-error", document],
         cwd=work,
         capture_output=True,
         text=True,
         timeout=240,
     )
-    log = (work / "report.log").read_text(encoding="utf-8", errors="replace")
+    log = (work / document).with_suffix(".log").read_text(encoding="utf-8", errors="replace")
     assert done.returncode == 0, log[-3000:]
     assert "\n! " not in log, log[-3000:]
-    assert (work / "report.pdf").read_bytes().startswith(b"%PDF")
+    pdf = (work / document).with_suffix(".pdf")
+    assert pdf.read_bytes().startswith(b"%PDF")
+    return pdf
+
+
+@pytest.mark.skipif(shutil.which("latexmk") is None, reason="latexmk absent: run .ci/report-tools.sh")
+def test_latex_compiles_without_errors(rendered: tuple[Report, RunPaths], tmp_path: Path) -> None:
+    """The report and its provenance document each compile on their own."""
+    _, paths = rendered
+    work = tmp_path / "tex"
+    shutil.copytree(paths.reports, work)
+    pdf = compile_latex(work, paths.report_tex.name)
+    compile_latex(work, paths.report_provenance_tex.name)
     if shutil.which("pdftotext"):
-        text = subprocess.run(
-            ["pdftotext", "report.pdf", "-"], cwd=work, capture_output=True, text=True
-        ).stdout
+        text = subprocess.run(["pdftotext", pdf.name, "-"], cwd=work, capture_output=True, text=True).stdout
         assert 'Evil <script>alert("x")</script> & my_model 50% #1' in text
 
 

@@ -25,7 +25,14 @@ from milebench.preprocess import combine, commands
 from milebench.preprocess.commands import read_task_file
 from milebench.preprocess.prepare import kit_pictures, load_budget, prepare_task
 from milebench.preprocess.prompt import PreprocessError, build_sample
-from milebench.preprocess.regime import Regime, TokenizerSource, model_regime, regime_for, tokenizer_dirs
+from milebench.preprocess.regime import (
+    UNLIMITED,
+    Regime,
+    TokenizerSource,
+    model_regime,
+    regime_for,
+    tokenizer_dirs,
+)
 from milebench.preprocess.tokenizer import HFTokenizer, TokenizerError, load_tokenizer
 from milebench.spec.base import SpecError
 from milebench.spec.model import ImageInput, ModelSpec
@@ -477,3 +484,25 @@ def test_an_unknown_model_is_named_with_the_models_folder(specs_dir: Path) -> No
         model_regime(specs, specs.run("t"), "nobody", Mode.MULTI_IMAGE)
     known = ", ".join(sorted(specs.models))
     assert str(err.value) == f"{specs_dir}/models: name: no model spec 'nobody'; known: {known}"
+
+
+def test_a_regime_reads_as_words_and_keeps_its_id_for_files() -> None:
+    """The report shows the label; the id (with its settings hash) names the prepared files."""
+    tokenizer = TokenizerSource(kind="model-dir", name="tiny-llava")
+    budgeted = Regime(
+        image_input=ImageInput.INTERLEAVED,
+        max_context_len=2048,
+        n_tokens_per_image=576,
+        tokenizer=tokenizer,
+        truncation=TruncationMode.PAPER,
+    )
+    assert budgeted.id.startswith("ctx2048-paper-")
+    assert budgeted.label == "context 2048, 576 tokens per image, paper truncation"
+    one = budgeted.model_copy(update={"n_tokens_per_image": 1, "truncation": TruncationMode.CLEAN})
+    assert one.label == "context 2048, 1 token per image, clean truncation"
+    combined = budgeted.model_copy(
+        update={"image_input": ImageInput.COMBINED, "max_context_len": 4096, "n_tokens_per_image": None,
+                "combined_pictures": 4, "combined_source": CombinedSource.KIT}
+    )  # fmt: skip
+    assert combined.label == "context 4096, paper truncation, 4 combined pictures made by the kit"
+    assert UNLIMITED.label == "no token budget" and UNLIMITED.id == UNLIMITED_REGIME

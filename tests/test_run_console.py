@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_report import run_report, specs_dir, write_scores  # noqa: F401
+from test_report import read_data_elsewhere, run_report, specs_dir, write_scores  # noqa: F401
 
 from milebench.commands.run_console import RunProgress, duration, finished_message
 from milebench.paths import RunPaths
@@ -79,9 +79,13 @@ def test_the_last_message_names_the_report_and_its_headline(
     write_scores(specs_dir)
     before = time.time() - 1
     html = run_report(specs_dir, tmp_path, monkeypatch).report_html
-    headline = "Verdict against the paper: not reproduced within ±1.0 points."
+    headline = "Pipeline check on fixture data: every sample answered and scored."  # fixture data
     assert finished_message(html, before) == f"report: {html}\n{headline}"
     assert finished_message(html, time.time() + 60) == f"report: {html} (not rebuilt by this run)\n{headline}"
+    read_data_elsewhere(specs_dir, tmp_path)  # the same scores on real data: the verdict is the headline
+    html = run_report(specs_dir, tmp_path, monkeypatch).report_html
+    verdict = "Verdict against the paper: not reproduced within ±1.0 points."
+    assert finished_message(html, before) == f"report: {html}\n{verdict}"
 
 
 def test_a_report_without_a_verdict_or_no_report_is_said(tmp_path: Path) -> None:

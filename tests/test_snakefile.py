@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from milebench.paths import RunPaths
 from milebench.plan import applies, cells, job_per_cell, prepare_jobs
 from milebench.preprocess.regime import model_regime
 from milebench.provenance import read_provenance
@@ -81,6 +82,20 @@ def test_smoke_dry_run_builds_fixture_and_tiny_models(tmp_path: Path) -> None:
     assert counts["infer"] == baselines * n_tasks > 0  # the random baseline, one job per task
     assert counts["infer_model_multi_image"] == len(models) - baselines  # each other model once, every task
     assert counts["preprocess"] == len(prepare_jobs(specs, run))  # the regimes the models read, per task
+
+
+def test_the_report_rule_declares_the_provenance_document(tmp_path: Path) -> None:
+    """Asked for the LaTeX provenance document alone, Snakemake plans the report job: it is a declared
+    output of the rule, not a file the job writes on the side."""
+    target = RunPaths.for_run(load_specs().run("smoke")).report_provenance_tex
+    result = subprocess.run(
+        [*SNAKEMAKE, str(target), "-n", "--quiet", "rules", "--cores", "1", "--config", "run=smoke"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert job_counts(result.stdout + result.stderr)["report"] == 1
 
 
 @pytest.mark.parametrize("given", ["runs=paper", "limits=5"])

@@ -7,15 +7,24 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_report import TASKS, run_report, specs_dir, write_scores  # noqa: F401
+from test_report import (  # noqa: F401
+    TASKS,
+    allow_incomplete,
+    read_data_elsewhere,
+    run_report,
+    specs_dir,
+    write_scores,
+)
 
 from milebench.io import atomic_write_jsonl
 from milebench.records import Judgment
+from milebench.report.verdict_view import build_verdict_view
 from milebench.score.uncertainty import TaskSamples
 from milebench.score.verdict import (
     COLUMNS,
     ROUNDING,
     Agreement,
+    Standing,
     Verdict,
     agreement,
     build_verdict,
@@ -208,3 +217,66 @@ def test_each_state_is_rendered_in_html_and_latex(
     shown = r"\textbf{not reproduced}" if state == "not reproduced" else state
     assert re.search(rf"^Random & T-1 & 10\.0 & .* & {re.escape(shown)} \\\\$", tex, re.M), tex
     assert re.search(rf"^T-1 & {re.escape(shown)} & ", tex, re.M)
+
+
+def test_standing_puts_incomplete_first_when_most_cells_have_no_score() -> None:
+    """Half the cells scored is not "most unscored": the scored cells decide; below half, incomplete."""
+    ok, near, far, none = (Agreement.REPRODUCED, Agreement.CONSISTENT, Agreement.NOT_REPRODUCED,
+                           Agreement.NO_SCORE)  # fmt: skip
+    assert summarise_agreement([far, ok, none, none]).standing is Standing.NOT_REPRODUCED
+    assert summarise_agreement([far, none, none]).standing is Standing.INCOMPLETE
+    assert summarise_agreement([ok, ok, ok, none]).standing is Standing.INCOMPLETE
+    assert summarise_agreement([ok, near]).standing is Standing.CONSISTENT
+    assert summarise_agreement([ok, Agreement.RULE]).standing is Standing.REPRODUCED
+    assert summarise_agreement([none]).standing is Standing.INCOMPLETE
+    assert summarise_agreement([]).standing is Standing.INCOMPLETE
+
+
+def test_a_mostly_unscored_table_leads_with_incomplete_and_its_rows_agree(paper: PaperSpec, tasks) -> None:
+    """One model with only its T-1 tasks scored, one with nothing: one cell of the table is scored."""
+    t1 = {t.name: s for t, s in zip(tasks, samples_for(paper, tasks, "vila").values(), strict=True)
+          if t.group is Group.T1}  # fmt: skip
+    models = ("vila", "mantis")
+    verdict = build_verdict(run(models), paper, tasks, {"vila": t1}, resamples=50)
+    view = build_verdict_view(run(models), paper, list(load_specs(SPECS).run_models(run(models))), verdict)
+    assert view is not None
+    total = len(models) * len(COLUMNS)
+    assert view.headline("1.0") == f"incomplete: 1 of {total} cells scored (the scored ones: reproduced)"
+    assert view.table.state is Standing.INCOMPLETE and not view.all_pass
+    # T-1 has one of its two cells scored, the other columns none: each column reads incomplete too.
+    assert {s.state for s in view.summary} == {Standing.INCOMPLETE}
+
+
+def test_an_unscored_table_reads_incomplete_in_the_headline_and_the_closing_sentence(
+    specs_dir: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every multi-image score of the run's one published model is absent: the headline, the closing
+    sentence and the whole table's row all say incomplete, never a state of cells that have none."""
+    paths = write_scores(specs_dir)
+    for task in TASKS:
+        paths.judgments("random", task, Mode.MULTI_IMAGE).unlink()
+        paths.task_score("random", task, Mode.MULTI_IMAGE).unlink()
+    allow_incomplete(specs_dir)
+    read_data_elsewhere(specs_dir, tmp_path)
+    reports = run_report(specs_dir, tmp_path, monkeypatch)
+    html = reports.report_html.read_text(encoding="utf-8")
+    headline = re.search(
+        r'<p id="verdict-summary" class="verdict-open" data-status="([^"]+)">(.*?)</p>', html, re.S
+    )
+    assert headline and headline.group(1) == "incomplete"
+    total = len(COLUMNS)  # one model of the run has a published row
+    assert (
+        f"<strong>Verdict against the paper: incomplete: 0 of {total} cells scored.</strong>"
+        in headline.group(2)
+    )
+    closing = re.findall(
+        r'The whole table: <span class="state-[^"]+" data-status="([^"]+)">', headline.group(2)
+    )
+    assert closing == ["incomplete"]
+    table = re.search(r'<tr data-column="table" class="total">(.*?)</tr>', html, re.S)
+    assert table and 'data-status="incomplete">incomplete</td>' in table.group(1)
+    tex = reports.report_tex.read_text(encoding="utf-8")
+    assert rf"\textbf{{Verdict against the paper: incomplete: 0 of {total} cells scored.}}" in tex
+    assert r"The whole table: \emph{incomplete}" in tex

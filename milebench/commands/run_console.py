@@ -27,8 +27,9 @@ from milebench.spec.samples import expected_samples
 SAMPLE_ID = re.compile(rb'"sample_id":\s*(-?\d+)')
 PROGRESS_EVERY_S = 60.0
 """Seconds between progress lines; a line is written only when samples were answered since the last."""
-VERDICT_ID = "verdict-summary"
-"""The id of the report's headline paragraph; its first ``<strong>`` is the headline."""
+HEADLINE_IDS = ("pipeline-check", "verdict-summary")
+"""The ids of the paragraphs a report can open with (a fixture run's pipeline check, else the verdict);
+the first ``<strong>`` after the first of them is the headline."""
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,7 @@ class RunConsole:
 
 
 class Headline(HTMLParser):
-    """The text of the first ``<strong>`` after the element whose id is :data:`VERDICT_ID` opens."""
+    """The text of the first ``<strong>`` after the first element whose id is one of :data:`HEADLINE_IDS`."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -171,7 +172,7 @@ class Headline(HTMLParser):
         self.parts: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if ("id", VERDICT_ID) in attrs:
+        if dict(attrs).get("id") in HEADLINE_IDS:
             self.armed = True
         elif self.armed and tag == "strong" and not self.found:
             self.inside = True
@@ -186,7 +187,8 @@ class Headline(HTMLParser):
 
 
 def report_headline(html: Path) -> str:
-    """The headline verdict ``html`` opens with, as it reads there; a sentence saying so without one."""
+    """The headline ``html`` opens with (the pipeline check on fixture data, else the verdict), as it
+    reads there; a sentence saying so without one."""
     parser = Headline()
     parser.feed(html.read_text(encoding="utf-8"))
     return " ".join("".join(parser.parts).split()) or "The report gives no verdict against the paper."

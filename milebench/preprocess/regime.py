@@ -61,6 +61,28 @@ class Regime(Spec):
             parts.append(f"combined{self.combined_pictures}")
         return "-".join([*parts, digest])
 
+    @property
+    def label(self) -> str:
+        """The id in words for a reader (``context 2048, 576 tokens per image, paper truncation``); the id
+        stays the name of its files, shown beside the label."""
+        parts = []
+        if self.budgeted:
+            parts.append(f"context {self.max_context_len}")
+            if self.n_tokens_per_image is not None:
+                parts.append(plural(self.n_tokens_per_image, "token") + " per image")
+            parts.append(f"{self.truncation} truncation")
+        else:
+            parts.append("no token budget")
+        if self.image_input is ImageInput.COMBINED and self.combined_pictures is not None:
+            made = {CombinedSource.UPSTREAM: "from the data", CombinedSource.KIT: "made by the kit"}
+            source = f" {made[self.combined_source]}" if self.combined_source is not None else ""
+            parts.append(plural(self.combined_pictures, "combined picture") + source)
+        return ", ".join(parts)
+
+
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
 
 UNLIMITED = Regime(image_input=ImageInput.INTERLEAVED)
 

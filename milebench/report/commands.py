@@ -23,10 +23,10 @@ from milebench.plan import cells
 from milebench.record_files import read_record
 from milebench.report.audit import audit_tables
 from milebench.report.evidence import Evidence
-from milebench.report.fidelity import fidelity_rows
+from milebench.report.fidelity import fidelity_rows, telling
 from milebench.report.figures import report_figures
 from milebench.report.provenance import run_provenance
-from milebench.report.render import FIGURES, render_html, render_tex
+from milebench.report.render import FIGURES, render_html, render_provenance_tex, render_tex
 from milebench.report.sensitivity import sensitivity_rows
 from milebench.report.skipped import skipped_tables
 from milebench.report.tables import Report, build_report
@@ -113,7 +113,7 @@ def gather(specs: Specs, run: RunSpec, paths: RunPaths, files: ReportFiles | Non
         sensitivity=sensitivity_rows(models, tasks, aggregate) if PAPER_MODE in run.modes else None,
         truncation=truncation_tables(specs, run, tasks, evidence),
         budgets=budget_rows(specs, run),
-        fidelity=fidelity_rows(specs, run),
+        fidelity=telling(fidelity_rows(specs, run)),
         skipped=skipped_tables(specs, run, tasks, paths),
         audit=audit_tables(specs, run, paths),
     )
@@ -134,12 +134,14 @@ def refusal(run_file: Path, cells: Sequence[IncompleteCell], files: RunFiles) ->
 
 
 def write_report(report: Report, paths: RunPaths) -> None:
-    """The figures first (PDF and PNG, read by the LaTeX), then the HTML and the LaTeX."""
+    """The figures first (PDF and PNG, read by the LaTeX), then the HTML and the LaTeX (the report and its
+    provenance document)."""
     for figure in report.figures:
         atomic_write_bytes(paths.reports / FIGURES / f"{figure.key}.pdf", figure.pdf)
         atomic_write_bytes(paths.reports / FIGURES / f"{figure.key}.png", figure.png)
     atomic_write_text(paths.report_html, render_html(report))
     atomic_write_text(paths.report_tex, render_tex(report))
+    atomic_write_text(paths.report_provenance_tex, render_provenance_tex(report))
 
 
 def report(args: argparse.Namespace) -> int:
@@ -159,5 +161,5 @@ def report_run(specs: Specs, run: RunSpec, root: Path = Path(".")) -> int:
         return 1
     result = gather(specs, run, paths, files)
     write_report(result, paths)
-    log.info("wrote %s and %s", paths.report_html, paths.report_tex)
+    log.info("wrote %s, %s and %s", paths.report_html, paths.report_tex, paths.report_provenance_tex)
     return 0

@@ -190,3 +190,11 @@ def fidelity_rows(specs: Specs, run: RunSpec) -> list[FidelityRow]:
             )
         )
     return rows
+
+
+def telling(rows: list[FidelityRow]) -> list[FidelityRow]:
+    """The rows, or none where every cell is "not applicable" (baselines, kit and API models alone): a
+    grid with nothing to say is left out of the report."""
+    if all(cell.status is Fidelity.NOT_APPLICABLE for row in rows for _, cell in row.cells):
+        return []
+    return rows

@@ -9,6 +9,7 @@ from typing import TypedDict, Unpack
 import jinja2
 
 from milebench.package_data import package_path
+from milebench.paths import PROVENANCE_TEX
 from milebench.report.tables import DIGITS, Report
 
 TEMPLATES = package_path("milebench.report", "templates")
@@ -95,7 +96,20 @@ def render_html(report: Report) -> str:
     return jinja_environment(autoescape=True).get_template("report.html.j2").render(report=report)
 
 
-def render_tex(report: Report) -> str:
+def tex_environment() -> jinja2.Environment:
     # LaTeX's "{#" (as in "\#" after a brace) must not open a Jinja comment.
-    env = jinja_environment(autoescape=False, comment_start_string="<#", comment_end_string="#>")
-    return env.get_template("report.tex.j2").render(report=report, figures_dir=FIGURES)
+    return jinja_environment(autoescape=False, comment_start_string="<#", comment_end_string="#>")
+
+
+def render_tex(report: Report) -> str:
+    """The report's LaTeX, pointing to its provenance document beside it."""
+    return (
+        tex_environment()
+        .get_template("report.tex.j2")
+        .render(report=report, figures_dir=FIGURES, provenance_file=PROVENANCE_TEX)
+    )
+
+
+def render_provenance_tex(report: Report) -> str:
+    """The provenance in full, a LaTeX document compiled on its own."""
+    return tex_environment().get_template("report-provenance.tex.j2").render(report=report)

@@ -16,7 +16,7 @@ from milebench.errors import KitError
 from milebench.paths import RunPaths
 from milebench.plan import applies
 from milebench.preprocess.prepare import PrepareManifest, SkippedSample
-from milebench.preprocess.regime import model_regime
+from milebench.preprocess.regime import Regime, run_regimes
 from milebench.spec.registry import Specs
 from milebench.spec.run import Mode, RunSpec
 from milebench.spec.task import TaskSpec
@@ -51,6 +51,8 @@ class RegimeTotals:
     """One input regime of one mode: the models reading it and its manifests summed over tasks."""
 
     regime: str
+    regime_label: str
+    """The regime in words (``Regime.label``); the id is its tooltip."""
     models: list[str]
     """Display names of the run's models that read this regime."""
     tasks_expected: int
@@ -84,12 +86,13 @@ class SkippedTable:
 
 
 def regime_totals(
-    regime: str, models: list[str], tasks: Sequence[TaskSpec], mode: Mode, paths: RunPaths
+    regime: Regime, models: list[str], tasks: Sequence[TaskSpec], mode: Mode, paths: RunPaths
 ) -> RegimeTotals:
-    found = [(t, read_manifest(paths.prepared_manifest(t.name, mode, regime))) for t in tasks]
+    found = [(t, read_manifest(paths.prepared_manifest(t.name, mode, regime.id))) for t in tasks]
     recorded = [(t, m) for t, m in found if m is not None]
     return RegimeTotals(
-        regime=regime,
+        regime=regime.id,
+        regime_label=regime.label,
         models=models,
         tasks_expected=len(tasks),
         tasks_recorded=len(recorded),
@@ -111,13 +114,9 @@ def skipped_tables(
     tables = []
     for mode in run.modes:
         mode_tasks = [t for t in tasks if applies(t, mode)]
-        readers: dict[str, list[str]] = {}
-        for model in run.models:
-            readers.setdefault(model_regime(specs, run, model, mode).id, []).append(
-                specs.models[model].display_name
-            )
         regimes = [
-            regime_totals(regime, models, mode_tasks, mode, paths) for regime, models in readers.items()
+            regime_totals(regime, [specs.models[m].display_name for m in models], mode_tasks, mode, paths)
+            for regime, models in run_regimes(specs, run, mode).values()
         ]
         tables.append(SkippedTable(mode, regimes))
     return tables

@@ -15,7 +15,7 @@ from milebench.score.aggregate import OVERALL_DIAG, OVERALL_REAL, Coverage, Task
 from milebench.score.run_aggregate import ModelAggregate, RunAggregate
 from milebench.spec.model import ModelSpec, Section
 from milebench.spec.paper import PAPER_MODE, MainRow, PaperSpec
-from milebench.spec.run import Mode, RunSpec
+from milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.spec.task import Group, TaskSpec
 
 if TYPE_CHECKING:
@@ -355,6 +355,37 @@ def notes(paper: PaperSpec, models: Mapping[str, ModelSpec]) -> Notes:
 
 
 @dataclass(frozen=True)
+class PipelineCheck:
+    """Whether every expected sample of every cell was answered and scored, summed over the run's modes:
+    all a fixture run can tell, since its scores mean nothing."""
+
+    cells: int
+    """(model, task, mode) cells the run expects."""
+    cells_missing: int
+    """Cells without a task score file."""
+    expected: int
+    scored: int
+    missing: int
+    failed: int
+
+    @property
+    def passed(self) -> bool:
+        return self.cells_missing == 0 and self.scored == self.expected
+
+
+def pipeline_check(modes: Sequence[ModeTables]) -> PipelineCheck:
+    counts = [row.coverage for m in modes for row in m.coverage]
+    return PipelineCheck(
+        cells=sum(c.tasks_expected for c in counts),
+        cells_missing=sum(c.tasks_missing for c in counts),
+        expected=sum(c.samples_expected for c in counts),
+        scored=sum(c.samples_scored for c in counts),
+        missing=sum(c.samples_missing for c in counts),
+        failed=sum(c.samples_failed for c in counts),
+    )
+
+
+@dataclass(frozen=True)
 class Report:
     run: RunSpec
     modes: list[ModeTables]
@@ -372,7 +403,8 @@ class Report:
     budgets: list[ModelBudget] = field(default_factory=list)
     """Every run model's context budget with the source of each number (shown with truncation)."""
     fidelity: list[FidelityRow] = field(default_factory=list)
-    """Every run model's execution, aspect by aspect, against the run the paper reports."""
+    """Every run model's execution, aspect by aspect, against the run the paper reports; none where no
+    cell applies."""
     skipped: list[SkippedTable] = field(default_factory=list)
     """Per mode: skipped samples and preprocess totals per input regime, from the preprocess manifests."""
     promptless: list[PromptlessRow] = field(default_factory=list)
@@ -383,6 +415,15 @@ class Report:
     @property
     def complete(self) -> bool:
         return all(m.complete for m in self.modes)
+
+    @property
+    def fixture(self) -> bool:
+        """The run reads the generated mini-MileBench: its verdict against the paper means nothing."""
+        return isinstance(self.run.data, FixtureSource)
+
+    @property
+    def pipeline(self) -> PipelineCheck:
+        return pipeline_check(self.modes)
 
     @property
     def headers(self) -> dict[str, str]:

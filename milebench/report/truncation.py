@@ -93,6 +93,8 @@ class TruncationRow:
     model: str
     display_name: str
     regime: str
+    regime_label: str
+    """The regime in words (``Regime.label``); the id is its tooltip."""
     tasks: dict[str, SeenShare | None]
 
     @property
@@ -124,13 +126,16 @@ def truncation_tables(
         mode_tasks = [t for t in tasks if applies(t, mode)]
         rows = []
         for model in run.models:
-            regime = model_regime(specs, run, model, mode).id
+            regime = model_regime(specs, run, model, mode)
             rows.append(
                 TruncationRow(
                     model=model,
                     display_name=specs.models[model].display_name,
-                    regime=regime,
-                    tasks={t.name: seen_share(evidence.prepared(t.name, mode, regime)) for t in mode_tasks},
+                    regime=regime.id,
+                    regime_label=regime.label,
+                    tasks={
+                        t.name: seen_share(evidence.prepared(t.name, mode, regime.id)) for t in mode_tasks
+                    },
                 )
             )
         tables.append(TruncationTable(mode, [(t.name, t.display_name) for t in mode_tasks], rows))

@@ -5,6 +5,9 @@ score). Where the paper's own rule does not give its printed value (``main_table
 with an exact column), a reproduction faithful to the rule must miss the print; such a cell is
 "reproduced (paper's rule)" when it is within the tolerance of the rule's value, with the paper's note
 as a footnote, and it counts as reproduced for the headline.
+
+Each column, the whole table and the headline say one ``Standing`` by one rule, so the headline and the
+table's own row never disagree; a table whose cells mostly have no score leads with "incomplete".
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from milebench.score.verdict import COLUMNS, Agreement, AgreementSummary, Verdict, VerdictCell
+from milebench.score.verdict import COLUMNS, Agreement, AgreementSummary, Standing, Verdict, VerdictCell
 from milebench.spec.model import ModelSpec
 from milebench.spec.paper import PaperSpec
 from milebench.spec.run import RunSpec
@@ -25,6 +28,12 @@ STATE_CLASSES: dict[Agreement, str] = {
     Agreement.NO_SCORE: "no-score",
 }
 """The CSS class of each state (a state's text has spaces and quotes)."""
+STANDING_CLASSES: dict[Standing, str] = {
+    Standing.REPRODUCED: "reproduced",
+    Standing.CONSISTENT: "consistent",
+    Standing.NOT_REPRODUCED: "not-reproduced",
+    Standing.INCOMPLETE: "incomplete",
+}
 SUMMARY_STATES = (Agreement.REPRODUCED, Agreement.CONSISTENT, Agreement.NOT_REPRODUCED, Agreement.NO_SCORE)
 """The states the summaries count; the paper's-rule cells are counted with the reproduced."""
 
@@ -47,19 +56,23 @@ class VerdictRow:
 
 @dataclass(frozen=True)
 class SummaryRow:
-    """A column's (or the whole table's) state and its cells per state."""
+    """A column's (or the whole table's) standing and its cells per state."""
 
     key: str
     header: str
-    state: Agreement
+    state: Standing
+    scored_state: Agreement
+    """The state of its scored cells alone (the verdict's own summary)."""
     counts: dict[Agreement, int]
     """Cells per state of ``SUMMARY_STATES`` (the paper's-rule cells among the reproduced)."""
     rule: int
     """Of the reproduced cells, those within the tolerance of the paper's own rule only."""
+    scored: int
+    total: int
 
     @property
     def css(self) -> str:
-        return STATE_CLASSES[self.state]
+        return STANDING_CLASSES[self.state]
 
 
 @dataclass(frozen=True)
@@ -71,9 +84,29 @@ class VerdictView:
     """Each main-table column, then the whole table."""
 
     @property
+    def table(self) -> SummaryRow:
+        return self.summary[-1]
+
+    @property
     def all_pass(self) -> bool:
         """The headline, by the tolerance rule: every cell reproduced."""
-        return self.verdict.all_reproduced
+        return self.table.state is Standing.REPRODUCED
+
+    def headline(self, tolerance: str) -> str:
+        """The verdict in one phrase: the whole table's standing and what it rests on; ``tolerance`` as
+        the report prints it."""
+        t, within = self.table, f"within \u00b1{tolerance} points"
+        if t.state is Standing.INCOMPLETE:
+            scored = f" (the scored ones: {t.scored_state})" if t.scored else ""
+            return f"incomplete: {t.scored} of {t.total} cells scored{scored}"
+        if t.state is Standing.CONSISTENT:
+            return f"consistent: not every cell {within}, none that the data can tell from the paper"
+        return f"{t.state} {within}"
+
+    @property
+    def ranked(self) -> bool:
+        """Whether any rank correlation is defined: a ranking of dashes alone is left out."""
+        return any(rc.rho is not None for rc in self.verdict.rank_correlations)
 
     def count(self, status: str) -> int:
         return sum(1 for r in self.rows if r.status == status)
@@ -84,7 +117,9 @@ def summary_row(key: str, header: str, summary: AgreementSummary) -> SummaryRow:
     counts = {state: summary.counts.get(state, 0) for state in SUMMARY_STATES}
     rule = summary.counts.get(Agreement.RULE, 0)
     counts[Agreement.REPRODUCED] += rule
-    return SummaryRow(key, header, summary.state, counts, rule)
+    return SummaryRow(
+        key, header, summary.standing, summary.state, counts, rule, summary.scored, summary.total
+    )
 
 
 def verdict_view(verdict: Verdict, models: Mapping[str, ModelSpec]) -> VerdictView:

@@ -15,7 +15,9 @@ Each cell is in one of three states (``Agreement``), or has no score of ours:
 
 The headline stays the tolerance rule: the table is reproduced when every cell is (either kind of)
 ``reproduced``. Each column and the whole table are also summarised in the three states: ``not
-reproduced`` when any of its cells is, else ``consistent`` when any is, else ``reproduced``.
+reproduced`` when any of its cells is, else ``consistent`` when any is, else ``reproduced``. What a
+reader is told of a column or the table (``Standing``, the report's headline) puts first that most of
+its cells have no score: ``incomplete``, so a table of a few scored cells never reads as judged.
 
 ``Verdict`` fields:
 
@@ -106,11 +108,43 @@ def agreement(
     return Agreement.CONSISTENT if inside else Agreement.NOT_REPRODUCED
 
 
+class Standing(StrEnum):
+    """What a column, the whole table or the headline says: one word, by one rule (``standing``)."""
+
+    REPRODUCED = "reproduced"
+    CONSISTENT = "consistent"
+    NOT_REPRODUCED = "not reproduced"
+    INCOMPLETE = "incomplete"
+
+
 class AgreementSummary(Spec):
     """A column's (or the table's) cells by state, and the state that sums them up."""
 
     state: Agreement
     counts: dict[Agreement, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def scored(self) -> int:
+        return self.total - self.counts.get(Agreement.NO_SCORE, 0)
+
+    @property
+    def standing(self) -> Standing:
+        """``incomplete`` when most cells have no score; else ``not reproduced`` when any cell is; else
+        ``incomplete`` when any has no score; else ``consistent`` when any is; else ``reproduced``
+        (every cell within the tolerance: the headline's rule)."""
+        if 2 * self.scored < self.total or not self.total:
+            return Standing.INCOMPLETE
+        if self.counts.get(Agreement.NOT_REPRODUCED, 0):
+            return Standing.NOT_REPRODUCED
+        if self.scored < self.total:
+            return Standing.INCOMPLETE
+        if self.counts.get(Agreement.CONSISTENT, 0):
+            return Standing.CONSISTENT
+        return Standing.REPRODUCED
 
 
 def summarise_agreement(states: Iterable[Agreement]) -> AgreementSummary:
