@@ -91,10 +91,26 @@ def _job_args(
     p.add_argument("--mode", required=True, type=Mode, choices=list(Mode))
 
 
+IMPORT_FORMATS = ("official", "lmms-eval", "vlmevalkit")
+"""The prediction files ``--format`` reads (``milebench.score.foreign.FORMATS``; named here so that the
+parser imports no scoring code)."""
+
+
 def _official_args(p: argparse.ArgumentParser, required: bool) -> None:
-    help_text = "An official outputs/<model>/ folder of <Task>/pred.json files."
+    help_text = (
+        "The folder of one model's predictions: the official outputs/<model>/ of <Task>/pred.json files, "
+        "lmms-eval's <output_path>/<model>/ of samples files, or VLMEvalKit's work dir (see --format)."
+    )
     p.add_argument(
         "--official-outputs", "--outputs", dest="outputs", type=Path, required=required, help=help_text
+    )
+    p.add_argument(
+        "--format",
+        choices=IMPORT_FORMATS,
+        default="official",
+        help="Whose prediction files: official (<Task>/pred.json or pred.jsonl), lmms-eval (--log_samples "
+        "files, samples_<task>_<date>.jsonl) or vlmevalkit (<model>_<task>.xlsx, .tsv or .csv). "
+        "Default: official.",
     )
     p.add_argument("--data-dir", type=Path, default=None, help="MileBench/ data root (default: the run's).")
     p.add_argument("--report", action="store_true", help="Then write the run's aggregate and its report.")
@@ -264,7 +280,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=None, help="JSON path (default: reports/<run>/audit/).")
 
     p = add(
-        "import-official", "milebench.commands.scoring:import_official", "Import official pred.json files."
+        "import-official",
+        "milebench.commands.scoring:import_official",
+        "Import official pred.json files, or lmms-eval's or VLMEvalKit's prediction files.",
     )
     _run_args(p)
     _root_arg(p)
