@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from milebench.errors import KitError
+from milebench.records import FailureKind
 from milebench.spec.base import SpecError
 from milebench.spec.benchmark import benchmarks
 from milebench.spec.names import UnknownName
@@ -116,6 +117,48 @@ def _official_args(p: argparse.ArgumentParser, required: bool) -> None:
     p.add_argument("--report", action="store_true", help="Then write the run's aggregate and its report.")
 
 
+def _show_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", action="append", help="Only this model (repeatable). Default: every model.")
+    p.add_argument("--task", action="append", help="Only this task (repeatable). Default: every task.")
+    p.add_argument(
+        "--mode",
+        action="append",
+        type=Mode,
+        choices=list(Mode),
+        help="Only this mode (repeatable). Default: every mode.",
+    )
+    p.add_argument(
+        "--sample", action="append", type=int, help="Only this sample id (repeatable). Default: every sample."
+    )
+    outcome = p.add_mutually_exclusive_group()
+    outcome.add_argument(
+        "--correct", action="store_true", help="Only full marks under the paper scorer. Default: off."
+    )
+    outcome.add_argument(
+        "--incorrect", action="store_true", help="Only answers scored below full marks. Default: off."
+    )
+    p.add_argument(
+        "--status",
+        choices=("scored", "missing", "failed"),
+        default=None,
+        help="Only this status. Default: any.",
+    )
+    p.add_argument(
+        "--failure",
+        nargs="?",
+        const="any",
+        default=None,
+        choices=["any", *(kind.value for kind in FailureKind)],
+        metavar="KIND",
+        help="Only failed samples (any kind), or those of one kind: "
+        + ", ".join(kind.value for kind in FailureKind)
+        + ". Default: no failure filter.",
+    )
+    p.add_argument(
+        "--json", action="store_true", help="Whole records, one a line, instead of a table. Default: off."
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="milebench", description=__doc__.splitlines()[0])
     parser.add_argument("--specs", type=Path, default=DEFAULT_SPECS, help="Specs folder.")
@@ -215,6 +258,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("score", "milebench.commands.scoring:score", "Score one model's predictions for one task.")
     _job_args(p, model=True, task_required=False)
     _official_args(p, required=False)
+
+    p = add(
+        "show",
+        "milebench.score.show:show",
+        "Print a run's per-sample logs (prompt, images, answer, gold, judgment), filtered.",
+    )
+    _run_args(p)
+    _root_arg(p)
+    _show_args(p)
 
     p = add("report", "milebench.report.commands:report", "Render the HTML and LaTeX report of a run.")
     _run_args(p)

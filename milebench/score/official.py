@@ -46,6 +46,7 @@ from milebench.provenance import DataRevision, job_provenance, utc_now, write_pr
 from milebench.record_files import read_prepared
 from milebench.records import GoldSample, Prediction, PreparedSample
 from milebench.score.commands import score_task, write_scores
+from milebench.score.sample_log import write_sample_log
 from milebench.spec.base import describe_errors
 from milebench.spec.registry import Specs
 from milebench.spec.run import Mode, RunSpec
@@ -360,6 +361,7 @@ def score_imported(
     predictions = {p.sample_id: p for p in found.predictions}
     judgments, task_score = score_task(task, model, mode, samples, predictions)
     write_scores(paths, judgments, task_score)
+    write_sample_log(paths.samples(model, task.name, mode), samples, predictions, judgments)
     record = job_provenance(
         stage="score",
         specs=specs,
@@ -369,7 +371,11 @@ def score_imported(
         mode=mode.value,
         outputs=tuple(
             paths.relative(p)
-            for p in (paths.judgments(model, task.name, mode), paths.task_score(model, task.name, mode))
+            for p in (
+                paths.judgments(model, task.name, mode),
+                paths.task_score(model, task.name, mode),
+                paths.samples(model, task.name, mode),
+            )
         ),
         fetch_manifest=paths.fetch_manifest,
         started_at=started,
