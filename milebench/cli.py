@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 
 from milebench.errors import KitError
+from milebench.records import FailureKind
 from milebench.spec.base import SpecError
 from milebench.spec.benchmark import benchmarks
 from milebench.spec.names import UnknownName
@@ -165,15 +166,71 @@ def _job_args(
     p.add_argument("--mode", required=True, type=Mode, choices=list(Mode), help="The mode.")
 
 
+IMPORT_FORMATS = ("official", "lmms-eval", "vlmevalkit")
+"""The prediction files ``--format`` reads (``milebench.score.foreign.FORMATS``; named here so that the
+parser imports no scoring code)."""
+
+
 def _official_args(p: argparse.ArgumentParser, required: bool) -> None:
-    help_text = "An official outputs/<model>/ folder of <Task>/pred.json files." + (
-        "" if required else " Default: none, score the run's own predictions."
-    )
+    help_text = (
+        "The folder of one model's predictions: the official outputs/<model>/ of <Task>/pred.json files, "
+        "lmms-eval's <output_path>/<model>/ of samples files, or VLMEvalKit's work dir (see --format)."
+    ) + ("" if required else " Default: none, score the run's own predictions.")
     p.add_argument(
         "--official-outputs", "--outputs", dest="outputs", type=Path, required=required, help=help_text
     )
+    p.add_argument(
+        "--format",
+        choices=IMPORT_FORMATS,
+        default="official",
+        help="Whose prediction files: official (<Task>/pred.json or pred.jsonl), lmms-eval (--log_samples "
+        "files, samples_<task>_<date>.jsonl) or vlmevalkit (<model>_<task>.xlsx, .tsv or .csv). "
+        "Default: official.",
+    )
     p.add_argument("--data-dir", type=Path, default=None, help="MileBench/ data root (default: the run's).")
     p.add_argument("--report", action="store_true", help="Then write the run's aggregate and its report.")
+
+
+def _show_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", action="append", help="Only this model (repeatable). Default: every model.")
+    p.add_argument("--task", action="append", help="Only this task (repeatable). Default: every task.")
+    p.add_argument(
+        "--mode",
+        action="append",
+        type=Mode,
+        choices=list(Mode),
+        help="Only this mode (repeatable). Default: every mode.",
+    )
+    p.add_argument(
+        "--sample", action="append", type=int, help="Only this sample id (repeatable). Default: every sample."
+    )
+    outcome = p.add_mutually_exclusive_group()
+    outcome.add_argument(
+        "--correct", action="store_true", help="Only full marks under the paper scorer. Default: off."
+    )
+    outcome.add_argument(
+        "--incorrect", action="store_true", help="Only answers scored below full marks. Default: off."
+    )
+    p.add_argument(
+        "--status",
+        choices=("scored", "missing", "failed"),
+        default=None,
+        help="Only this status. Default: any.",
+    )
+    p.add_argument(
+        "--failure",
+        nargs="?",
+        const="any",
+        default=None,
+        choices=["any", *(kind.value for kind in FailureKind)],
+        metavar="KIND",
+        help="Only failed samples (any kind), or those of one kind: "
+        + ", ".join(kind.value for kind in FailureKind)
+        + ". Default: no failure filter.",
+    )
+    p.add_argument(
+        "--json", action="store_true", help="Whole records, one a line, instead of a table. Default: off."
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -346,6 +403,15 @@ def build_parser() -> argparse.ArgumentParser:
     _official_args(p, required=False)
 
     p = add(
+        "show",
+        "milebench.score.show:show",
+        "Print a run's per-sample logs (prompt, images, answer, gold, judgment), filtered.",
+        report,
+    )
+    _run_root_args(p)
+    _show_args(p)
+
+    p = add(
         "report", "milebench.report.commands:report", "Render the HTML and LaTeX report of a run.", report
     )
     _run_root_args(p)
@@ -435,7 +501,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add(
         "import-official",
         "milebench.commands.scoring:import_official",
-        "Import official pred.json files.",
+        "Import official pred.json files, or lmms-eval's or VLMEvalKit's prediction files.",
         scoring,
     )
     _run_root_args(p)

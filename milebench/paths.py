@@ -93,6 +93,10 @@ class RunPaths:
     def judgments(self, model: str, task: str, mode: Mode | str) -> Path:
         return self.out / "scores" / model / str(mode) / f"{task}.jsonl"
 
+    def samples(self, model: str, task: str, mode: Mode | str) -> Path:
+        """The cell's samples joined (prompt, images, answer, gold, judgment): ``milebench show`` reads it."""
+        return self.out / "samples" / model / str(mode) / f"{task}.jsonl"
+
     def task_score(self, model: str, task: str, mode: Mode | str) -> Path:
         return self.out / "scores" / model / str(mode) / f"{task}.json"
 

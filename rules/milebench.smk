@@ -334,6 +334,7 @@ rule score:
     output:
         judgments=P.judgments("{model}", "{task}", "{mode}"),
         score=P.task_score("{model}", "{task}", "{mode}"),
+        samples=P.samples("{model}", "{task}", "{mode}"),
         provenance=P.score_provenance("{model}", "{task}", "{mode}"),
     params:
         mb=KIT_MB,

@@ -242,8 +242,15 @@ def test_official_outputs_and_task_json_alone_give_judgments_scores_and_a_report
         for p in (
             paths.judgments("llava-1.5-7b", "ActionSequence", Mode.MULTI_IMAGE),
             paths.task_score("llava-1.5-7b", "ActionSequence", Mode.MULTI_IMAGE),
+            paths.samples("llava-1.5-7b", "ActionSequence", Mode.MULTI_IMAGE),
         )
     )
+    # The per-sample log of an import: no prompt and no image, the answers and judgments as scored.
+    logged = list(read_jsonl(paths.samples("llava-1.5-7b", "ActionSequence", Mode.MULTI_IMAGE)))
+    assert [(r["sample_id"], r["prompt"], r["images"], r["score"]) for r in logged] == [
+        (0, None, None, 0.0), (1, None, None, 1.0), (2, None, None, 1.0),
+    ]  # fmt: skip
+    assert [r["answer"] for r in logged] == ["no idea", *(r["gold"] for r in logged[1:])]
     assert record.predictions_from == str(outputs / "ActionSequence" / "pred.json")
     assert record.data is not None and record.data.kind == "task-json"
     assert set(record.data.archives) == {"ActionSequence/ActionSequence.json"}

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-EXTRAS = ("embed", "archive", "minigpt-v2", "test")
+EXTRAS = ("embed", "archive", "minigpt-v2", "xlsx", "test")
 """The extras a plain install leaves out (the vllm extra is its own environment)."""
 SNAKEMAKE_PLUGIN = "snakemake-"
 

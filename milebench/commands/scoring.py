@@ -1,5 +1,6 @@
 """``milebench score`` and ``milebench import-official``: score a run's own predictions, or bring an official
-run's ``pred.json`` files in, score them, and render the report when asked. Here, above both the scoring
+run's ``pred.json`` files (or lmms-eval's or VLMEvalKit's prediction files) in, score them, and render the
+report when asked. Here, above both the scoring
 and the report packages, because an import ends in a report."""
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ import logging
 from milebench.paths import RunPaths
 from milebench.plan import applies
 from milebench.score.commands import score_one_task
+from milebench.score.foreign import FORMATS
 from milebench.score.new_model import new_model
-from milebench.score.official import PRED_FILE, import_task, score_imported, write_predictions
+from milebench.score.official import import_task, score_imported, write_predictions
 from milebench.score.run_aggregate import write_aggregate
 from milebench.spec.names import check_in_run
 from milebench.spec.registry import load_specs
@@ -31,6 +33,7 @@ def import_official(args: argparse.Namespace) -> int:
     specs = load_specs(args.specs)
     run = specs.run(args.run)
     mode = Mode(args.mode)
+    fmt = FORMATS[getattr(args, "format", "official")]
     given(args.outputs, "--official-outputs", "official outputs folder")
     added = None
     if getattr(args, "new_model", None) is not None:
@@ -47,15 +50,15 @@ def import_official(args: argparse.Namespace) -> int:
             continue
         data_root = args.data_dir or paths.data_root
         found = import_task(
-            task, mode, args.model, args.outputs, data_root, None if args.data_dir is not None else fetch
+            task, mode, args.model, args.outputs, data_root, None if args.data_dir is not None else fetch, fmt
         )
         if found is None:
-            log.warning("%s: no %s; the task's samples stay missing", args.outputs / task.name, PRED_FILE)
+            log.warning("%s: no %s of %s; its samples stay missing", args.outputs, fmt.looked_for, task.name)
             continue
         warn_if_short(task, run, len(found.task_file.data), found.source)
         imported.append(found)
     if not imported:
-        log.error("%s: no <Task>/%s of any task of run %s", args.outputs, PRED_FILE, run.name)
+        log.error("%s: no %s of any task of run %s", args.outputs, fmt.looked_for, run.name)
         return 1
     if added is not None:
         added.write()

@@ -17,6 +17,7 @@ from milebench.records import Judgment, JudgmentStatus, Prediction, PreparedSamp
 from milebench.score.aggregate import TaskScore, summarise
 from milebench.score.inputs import read_predictions
 from milebench.score.registry import DEFAULT_SCORER, SCORERS
+from milebench.score.sample_log import write_sample_log
 from milebench.score.standard import SCORER_NAME as STANDARD
 from milebench.spec.base import SpecError
 from milebench.spec.names import check_in_run
@@ -119,6 +120,7 @@ def score_one_task(args: argparse.Namespace) -> int:
     preds = read_predictions(paths.predictions(args.model, task.name, mode), task.name, args.model, mode)
     judgments, task_score = score_task(task, args.model, mode, samples, preds)
     write_scores(paths, judgments, task_score)
+    write_sample_log(paths.samples(args.model, task.name, mode), samples, preds, judgments)
     record = job_provenance(
         stage="score",
         specs=specs,
@@ -131,6 +133,7 @@ def score_one_task(args: argparse.Namespace) -> int:
             for p in (
                 paths.judgments(args.model, task.name, mode),
                 paths.task_score(args.model, task.name, mode),
+                paths.samples(args.model, task.name, mode),
             )
         ),
         fetch_manifest=paths.fetch_manifest,

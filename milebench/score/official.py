@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -45,6 +46,7 @@ from milebench.provenance import DataRevision, job_provenance, utc_now, write_pr
 from milebench.record_files import read_prepared
 from milebench.records import GoldSample, Prediction, PreparedSample
 from milebench.score.commands import score_task, write_scores
+from milebench.score.sample_log import write_sample_log
 from milebench.spec.base import describe_errors
 from milebench.spec.registry import Specs
 from milebench.spec.run import Mode, RunSpec
@@ -52,6 +54,7 @@ from milebench.spec.task import TaskSpec
 from milebench.stage_inputs import given, preprocess_command, require
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PRED_FILE = "pred.json"
 PRED_FILES = (PRED_FILE, "pred.jsonl")
@@ -158,15 +161,20 @@ def json_lines(path: Path, text: str) -> list[Any]:
     return rows
 
 
-def read_official(path: Path) -> list[OfficialRecord]:
-    """Records of one ``pred.json`` (a JSON list) or ``pred.jsonl`` (one record a line); errors name the
-    file, the record index (0-based, blank lines skipped) and the field."""
+def read_file(path: Path, read: Callable[[Path], T]) -> T:
+    """``read(path)`` (its text or bytes), a file that cannot be read being one error naming it."""
     try:
-        text = read_utf8(path)
+        return read(path)
     except UnreadableText as err:
         raise OfficialFormatError(str(err)) from None
     except OSError as err:
         raise OfficialFormatError(f"{path}: cannot read: {err.strerror or err}") from None
+
+
+def read_official(path: Path) -> list[OfficialRecord]:
+    """Records of one ``pred.json`` (a JSON list) or ``pred.jsonl`` (one record a line); errors name the
+    file, the record index (0-based, blank lines skipped) and the field."""
+    text = read_file(path, read_utf8)
     if path.suffix == ".jsonl":
         rows = json_lines(path, text)
     else:
@@ -190,22 +198,47 @@ def read_official(path: Path) -> list[OfficialRecord]:
     return records
 
 
-def check_against_data(records: list[OfficialRecord], task_file: TaskFile, path: Path, source: Path) -> None:
+@dataclass(frozen=True)
+class PredictionFormat:
+    """A tool's prediction files: where one task's file lies in an outputs folder, how it is read into
+    official records, and what its sample id and gold answer are called there (for the errors)."""
+
+    name: str
+    looked_for: str
+    find: Callable[[Path, str], Path | None]
+    read: Callable[[Path], list[OfficialRecord]]
+    id_field: str = "sample_id"
+    gold_field: str = "gt_response"
+
+
+def find_official(outputs: Path, task: str) -> Path | None:
+    """``<outputs>/<Task>/pred.json`` or ``pred.jsonl``; both at once is an error."""
+    found = [p for name in PRED_FILES if (p := outputs / task / name).exists()]
+    if len(found) > 1:
+        raise OfficialFormatError(f"{outputs / task}: both {' and '.join(PRED_FILES)}: keep one")
+    return found[0] if found else None
+
+
+def check_against_data(
+    records: list[OfficialRecord], task_file: TaskFile, path: Path, source: Path, fmt: PredictionFormat
+) -> None:
     """Every record names a sample of the task file and carries that sample's gold answer."""
     gold = {s.sample_id: s.response for s in task_file.data}
     for index, record in enumerate(records):
         if record.sample_id not in gold:
             raise OfficialFormatError(
-                f"{path}: record {index}: sample_id {record.sample_id} is not in {source}"
+                f"{path}: record {index}: {fmt.id_field} {record.sample_id} is not in {source}"
             )
         if record.gt_response != gold[record.sample_id]:
             raise OfficialFormatError(
-                f"{path}: record {index}: gt_response {record.gt_response!r} of sample {record.sample_id} "
-                f"differs from the response in {source} ({gold[record.sample_id]!r})"
+                f"{path}: record {index}: {fmt.gold_field} {record.gt_response!r} of sample "
+                f"{record.sample_id} differs from the response in {source} ({gold[record.sample_id]!r})"
             )
 
 
-def to_predictions(records: list[OfficialRecord], task: str, mode: Mode, model: str) -> list[Prediction]:
+def to_predictions(
+    records: list[OfficialRecord], task: str, mode: Mode, model: str, origin: str
+) -> list[Prediction]:
     """Kit predictions; a repeated sample id keeps its last record, as the official code does."""
     by_id = {}
     for record in records:
@@ -215,7 +248,7 @@ def to_predictions(records: list[OfficialRecord], task: str, mode: Mode, model: 
             model=model,
             sample_id=record.sample_id,
             response=record.pred_response,
-            cache_key="official:" + sha256_text(canonical_json(record.model_dump(mode="json"))),
+            cache_key=f"{origin}:" + sha256_text(canonical_json(record.model_dump(mode="json"))),
             seconds=0.0,
         )
     return list(by_id.values())
@@ -256,28 +289,36 @@ class ImportedTask:
     task_file: TaskFile
 
 
+OFFICIAL = PredictionFormat("official", f"<Task>/{PRED_FILE}", find_official, read_official)
+
+
 def import_task(
-    task: TaskSpec, mode: Mode, model: str, outputs: Path, data_root: Path, fetch: str | None
+    task: TaskSpec,
+    mode: Mode,
+    model: str,
+    outputs: Path,
+    data_root: Path,
+    fetch: str | None,
+    fmt: PredictionFormat,
 ) -> ImportedTask | None:
-    """One task's ``pred.json`` (None when the outputs have none) as the run's predictions, checked.
+    """One task's prediction file in ``fmt`` (None when the outputs have none) as the run's predictions,
+    checked.
 
     ``fetch`` is the command that makes the task JSON, named when it is absent; None when ``data_root``
     is the user's ``--data-dir``, where an absent file is a wrong path first.
     """
-    found = [p for name in PRED_FILES if (p := outputs / task.name / name).exists()]
-    if not found:
+    path = fmt.find(outputs, task.name)
+    if path is None:
         return None
-    if len(found) > 1:
-        raise OfficialFormatError(f"{outputs / task.name}: both {' and '.join(PRED_FILES)}: keep one")
-    (path,) = found
-    records = read_official(path)
+    records = fmt.read(path)
     source = task_source(task, mode, data_root)
     if fetch is None:
         given(source, "--data-dir", "task file (--data-dir is the MileBench/ folder of <Task>/<Task>.json)")
     source = require(source, "task file", fetch or "")
     task_file = read_task_file(source)
-    check_against_data(records, task_file, path, source)
-    return ImportedTask(task, path, to_predictions(records, task.name, mode, model), source, task_file)
+    check_against_data(records, task_file, path, source, fmt)
+    predictions = to_predictions(records, task.name, mode, model, fmt.name)
+    return ImportedTask(task, path, predictions, source, task_file)
 
 
 def write_predictions(paths: RunPaths, model: str, mode: Mode, found: ImportedTask) -> None:
@@ -320,6 +361,7 @@ def score_imported(
     predictions = {p.sample_id: p for p in found.predictions}
     judgments, task_score = score_task(task, model, mode, samples, predictions)
     write_scores(paths, judgments, task_score)
+    write_sample_log(paths.samples(model, task.name, mode), samples, predictions, judgments)
     record = job_provenance(
         stage="score",
         specs=specs,
@@ -329,7 +371,11 @@ def score_imported(
         mode=mode.value,
         outputs=tuple(
             paths.relative(p)
-            for p in (paths.judgments(model, task.name, mode), paths.task_score(model, task.name, mode))
+            for p in (
+                paths.judgments(model, task.name, mode),
+                paths.task_score(model, task.name, mode),
+                paths.samples(model, task.name, mode),
+            )
         ),
         fetch_manifest=paths.fetch_manifest,
         started_at=started,
