@@ -406,7 +406,7 @@ def build_parser() -> argparse.ArgumentParser:
         "show",
         "milebench.score.show:show",
         "Print a run's per-sample logs (prompt, images, answer, gold, judgment), filtered.",
-        report,
+        scoring,
     )
     _run_root_args(p)
     _show_args(p)
