@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from parity_golden import checkpoint_sha256
-from tiny_checks import answers_every_fixture_task, tiny_port
+from tiny_checks import answers_every_fixture_task, same_seed_same_checkpoint, tiny_port
 
+from milebench.infer import hf_cheetor
 from milebench.infer.adapter import AdapterError
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import build_tiny
@@ -34,13 +34,8 @@ def built(tmp_path: Path) -> RunPaths:
 
 
 def test_same_seed_same_checkpoint_other_seed_other(tmp_path: Path) -> None:
-    for name, seed in (("a", 0), ("b", 0), ("c", 1)):
-        build_tiny(spec(seed), tmp_path / name)
-    assert checkpoint_sha256(tmp_path / "a") == checkpoint_sha256(tmp_path / "b")
-    assert checkpoint_sha256(tmp_path / "a") != checkpoint_sha256(tmp_path / "c")
-    assert {TOKENIZER_MODEL, EVA_FILE, BLIP2_FILE, CHECKPOINT_FILE} <= {
-        p.name for p in (tmp_path / "a").iterdir()
-    }
+    folder = same_seed_same_checkpoint(spec, tmp_path)
+    assert {TOKENIZER_MODEL, EVA_FILE, BLIP2_FILE, CHECKPOINT_FILE} <= {p.name for p in folder.iterdir()}
 
 
 def test_answers_every_fixture_task(tmp_path: Path) -> None:
@@ -93,3 +88,19 @@ def test_the_video_frames_variant_is_refused_by_name(tmp_path: Path) -> None:
     )
     with pytest.raises(AdapterError, match=r"image_sequence.*video_frames"):
         load_adapter(frames, paths, paths.data_root)
+
+
+def test_a_tokenizer_whose_libraries_are_missing_names_the_spec_the_folder_and_the_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = built(tmp_path)
+
+    def without_sentencepiece(*args: object, **kwargs: object) -> None:
+        raise ImportError("LlamaTokenizer requires the SentencePiece library but it was not found")
+
+    monkeypatch.setattr(hf_cheetor.AutoTokenizer, "from_pretrained", without_sentencepiece)
+    with pytest.raises(AdapterError) as caught:
+        load_adapter(spec(), paths, paths.data_root)
+    message = str(caught.value)
+    assert f"'{NAME}'" in message and str(paths.model_dir(NAME)) in message
+    assert "SentencePiece" in message and "pip install -e '.[minigpt-v2]'" in message

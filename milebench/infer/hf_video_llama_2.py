@@ -24,22 +24,18 @@ adapter supports ``image_sequence: images`` only and refuses it by name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import torch
-from transformers import AutoTokenizer, BatchFeature, LlamaForCausalLM
+from transformers import BatchFeature
 
 from milebench.infer.adapter import AdapterError
-from milebench.infer.hf_cheetor import slow_llama_text
-from milebench.infer.hf_image_text_to_text import DTYPE_ARGUMENT
-from milebench.infer.hf_minigpt_v2 import IMAGE_ID, Blip2ImageEval, EvaLlamaAdapter
+from milebench.infer.hf_cheetor import QFormerLlamaAdapter
 from milebench.infer.tiny_cheetor import BLIP2_FILE
 from milebench.infer.tiny_minigpt_v2 import EVA_FILE
 from milebench.infer.tiny_video_llama_2 import CHECKPOINT_FILE, read_shape
 from milebench.infer.video_llama_2_model import VideoLlama, VideoLlamaShape
-from milebench.records import IMAGE_PLACEHOLDER
 from milebench.spec.execution import Decoding, ImagePreprocessing, ImageSequence, PromptTemplate, Tokenization
 
 if TYPE_CHECKING:
@@ -71,18 +67,7 @@ ASSISTANT = "ASSISTANT:"
 """``conv_llava_llama_2``'s second role and the colon ``Chat.answer`` cuts the answer after."""
 
 
-@dataclass(frozen=True)
-class VideoLlama2Processor:
-    """What builds Video-LLaMA-2's inputs: the Llama tokenizer, the picture transform and the sizes."""
-
-    tokenizer: Any
-    image_processor: Blip2ImageEval
-    shape: VideoLlamaShape
-    image_token: str = IMAGE_PLACEHOLDER
-    image_token_id: int = IMAGE_ID
-
-
-class HfVideoLlama2Adapter(EvaLlamaAdapter):
+class HfVideoLlama2Adapter(QFormerLlamaAdapter[VideoLlamaShape]):
     """LLaVA's prompting and batching with Video-LLaMA-2's turn, per-piece ids, one-frame videos, the
     answer's cut and decoding."""
 
@@ -94,48 +79,24 @@ class HfVideoLlama2Adapter(EvaLlamaAdapter):
         "image_sequence": frozenset({ImageSequence.IMAGES}),
     }
     part_names = (EVA_FILE, BLIP2_FILE, CHECKPOINT_FILE)
-    processor: VideoLlama2Processor
+    needed = NEEDED
     video_llama: VideoLlama
 
-    @property
-    def features_per_image(self) -> int:
-        return self.processor.shape.features_per_image
-
-    @property
-    def feature_source(self) -> str:
-        return self.processor.shape.feature_source
+    def read_shape(self, folder: Path) -> VideoLlamaShape:
+        return read_shape(folder)
 
     def place_model(self) -> None:
         self.video_llama.to(self.device).eval()
-
-    def load_processor(self, source: str, kwargs: dict[str, Any]) -> VideoLlama2Processor:
-        shape = read_shape(Path(source)) if Path(source).is_dir() else VideoLlamaShape()
-        return VideoLlama2Processor(
-            tokenizer=AutoTokenizer.from_pretrained(source, **kwargs),
-            image_processor=Blip2ImageEval(shape.image_size),
-            shape=shape,
-        )
-
-    def part_state(self, name: str) -> dict[str, torch.Tensor]:
-        saved = torch.load(self.parts[name], map_location="cpu", weights_only=True)
-        state: dict[str, torch.Tensor] = saved.get("model", saved)
-        missing = [key for key in NEEDED.get(name, ()) if key not in state]
-        if missing:
-            raise AdapterError(f"model spec {self.spec.name!r}: {self.parts[name]} holds no {missing}")
-        return state
 
     def load_model(self, source: str, kwargs: dict[str, Any]) -> GenerativeModel:
         """The language model in the execution's dtype on a GPU (float32 on the CPU), then the parts in the
         original's order: the EVA weights, the BLIP-2 checkpoint, the VL checkpoint, each loaded as
         ``load_state_dict(strict=False)`` loads it."""
-        on_gpu = self.device.type == "cuda"
-        dtype = getattr(torch, self.execution.dtype.value) if on_gpu else torch.float32
-        llama = LlamaForCausalLM.from_pretrained(source, **{DTYPE_ARGUMENT: dtype, **kwargs})
+        llama = self.language_model(source, kwargs)
         model = VideoLlama(self.processor.shape, llama)
         model.load_vision(torch.load(self.parts[EVA_FILE], map_location="cpu", weights_only=True))
-        where = f"model spec {self.spec.name!r}:"
         for name in (BLIP2_FILE, CHECKPOINT_FILE):
-            model.load_parts(self.part_state(name), f"{where} {self.parts[name]}")
+            self.load_part(model, name)
         self.video_llama = model
         return cast("GenerativeModel", llama)
 
@@ -163,9 +124,6 @@ class HfVideoLlama2Adapter(EvaLlamaAdapter):
             "inputs_embeds": embeds[begin:][None].to(self.model.dtype),
             "attention_mask": torch.ones_like(kept),
         }
-
-    def decoded(self, new_tokens: torch.Tensor) -> list[str]:
-        return [slow_llama_text(self.processor.tokenizer, row) for row in new_tokens.tolist()]
 
     def clean(self, text: str) -> str:
         """``Chat.answer``'s decoding: the text before ``</s>``, after the last ``ASSISTANT:``, stripped."""
