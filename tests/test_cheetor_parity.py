@@ -41,8 +41,9 @@ from parity_golden import (
     set_up,
 )
 from tiny_checks import tiny_port
+from transformers import BatchFeature
 
-from milebench.infer.hf_cheetor import HfCheetorAdapter
+from milebench.infer.hf_cheetor import HfCheetorAdapter, QFormerLlamaAdapter
 from milebench.infer.registry import load_adapter
 from milebench.records import PreparedSample
 from milebench.spec.model import ModelSpec
@@ -109,26 +110,37 @@ def kit(built: Setup, adapter: HfCheetorAdapter) -> dict[str, Observed]:
             given = adapter.generate_inputs(row)
         vpg = adapter.cheetor.pending
         assert vpg is not None
-        new_tokens = adapter.new_tokens(row, adapter.stopper(row))
-        # The answer as decode_rows makes it from these ids (generating again would give the same ids).
-        (answer,) = [adapter.clean(text) for text in adapter.decoded(new_tokens)]
-        new_ids = new_tokens[0].tolist()
-        tokenizer = adapter.processor.tokenizer
-        probe = torch.tensor([probe_ids(tokenizer, new_ids)])
-        observed[key(sample)] = Observed(
-            sample=sample,
-            text=adapter.render(sample),
-            input_ids=row["input_ids"][0].tolist(),
-            vision={
-                "pixel_values": row["pixel_values"],
-                "inputs_embeds": given["inputs_embeds"],
-                "vit_features": torch.cat(vpg.features),
-                "image_spans": torch.tensor(vpg.spans, dtype=torch.long).reshape(-1, 2),
-            },
-            new_ids=new_ids,
-            answer=answer_of(tokenizer, new_ids, answer, adapter.clean(adapter.decoded(probe)[0])),
-        )
+        vision = {
+            "vit_features": torch.cat(vpg.features),
+            "image_spans": torch.tensor(vpg.spans, dtype=torch.long).reshape(-1, 2),
+        }
+        observed[key(sample)] = kit_observed(adapter, sample, row, given, vision)
     return observed
+
+
+def kit_observed(
+    adapter: QFormerLlamaAdapter[Any],
+    sample: PreparedSample,
+    row: BatchFeature,
+    given: dict[str, Any],
+    vision: dict[str, torch.Tensor],
+) -> Observed:
+    """What the adapter feeds the model for ``row`` (its ``generate_inputs`` already ``given``) and what
+    it generates, the answer as ``decode_rows`` makes it from these ids (generating again would give the
+    same ids)."""
+    new_tokens = adapter.new_tokens(row, adapter.stopper(row))
+    (answer,) = [adapter.clean(text) for text in adapter.decoded(new_tokens)]
+    new_ids = new_tokens[0].tolist()
+    tokenizer = adapter.processor.tokenizer
+    probe = torch.tensor([probe_ids(tokenizer, new_ids)])
+    return Observed(
+        sample=sample,
+        text=adapter.render(sample),
+        input_ids=row["input_ids"][0].tolist(),
+        vision={"pixel_values": row["pixel_values"], "inputs_embeds": given["inputs_embeds"], **vision},
+        new_ids=new_ids,
+        answer=answer_of(tokenizer, new_ids, answer, adapter.clean(adapter.decoded(probe)[0])),
+    )
 
 
 def original_side(built: Setup, adapter: HfCheetorAdapter, out: Path) -> dict[str, Observed]:
@@ -139,20 +151,27 @@ def original_side(built: Setup, adapter: HfCheetorAdapter, out: Path) -> dict[st
         *("--code", str(CODE), "--model", str(built.original)),
         *("--samples", str(built.listed), "--max-new-tokens", str(MAX_NEW_TOKENS), "--out", str(out)),
     )
+    return driver_observed(built, adapter.processor.tokenizer, out)
+
+
+def driver_observed(built: Setup, tokenizer: Any, out: Path) -> dict[str, Observed]:
+    """What a Q-Former model's original-code driver wrote in ``out`` (``results.json``: text, input_ids,
+    new_ids, answer, probe; ``tensors.pt``: ``task/sample_id`` -> its tensors), in the kit's form: the
+    BOS that starts an embeddings-only ``generate``'s output dropped, the answer mapped by ``answer_of``."""
     results = {f"{r['task']}/{r['sample_id']}": r for r in json.loads((out / "results.json").read_text())}
     tensors = torch.load(out / "tensors.pt")
     observed = {}
     for sample in built.samples:
         got, vision = results[key(sample)], tensors[key(sample)]
         bos, *new_ids = got["new_ids"]
-        assert bos == adapter.processor.tokenizer.bos_token_id, key(sample)
+        assert bos == tokenizer.bos_token_id, key(sample)
         observed[key(sample)] = Observed(
             sample=sample,
             text=got["text"],
             input_ids=got["input_ids"],
             vision={**vision, "inputs_embeds": vision["inputs_embeds"][None]},
             new_ids=new_ids,
-            answer=answer_of(adapter.processor.tokenizer, new_ids, got["answer"], got["probe"]),
+            answer=answer_of(tokenizer, new_ids, got["answer"], got["probe"]),
         )
     return observed
 

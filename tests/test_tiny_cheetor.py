@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 from llava_official.parity import listed_fixture
-from parity_golden import checkpoint_sha256
-from tiny_checks import answers_every_fixture_task, tiny_port
+from tiny_checks import answers_every_fixture_task, same_seed_same_checkpoint, tiny_port
 
 from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_cheetor import HfCheetorAdapter
@@ -34,13 +33,8 @@ def built(tmp_path: Path) -> RunPaths:
 
 
 def test_same_seed_same_checkpoint_other_seed_other(tmp_path: Path) -> None:
-    for name, seed in (("a", 0), ("b", 0), ("c", 1)):
-        build_tiny(spec(seed), tmp_path / name)
-    assert checkpoint_sha256(tmp_path / "a") == checkpoint_sha256(tmp_path / "b")
-    assert checkpoint_sha256(tmp_path / "a") != checkpoint_sha256(tmp_path / "c")
-    assert {TOKENIZER_MODEL, EVA_FILE, BLIP2_FILE, CHECKPOINT_FILE} <= {
-        p.name for p in (tmp_path / "a").iterdir()
-    }
+    folder = same_seed_same_checkpoint(spec, tmp_path)
+    assert {TOKENIZER_MODEL, EVA_FILE, BLIP2_FILE, CHECKPOINT_FILE} <= {p.name for p in folder.iterdir()}
 
 
 def test_answers_every_fixture_task(tmp_path: Path) -> None:

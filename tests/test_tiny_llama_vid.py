@@ -7,8 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from parity_golden import checkpoint_sha256
-from tiny_checks import tiny_port
+from tiny_checks import same_seed_same_checkpoint, tiny_port
 
 from milebench.infer.adapter import AdapterError
 from milebench.infer.execution_check import UnsupportedExecution
@@ -33,12 +32,9 @@ def built(tmp_path: Path) -> RunPaths:
 
 
 def test_same_seed_same_checkpoint_other_seed_other(tmp_path: Path) -> None:
-    for name, seed in (("a", 0), ("b", 0), ("c", 1)):
-        build_tiny(spec(seed), tmp_path / name)
-    assert checkpoint_sha256(tmp_path / "a") == checkpoint_sha256(tmp_path / "b")
-    assert checkpoint_sha256(tmp_path / "a") != checkpoint_sha256(tmp_path / "c")
+    folder = same_seed_same_checkpoint(spec, tmp_path)
     for part in (EVA_FILE, INDEX, f"{PROCESSOR_DIR}/preprocessor_config.json", f"{BERT_DIR}/vocab.txt"):
-        assert (tmp_path / "a" / part).is_file(), part
+        assert (folder / part).is_file(), part
 
 
 def test_a_budget_other_than_two_tokens_a_frame_is_refused(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from parity_golden import checkpoint_sha256
 from picture_samples import write_pictures
 
 from milebench.fixture.prepared import prepared_fixture
@@ -75,6 +76,15 @@ def same_seed_same_weights(
     reference = weights_hash(folder, model_class)
     assert weights_hash(scratch / "again", model_class) == reference
     assert weights_hash(scratch / "other", model_class) != reference
+
+
+def same_seed_same_checkpoint(spec: Callable[[int], ModelSpec], root: Path) -> Path:
+    """Building with seed 0 twice gives the same files, with seed 1 others; returns the seed-0 folder."""
+    for name, seed in (("a", 0), ("b", 0), ("c", 1)):
+        build_tiny(spec(seed), root / name)
+    assert checkpoint_sha256(root / "a") == checkpoint_sha256(root / "b")
+    assert checkpoint_sha256(root / "a") != checkpoint_sha256(root / "c")
+    return root / "a"
 
 
 def tiny_run(root: Path, spec: ModelSpec, sizes: Sequence[tuple[int, int]]) -> RunPaths:

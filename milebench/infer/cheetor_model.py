@@ -180,6 +180,17 @@ class QFormer(nn.Module):
         self.bert = QBert(shape, encoder_width)
 
 
+def load_parts(model: nn.Module, state: dict[str, torch.Tensor], source: str) -> list[str]:
+    """One of the original's ``load_state_dict(strict=False)`` loads: every key the model has, in the
+    file's order (the Q-Former's two names are one module); returns the keys used."""
+    try:
+        result = model.load_state_dict(state, strict=False)
+    except RuntimeError as err:
+        raise AdapterError(f"{source} does not fit the model: {err}") from err
+    unexpected = set(result.unexpected_keys)
+    return [key for key in state if key not in unexpected]
+
+
 @dataclass
 class Vpg:
     """What VPG-C reads on the prompt's pass: each picture's ViT features (after ``ln_vision``), where
@@ -218,14 +229,7 @@ class Cheetor(nn.Module):
         load_eva(self.visual_encoder, eva_state)
 
     def load_parts(self, state: dict[str, torch.Tensor], source: str) -> list[str]:
-        """One of the original's ``load_state_dict(strict=False)`` loads: every key the model has, in the
-        file's order (the Q-Former's two names are one module); returns the keys used."""
-        try:
-            result = self.load_state_dict(state, strict=False)
-        except RuntimeError as err:
-            raise AdapterError(f"{source} does not fit the model: {err}") from err
-        unexpected = set(result.unexpected_keys)
-        return [key for key in state if key not in unexpected]
+        return load_parts(self, state, source)
 
     def load_blip2_query_tokens(self, state: dict[str, torch.Tensor]) -> None:
         """``init_query_tokens_value``: every key holding ``query_tokens`` goes to VPG-C's query tokens."""

@@ -21,9 +21,10 @@ worker: its adjacent-image fix, one sample per ``generate``, greedy with the ben
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 import torch
 from transformers import AutoTokenizer, BatchFeature, LlamaForCausalLM
@@ -59,13 +60,35 @@ NEEDED = {
 """Parts the original starts at random and only these files set: without them no run is reproducible."""
 
 
+class PartsShape(Protocol):
+    """The sizes a Q-Former model's parts fix: its picture size and its language-model tokens per picture."""
+
+    @property
+    def image_size(self) -> int: ...
+
+    @property
+    def features_per_image(self) -> int: ...
+
+    @property
+    def feature_source(self) -> str: ...
+
+
+Shape = TypeVar("Shape", bound=PartsShape)
+
+
+class PartsModel(Protocol):
+    """A Q-Former model that loads a part file's keys it has (``load_state_dict(strict=False)``)."""
+
+    def load_parts(self, state: dict[str, torch.Tensor], source: str) -> list[str]: ...
+
+
 @dataclass(frozen=True)
-class CheetorProcessor:
-    """What builds Cheetor's inputs: the Llama tokenizer, the picture transform and the sizes."""
+class QFormerLlamaProcessor(Generic[Shape]):
+    """What builds a Q-Former model's inputs: the Llama tokenizer, the picture transform and the sizes."""
 
     tokenizer: Any
     image_processor: Blip2ImageEval
-    shape: CheetorShape
+    shape: Shape
     image_token: str = IMAGE_PLACEHOLDER
     image_token_id: int = IMAGE_ID
 
@@ -87,7 +110,72 @@ def slow_llama_text(tokenizer: Any, ids: list[int]) -> str:
     return out + tokenizer.decode(run)
 
 
-class HfCheetorAdapter(EvaLlamaAdapter):
+class QFormerLlamaAdapter(EvaLlamaAdapter, Generic[Shape]):
+    """What the BLIP-2 Q-Former models over Llama-2-chat (Cheetor, Video-LLaMA-2) share: sizes read beside
+    the language model (a tiny checkpoint's) or the original's constants, part files that must hold the
+    keys only they set, and the answer decoded as the slow tokenizer of their time decodes it."""
+
+    needed: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    """Per part file, keys the original starts at random and only that file sets."""
+    processor: QFormerLlamaProcessor[Shape]
+
+    @property
+    def features_per_image(self) -> int:
+        return self.processor.shape.features_per_image
+
+    @property
+    def feature_source(self) -> str:
+        return self.processor.shape.feature_source
+
+    def read_shape(self, folder: Path) -> Shape:
+        """The sizes of the checkpoint in ``folder`` (the original's constants where it states none)."""
+        raise NotImplementedError
+
+    def load_processor(self, source: str, kwargs: dict[str, Any]) -> QFormerLlamaProcessor[Shape]:
+        """The checkpoint's Llama tokenizer (a SentencePiece model, which needs the ``minigpt-v2`` extra's
+        libraries where no ``tokenizer.json`` comes with it) and the picture transform at its size."""
+        shape = self.read_shape(Path(source))
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+        except ImportError as err:
+            raise AdapterError(
+                f"model spec {self.spec.name!r}: the tokenizer of {source} cannot be loaded ({err}); "
+                "its SentencePiece libraries: pip install -e '.[minigpt-v2]'"
+            ) from err
+        return QFormerLlamaProcessor(
+            tokenizer=tokenizer,
+            image_processor=Blip2ImageEval(shape.image_size),
+            shape=shape,
+        )
+
+    def part_state(self, name: str) -> dict[str, torch.Tensor]:
+        saved = torch.load(self.parts[name], map_location="cpu", weights_only=True)
+        state: dict[str, torch.Tensor] = saved.get("model", saved)
+        missing = [key for key in self.needed.get(name, ()) if key not in state]
+        if missing:
+            raise AdapterError(f"model spec {self.spec.name!r}: {self.parts[name]} holds no {missing}")
+        return state
+
+    def language_model(self, source: str, kwargs: dict[str, Any]) -> LlamaForCausalLM:
+        """The language model in the execution's dtype on a GPU, in float32 on the CPU."""
+        on_gpu = self.device.type == "cuda"
+        dtype = getattr(torch, self.execution.dtype.value) if on_gpu else torch.float32
+        options = {DTYPE_ARGUMENT: dtype, **kwargs}
+        llama: LlamaForCausalLM = LlamaForCausalLM.from_pretrained(source, **options)
+        return llama
+
+    def load_part(self, model: PartsModel, name: str) -> dict[str, torch.Tensor]:
+        """The part file ``name`` loaded into ``model`` as the original's ``load_state_dict(strict=False)``
+        loads it; returns the file's state."""
+        state = self.part_state(name)
+        model.load_parts(state, f"model spec {self.spec.name!r}: {self.parts[name]}")
+        return state
+
+    def decoded(self, new_tokens: torch.Tensor) -> list[str]:
+        return [slow_llama_text(self.processor.tokenizer, row) for row in new_tokens.tolist()]
+
+
+class HfCheetorAdapter(QFormerLlamaAdapter[CheetorShape]):
     """LLaVA's prompting and batching with Cheetor's turn, per-piece ids, embeddings, VPG-C and decoding."""
 
     supported: ClassVar[dict[str, frozenset[Any]]] = {
@@ -98,50 +186,24 @@ class HfCheetorAdapter(EvaLlamaAdapter):
     }
     part_names = (EVA_FILE, BLIP2_FILE, CHECKPOINT_FILE)
     image_marker = IMAGE_MARKER
-    processor: CheetorProcessor
+    needed = NEEDED
     cheetor: Cheetor
 
-    @property
-    def features_per_image(self) -> int:
-        return self.processor.shape.features_per_image
-
-    @property
-    def feature_source(self) -> str:
-        return self.processor.shape.feature_source
+    def read_shape(self, folder: Path) -> CheetorShape:
+        return read_shape(folder)
 
     def place_model(self) -> None:
         self.cheetor.to(self.device).eval()
-
-    def load_processor(self, source: str, kwargs: dict[str, Any]) -> CheetorProcessor:
-        shape = read_shape(Path(source)) if Path(source).is_dir() else CheetorShape()
-        return CheetorProcessor(
-            tokenizer=AutoTokenizer.from_pretrained(source, **kwargs),
-            image_processor=Blip2ImageEval(shape.image_size),
-            shape=shape,
-        )
-
-    def part_state(self, name: str) -> dict[str, torch.Tensor]:
-        saved = torch.load(self.parts[name], map_location="cpu", weights_only=True)
-        state: dict[str, torch.Tensor] = saved.get("model", saved)
-        missing = [key for key in NEEDED.get(name, ()) if key not in state]
-        if missing:
-            raise AdapterError(f"model spec {self.spec.name!r}: {self.parts[name]} holds no {missing}")
-        return state
 
     def load_model(self, source: str, kwargs: dict[str, Any]) -> GenerativeModel:
         """The language model in the execution's dtype on a GPU (float32 on the CPU), then the parts in
         the original's order: the EVA weights, the BLIP-2 checkpoint (its query tokens also as VPG-C's),
         the Cheetor checkpoint, each loaded as ``load_state_dict(strict=False)`` loads it."""
-        on_gpu = self.device.type == "cuda"
-        dtype = getattr(torch, self.execution.dtype.value) if on_gpu else torch.float32
-        llama = LlamaForCausalLM.from_pretrained(source, **{DTYPE_ARGUMENT: dtype, **kwargs})
+        llama = self.language_model(source, kwargs)
         cheetor = Cheetor(self.processor.shape, llama)
         cheetor.load_vision(torch.load(self.parts[EVA_FILE], map_location="cpu", weights_only=True))
-        blip2 = self.part_state(BLIP2_FILE)
-        where = f"model spec {self.spec.name!r}:"
-        cheetor.load_parts(blip2, f"{where} {self.parts[BLIP2_FILE]}")
-        cheetor.load_blip2_query_tokens(blip2)
-        cheetor.load_parts(self.part_state(CHECKPOINT_FILE), f"{where} {self.parts[CHECKPOINT_FILE]}")
+        cheetor.load_blip2_query_tokens(self.load_part(cheetor, BLIP2_FILE))
+        self.load_part(cheetor, CHECKPOINT_FILE)
         self.cheetor = cheetor
         return cast("GenerativeModel", llama)
 
@@ -164,9 +226,6 @@ class HfCheetorAdapter(EvaLlamaAdapter):
             return super().new_tokens(inputs, stop)
         finally:
             self.cheetor.disarm()
-
-    def decoded(self, new_tokens: torch.Tensor) -> list[str]:
-        return [slow_llama_text(self.processor.tokenizer, row) for row in new_tokens.tolist()]
 
     def clean(self, text: str) -> str:
         """``batch_answer``'s decoding: the text before ``</s>``, not stripped."""

@@ -92,12 +92,36 @@ def cheetor_llama2(prompt: str) -> str:
     """Cheetor's LLaMA2 turn as ``Chat.batch_answer`` builds it from a prompt with ``<ImageHere>``
     placeholders: a piece that is blank is dropped (``ask`` is skipped), the rest and the pictures are
     joined by spaces into the one user message, the system text is empty."""
+    return f"[INST] <<SYS>>\n\n<</SYS>>\n\n{joined_message(prompt, CHEETOR_IMAGE)} [/INST]"
+
+
+def joined_message(prompt: str, image: str) -> str:
+    """One user message as the MiniGPT-4 descendants' ``Chat.ask`` joins turns: the pieces between
+    ``<ImageHere>`` placeholders that are not blank and ``image`` per picture, in order, joined by spaces."""
     pieces = prompt.split("<ImageHere>")
     parts: list[str] = []
     for i, piece in enumerate(pieces):
         parts += [piece] if piece.strip() else []
-        parts += [CHEETOR_IMAGE] if i < len(pieces) - 1 else []
-    return f"[INST] <<SYS>>\n\n<</SYS>>\n\n{' '.join(parts)} [/INST]"
+        parts += [image] if i < len(pieces) - 1 else []
+    return " ".join(parts)
+
+
+VIDEO_LLAMA_IMAGE = "<Image><ImageHere></Image> "
+"""How Video-LLaMA's ``Chat.upload_img`` writes a picture into the user's message (split at
+``<ImageHere>``)."""
+VIDEO_LLAMA_SYSTEM = (
+    "You are able to understand the visual content that the user provides. Follow the instructions "
+    "carefully and explain your answers in detail."
+)
+"""The system text ``demo_video.py`` sets on ``conv_llava_llama_2`` before an image or a video upload."""
+
+
+def video_llama_2_chat(prompt: str) -> str:
+    """Video-LLaMA-2's ``conv_llava_llama_2`` with ``demo_video.py``'s system text, its one user message
+    joined as ``Chat.ask`` joins a question to an uploaded picture, each picture at its placeholder;
+    ``get_prompt`` strips the leading ``<s>`` separator, so the text starts at ``[INST]``."""
+    message = joined_message(prompt, VIDEO_LLAMA_IMAGE)
+    return f"[INST] <<SYS>>\n{VIDEO_LLAMA_SYSTEM}\n<</SYS>>\n\n{message} [/INST]"
 
 
 OPEN_FLAMINGO_IMAGE_TOKEN = "<image>"
@@ -131,6 +155,7 @@ FIXED_TEMPLATES: dict[PromptTemplate, Callable[[str], str]] = {
     PromptTemplate.MLLAVA_V1: mllava_v1,
     PromptTemplate.MINIGPT_V2: minigpt_v2,
     PromptTemplate.CHEETOR_LLAMA2: cheetor_llama2,
+    PromptTemplate.VIDEO_LLAMA_2_CHAT: video_llama_2_chat,
     PromptTemplate.OPEN_FLAMINGO: plain,
     PromptTemplate.OPEN_FLAMINGO_CHUNKED: open_flamingo_chunked,
     PromptTemplate.USER_ASSISTANT: user_assistant,

@@ -47,6 +47,12 @@ class PromptTemplate(StrEnum):
     ``Chat.batch_answer`` fills it: the text pieces between placeholders that are not blank and one
     ``<Img><HereForImage></Img>`` per picture, joined by spaces, in ``[INST] <<SYS>>\n\n<</SYS>>\n\n{message}
     [/INST]`` (its empty system text)."""
+    VIDEO_LLAMA_2_CHAT = "video_llama_2_chat"
+    """Video-LLaMA-2's ``conv_llava_llama_2`` of ``conversation_video.py``
+    (github.com/DAMO-NLP-SG/Video-LLaMA) with the system text ``demo_video.py`` sets for an upload:
+    ``[INST] <<SYS>>\n{system}\n<</SYS>>\n\n{message} [/INST]``, the message the text pieces that are not
+    blank and one ``<Image><ImageHere></Image> `` per picture (``Chat.upload_img``), joined by spaces as
+    ``Chat.ask`` joins them."""
     OPEN_FLAMINGO = "open_flamingo"
     """OpenFlamingo's interleaved text (github.com/mlfoundations/open_flamingo, its README's generation
     example and evaluation prompts): no turn and no system text, each picture an ``<image>`` token in

@@ -36,7 +36,6 @@ import json
 import re
 import sys
 import types
-from functools import partial
 from pathlib import Path
 
 import torch
@@ -59,52 +58,16 @@ def run(code: Path, model_dir: Path, samples: list[dict], max_new_tokens: int, o
 
     sizes = json.loads((model_dir / "cheetor.json").read_text())
 
-    def create_eva_vit_g(img_size=224, drop_path_rate=0.4, use_checkpoint=False, precision="fp16"):
-        eva = sizes["eva"]
-        model = eva_vit.VisionTransformer(
-            img_size=img_size,
-            patch_size=eva["patch_size"],
-            use_mean_pooling=False,
-            embed_dim=eva["embed_dim"],
-            depth=eva["depth"],
-            num_heads=eva["num_heads"],
-            mlp_ratio=eva["mlp_ratio"],
-            qkv_bias=True,
-            drop_path_rate=drop_path_rate,
-            norm_layer=partial(torch.nn.LayerNorm, eps=1e-6),
-            use_checkpoint=use_checkpoint,
-        )
-        state_dict = torch.load(model_dir / "eva_vit_g.pth", map_location="cpu")
-        eva_vit.interpolate_pos_embed(model, state_dict)
-        model.load_state_dict(state_dict, strict=False)
-        if precision == "fp16":
-            eva_vit.convert_weights_to_fp16(model)
-        return model
+    sys.path.append(str(Path(__file__).parents[1]))
+    from lavis_tiny import load_in_float32, tiny_bert_config, tiny_eva_vit_g
 
-    qformer = sizes["qformer"]
-
-    class TinyBertConfig(BertConfig):
-        @classmethod
-        def from_pretrained(cls, *args, **kwargs):
-            return BertConfig(
-                hidden_size=qformer["hidden_size"],
-                num_hidden_layers=qformer["num_hidden_layers"],
-                num_attention_heads=qformer["num_attention_heads"],
-                intermediate_size=qformer["intermediate_size"],
-                layer_norm_eps=qformer["layer_norm_eps"],
-            )
-
-    blip2.create_eva_vit_g = create_eva_vit_g
-    blip2.BertConfig = TinyBertConfig
-    cheetah_llama2.BertConfig = TinyBertConfig
+    tiny_bert = tiny_bert_config(BertConfig, sizes["qformer"])
+    blip2.create_eva_vit_g = tiny_eva_vit_g(eva_vit, sizes["eva"], model_dir)
+    blip2.BertConfig = tiny_bert
+    cheetah_llama2.BertConfig = tiny_bert
     blip2.Blip2Base.init_tokenizer = classmethod(lambda cls: None)
     cheetah_llama2.contextlib = contextlib
-    loader = cheetah_llama2.LlamaForCausalLM.from_pretrained
-
-    def in_float32(*args, **kwargs):
-        return loader(*args, **{**kwargs, "torch_dtype": torch.float32})
-
-    cheetah_llama2.LlamaForCausalLM.from_pretrained = in_float32
+    load_in_float32(cheetah_llama2.LlamaForCausalLM)
 
     config = OmegaConf.load(code / "eval_configs" / "cheetah_eval_llama2.yaml")
     config.model.ckpt = str(model_dir / "cheetah_llama2_7b.pth")

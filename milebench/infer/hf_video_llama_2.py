@@ -1,0 +1,130 @@
+"""Video-LLaMA-2 (its vision-language branch over Llama-2-7B-Chat, github.com/DAMO-NLP-SG/Video-LLaMA) run
+as its original ``Chat`` of ``video_llama/conversation/conversation_video.py`` answers, in MileBench's worker
+pattern (the official LLaVA worker: its adjacent-image fix, one sample per ``generate``, greedy with the
+benchmark's token limits):
+
+- the turn is ``conv_llava_llama_2`` with the system text ``demo_video.py`` sets for an upload
+  (``video_llama_2_chat``): ``[INST] <<SYS>>\\n{system}\\n<</SYS>>\\n\\n{message} [/INST]``, each picture
+  written ``<Image><ImageHere></Image> `` as ``Chat.upload_img`` writes it, at its placeholder, the pieces
+  that are not blank and the pictures joined by spaces as ``Chat.ask`` joins a question to an upload;
+- ``get_context_emb``: the text split at ``<ImageHere>``, each piece tokenized on its own by the slow
+  ``LlamaTokenizer`` (BOS only on the first), each piece embedded, each picture's 32 projected video
+  queries between two pieces;
+- each picture is a one-frame video (``Chat.upload_img``: ``Blip2ImageEvalProcessor()`` at 224 px, then
+  ``unsqueeze(2)``) through ``encode_videoQformer_visual`` (``video_llama_2_model``);
+- ``Chat.answer``: the embeddings cut to their last ``max_length - max_new_tokens`` positions (its
+  ``begin_idx``; ``max_length`` 2000, the spec's ``max_context_len``), the language model's ``generate`` on
+  them, stopping at ``</s>`` (its stopping criterion on id 2, the EOS); the answer is the decoded ids as its
+  slow tokenizer decodes them with the special tokens kept, cut at ``</s>``, the text after the last
+  ``ASSISTANT:``, stripped.
+
+The ``video-frames`` variant of the spec (every picture a frame of one video) is not implemented: the
+adapter supports ``image_sequence: images`` only and refuses it by name.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+import torch
+from transformers import BatchFeature
+
+from milebench.infer.adapter import AdapterError
+from milebench.infer.hf_cheetor import QFormerLlamaAdapter
+from milebench.infer.tiny_cheetor import BLIP2_FILE
+from milebench.infer.tiny_minigpt_v2 import EVA_FILE
+from milebench.infer.tiny_video_llama_2 import CHECKPOINT_FILE, read_shape
+from milebench.infer.video_llama_2_model import VideoLlama, VideoLlamaShape
+from milebench.spec.execution import Decoding, ImagePreprocessing, ImageSequence, PromptTemplate, Tokenization
+
+if TYPE_CHECKING:
+    from milebench.infer.hf_image_text_to_text import GenerativeModel
+
+
+ADAPTER = {
+    "kind": "hf-video-llama-2",
+    "does": "generate",
+    "entry": "HfVideoLlama2Adapter",
+    "tiny": {
+        "family": "video-llama-2",
+        "builder": "milebench.infer.tiny_video_llama_2:build_tiny_video_llama_2",
+    },
+}
+"""What this module runs (milebench.spec.adapters)."""
+
+NEEDED = {
+    CHECKPOINT_FILE: (
+        "llama_proj.weight",
+        "llama_proj.bias",
+        "video_query_tokens",
+        "video_frame_position_embedding.weight",
+    ),
+    BLIP2_FILE: ("query_tokens",),
+}
+"""Parts the original starts at random and only these files set: without them no run is reproducible."""
+ASSISTANT = "ASSISTANT:"
+"""``conv_llava_llama_2``'s second role and the colon ``Chat.answer`` cuts the answer after."""
+
+
+class HfVideoLlama2Adapter(QFormerLlamaAdapter[VideoLlamaShape]):
+    """LLaVA's prompting and batching with Video-LLaMA-2's turn, per-piece ids, one-frame videos, the
+    answer's cut and decoding."""
+
+    supported: ClassVar[dict[str, frozenset[Any]]] = {
+        "prompt_template": frozenset({PromptTemplate.VIDEO_LLAMA_2_CHAT}),
+        "image_preprocessing": frozenset({ImagePreprocessing.PROCESSOR}),
+        "tokenization": frozenset({Tokenization.PER_CHUNK}),
+        "decoding": frozenset({Decoding.PER_SAMPLE}),
+        "image_sequence": frozenset({ImageSequence.IMAGES}),
+    }
+    part_names = (EVA_FILE, BLIP2_FILE, CHECKPOINT_FILE)
+    needed = NEEDED
+    video_llama: VideoLlama
+
+    def read_shape(self, folder: Path) -> VideoLlamaShape:
+        return read_shape(folder)
+
+    def place_model(self) -> None:
+        self.video_llama.to(self.device).eval()
+
+    def load_model(self, source: str, kwargs: dict[str, Any]) -> GenerativeModel:
+        """The language model in the execution's dtype on a GPU (float32 on the CPU), then the parts in the
+        original's order: the EVA weights, the BLIP-2 checkpoint, the VL checkpoint, each loaded as
+        ``load_state_dict(strict=False)`` loads it."""
+        llama = self.language_model(source, kwargs)
+        model = VideoLlama(self.processor.shape, llama)
+        model.load_vision(torch.load(self.parts[EVA_FILE], map_location="cpu", weights_only=True))
+        for name in (BLIP2_FILE, CHECKPOINT_FILE):
+            self.load_part(model, name)
+        self.video_llama = model
+        return cast("GenerativeModel", llama)
+
+    @property
+    def kept_positions(self) -> int:
+        """``Chat.answer``'s ``begin_idx``: the model reads the last ``max_length - max_new_tokens``
+        positions of the context (``max_length``, the spec's ``max_context_len``)."""
+        budget = self.spec.max_context_len
+        if budget is None:
+            raise AdapterError(f"model spec {self.spec.name!r}: max_context_len is Chat.answer's max_length")
+        return max(budget - self.spec.generation.max_new_tokens, 0)
+
+    def generate_inputs(self, inputs: BatchFeature) -> dict[str, Any]:
+        """The sample's embeddings, each picture a one-frame video, cut as ``Chat.answer`` cuts them."""
+        (ids,) = inputs["input_ids"]
+        pixels = inputs.get("pixel_values")
+        videos = [] if pixels is None else [picture[None] for picture in pixels]
+        with self.autocast():
+            embeds = self.video_llama.context_embeds(self.chunks(ids), videos)
+        expanded = self.expanded(ids)
+        begin = max(expanded.shape[0] - self.kept_positions, 0)
+        kept = expanded[begin:][None]
+        return {
+            "input_ids": kept,
+            "inputs_embeds": embeds[begin:][None].to(self.model.dtype),
+            "attention_mask": torch.ones_like(kept),
+        }
+
+    def clean(self, text: str) -> str:
+        """``Chat.answer``'s decoding: the text before ``</s>``, after the last ``ASSISTANT:``, stripped."""
+        return text.split("</s>")[0].split(ASSISTANT)[-1].strip()
