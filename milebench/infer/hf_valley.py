@@ -37,7 +37,6 @@ from transformers import (
     AutoTokenizer,
     BatchFeature,
     CLIPVisionConfig,
-    CLIPVisionModel,
     LlamaConfig,
 )
 
@@ -53,6 +52,7 @@ from milebench.infer.valley_model import (
     IM_START,
     IMAGE_PATCH,
     PATCHES,
+    TOWER_KEYS,
     VI_END,
     VI_START,
     VIDEO_FRAME,
@@ -82,6 +82,8 @@ IMAGE_TOKEN = "<image>"
 """``build_inputs`` writes the video for this token too."""
 RESPONSE_PREFIXES = ("###", "Assistant:", "Response:", "Valley:")
 """What ``process_response`` strips from the front of an answer, again and again."""
+VISION_PARTS = ("model.mm_projector.", "model.vision_tower.")
+"""The weights a checkpoint must hold besides the Llama's."""
 POOLING_KEYS = ("use_patch_importance_pooling", "use_delta_transformer")
 """Config keys that replace the mean pooling by a learnt one, which the released checkpoint does not use."""
 
@@ -174,6 +176,12 @@ class HfValleyAdapter(HfLlavaAdapter):
         # Read as a Llama's without the type check: the original config's type is Valley's own.
         config = LlamaConfig.from_dict(LlamaConfig.get_config_dict(source, **kwargs)[0])
         where, tower_kwargs = tower_place(source, config, kwargs)
+        folder = Path(source) / str(tower_kwargs.get("subfolder", ""))
+        if Path(source).is_dir() and not (folder / "config.json").is_file():
+            raise AdapterError(
+                f"model spec {self.spec.name!r}: no vision tower at {folder / 'config.json'} (the config's "
+                "mm_vision_tower, relative to the checkpoint)"
+            )
         tower_config = CLIPVisionConfig.from_pretrained(where, **tower_kwargs)
         misfit = misfits(config, tower_config)
         if misfit:
@@ -189,27 +197,26 @@ class HfValleyAdapter(HfLlavaAdapter):
         )
 
     def load_model(self, source: str, kwargs: dict[str, Any]) -> GenerativeModel:
-        """The language model and projector, with the tower attached; the execution's dtype on a GPU,
-        float32 on the CPU."""
+        """The language model, projector and tower, every weight from the checkpoint (the tower's under its
+        pre-5 names); the execution's dtype on a GPU, float32 on the CPU."""
         dtype = getattr(torch, self.execution.dtype.value) if self.device.type == "cuda" else torch.float32
         config = self.processor.config
-        options: dict[str, Any] = {DTYPE_ARGUMENT: dtype, **kwargs}
+        config.tower_config = self.processor.tower_config.to_dict()
+        options: dict[str, Any] = {DTYPE_ARGUMENT: dtype, **TOWER_KEYS, **kwargs}
         loaded: Any = ValleyForCausalLM.from_pretrained(
             source, config=config, output_loading_info=True, **options
         )
         model, info = cast(tuple[ValleyForCausalLM, dict[str, Any]], loaded)
-        missing = sorted(key for key in info["missing_keys"] if "mm_projector" in key)
+        missing = sorted(key for key in info["missing_keys"] if key.startswith(VISION_PARTS))
         if missing:
             raise AdapterError(
-                f"model spec {self.spec.name!r}: {source} lacks the projector weights {missing}"
+                f"model spec {self.spec.name!r}: {source} lacks the projector or tower weights {missing[:4]}"
+                f"{' ...' if len(missing) > 4 else ''}"
             )
-        where, tower_kwargs = tower_place(source, config, kwargs)
-        tower = CLIPVisionModel.from_pretrained(where, **{DTYPE_ARGUMENT: dtype, **tower_kwargs})
         try:
-            tokens = ValleyTokens.of(self.processor.tokenizer)
+            model.tokens = ValleyTokens.of(self.processor.tokenizer)
         except ValueError as err:
             raise AdapterError(f"model spec {self.spec.name!r}: {source}: {err}") from None
-        model.attach_vision_tower(tower, tokens)
         return cast("GenerativeModel", model)
 
     @cached_property

@@ -2,10 +2,13 @@
 valley_model.py``), over transformers' Llama and CLIP classes.
 
 ``ValleyLlamaForCausalLM`` is a Llama whose inner model holds a ``mm_projector`` (one Linear from the
-tower's width) and a ``CLIPVisionModel`` loaded from ``mm_vision_tower`` (``ValleyLlamaModel.__init__``:
-``CLIPVisionModel.from_pretrained`` of that name, frozen in training, so its weights are CLIP's). The
-checkpoint's config is a Llama's with the ``mm_*`` keys; its tokenizer holds the six tokens
-``initialize_vision_tokenizer`` added. :meth:`ValleyForCausalLM.multimodal_embeds` is ``ValleyLlamaModel.
+tower's width) and a ``CLIPVisionModel`` built from ``mm_vision_tower`` (``ValleyLlamaModel.__init__``:
+``CLIPVisionModel.from_pretrained`` of that name); training saves the whole model, so the checkpoint
+holds the tower's weights too (``model.vision_tower.vision_model.*``, the names of transformers before 5),
+and ``from_pretrained`` loads them over the named tower's. The kit builds the tower from the named
+tower's config (``tower_config`` on the config) and loads every weight from the checkpoint. The config
+is a Llama's with the ``mm_*`` keys; the tokenizer holds the six tokens ``initialize_vision_tokenizer``
+added. :meth:`ValleyForCausalLM.multimodal_embeds` is ``ValleyLlamaModel.
 forward``'s embedding step for one sample under ``patch_pooling_method: mean``: every frame through the
 tower (``mm_vision_select_layer``), every feature projected, the patch features averaged over the frames
 and written over the 256 ``<im_patch>`` after each ``<im_start>``, and each frame's CLS feature written
@@ -19,8 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+import transformers
 from torch import nn
-from transformers import CLIPVisionModel, LlamaConfig, LlamaForCausalLM
+from transformers import CLIPVisionConfig, CLIPVisionModel, LlamaConfig, LlamaForCausalLM
 
 from milebench.infer.adapter import AdapterError
 
@@ -36,6 +40,14 @@ PATCHES = 256
 """The ``<im_patch>`` count ``build_inputs`` writes: CLIP ViT-L/14's patches at 224 pixels."""
 DUMMY_WIDTH = 1024
 """``forward`` always projects ``torch.zeros(256, 1024)``: the projector must read 1024 features."""
+TOWER_KEYS = (
+    {"key_mapping": {r"^model\.vision_tower\.vision_model\.": "model.vision_tower."}}
+    if int(transformers.__version__.split(".")[0]) >= 5
+    else {}
+)
+"""``from_pretrained``'s arguments that read the checkpoint's tower names (those of transformers before 5,
+``vision_model.`` inside the tower) into transformers 5's ``CLIPVisionModel``, which keeps its layers at
+the top; before 5 the names are the model's own."""
 
 
 @dataclass(frozen=True)
@@ -60,18 +72,19 @@ class ValleyTokens:
 
 
 class ValleyForCausalLM(LlamaForCausalLM):
-    """The language model and projector of a Valley checkpoint; ``attach_vision_tower`` adds the tower."""
+    """The language model, projector and tower of a Valley checkpoint; the loader sets ``tokens``."""
 
-    vision_tower: CLIPVisionModel
     tokens: ValleyTokens
 
     def __init__(self, config: LlamaConfig) -> None:
         super().__init__(config)
         self.model.mm_projector = nn.Linear(config.mm_hidden_size, config.hidden_size)
+        self.model.vision_tower = CLIPVisionModel(CLIPVisionConfig(**config.tower_config))
 
-    def attach_vision_tower(self, tower: CLIPVisionModel, tokens: ValleyTokens) -> None:
-        self.vision_tower = tower
-        self.tokens = tokens
+    @property
+    def vision_tower(self) -> CLIPVisionModel:
+        tower: CLIPVisionModel = self.model.vision_tower
+        return tower
 
     def frame_features(self, pixel_values: torch.Tensor) -> torch.Tensor:
         """Each frame's selected hidden state of the tower (CLS first), projected: (frames, 1 + patches,
