@@ -85,7 +85,8 @@ RESPONSE_PREFIXES = ("###", "Assistant:", "Response:", "Valley:")
 VISION_PARTS = ("model.mm_projector.", "model.vision_tower.")
 """The weights a checkpoint must hold besides the Llama's."""
 POOLING_KEYS = ("use_patch_importance_pooling", "use_delta_transformer")
-"""Config keys that replace the mean pooling by a learnt one, which the released checkpoint does not use."""
+"""Config keys of the code base's training options that replace the mean pooling by a learnt one (the
+kit ports the mean pooling of ``patch_pooling_method``'s default)."""
 
 
 @dataclass(frozen=True)
