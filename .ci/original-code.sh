@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The original code of the ported models, for the live comparison of the parity tests
 # (tests/test_yi_vl_parity.py, tests/test_mantis_parity.py, tests/test_minigpt_v2_parity.py,
-# tests/test_vila_parity.py, tests/test_llama_vid_parity.py, tests/test_cheetor_parity.py), which run it in .venv-llava
-# (.ci/llava-official.sh), .venv-minigpt-v2 (.ci/minigpt-v2-official.sh), .venv-vila (.ci/vila-official.sh),
-# .venv-llama-vid (.ci/llama-vid-official.sh) or .venv-cheetor (.ci/cheetor-official.sh): the VL folder of github.com/01-ai/Yi, the mantis package of
+# tests/test_vila_parity.py, tests/test_llama_vid_parity.py, tests/test_cheetor_parity.py, tests/test_valley_parity.py),
+# which run it in .venv-llava (.ci/llava-official.sh), .venv-minigpt-v2 (.ci/minigpt-v2-official.sh), .venv-vila
+# (.ci/vila-official.sh), .venv-llama-vid (.ci/llama-vid-official.sh), .venv-cheetor (.ci/cheetor-official.sh) or
+# .venv-valley (.ci/valley-official.sh): the VL folder of github.com/01-ai/Yi, the mantis package of
 # github.com/TIGER-AI-Lab/Mantis, the minigpt4 package and eval_configs of github.com/Vision-CAIR/MiniGPT-4, the
 # llava package of github.com/Efficient-Large-Model/VILA (the code base of VILA's first release;
 # github.com/NVlabs/VILA took it over from 2024-05-13 without this history) and the llamavid package of
-# github.com/dvlab-research/LLaMA-VID and the cheetah package and eval_configs of
-# github.com/DCDmllm/Cheetah, each at the commit the kit follows, unpacked into
+# github.com/dvlab-research/LLaMA-VID, the cheetah package and eval_configs of github.com/DCDmllm/Cheetah
+# and the valley package of github.com/RupertLuo/Valley, each at the commit the kit follows, unpacked into
 # .original-code/ (git-ignored). Nothing of it enters the kit. Takes seconds. The commits below are the ones
 # the golden fixtures (tests/golden/parity/) were recorded from; changing one fails the golden comparison
 # until the live test re-records them (MILEBENCH_RECORD_PARITY=1). Where GitHub cannot be reached it says so
@@ -22,6 +23,7 @@ MINIGPT=68d81af31cc9237032e32e44947c5e04eb52b121 # 2023-11-08, the last change t
 VILA=e69a11a6aec9c110bfe8e45c2219cb80d2607e9f    # 2024-04-17, the last commit before VILA1.5 (2024-05-03)
 LLAMA_VID=d1074f3662a772d1b3c723416af59314ba593f67 # 2024-01-10, the last change to its code (HEAD: README only)
 CHEETAH=bc9f3ad3e622bfe4e7f2316d50226a75d102ca71 # 2023-08-11, the last change to Cheetah/cheetah/ (HEAD: READMEs)
+VALLEY=ffd7c452270932d76e5159b923243a49f0af2c78  # 2024-02-22, the code base as the paper found it (HEAD: README only)
 
 fetch() {  # owner/name commit folder-in-repo target
   rm -rf "$4" && mkdir -p "$4"
@@ -57,4 +59,6 @@ fetch dvlab-research/LLaMA-VID "$LLAMA_VID" llamavid .original-code/LLaMA-VID/ll
 { fetch DCDmllm/Cheetah "$CHEETAH" Cheetah/cheetah .original-code/Cheetah/cheetah &&
   fetch DCDmllm/Cheetah "$CHEETAH" Cheetah/eval_configs .original-code/Cheetah/eval_configs; } ||
   { echo "original code: Cheetor unavailable; its live parity comparison will skip"; rm -rf .original-code/Cheetah; }
+fetch RupertLuo/Valley "$VALLEY" valley .original-code/Valley/valley ||
+  { echo "original code: Valley unavailable; its live parity comparison will skip"; rm -rf .original-code/Valley; }
 exit 0
