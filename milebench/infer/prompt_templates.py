@@ -7,7 +7,8 @@ front, so the text starts at ``[INST]`` (the tokenizer adds BOS). ``yi_mm_defaul
 ``conv_templates["vicuna_v1"].get_prompt()`` and ``mllava_v1`` what Mantis's ``chat_mllava`` hands the
 tokenizer after its ``MLlavaProcessor`` has denoted the images; ``open_flamingo`` is OpenFlamingo's
 interleaved text, which has no turn (``open_flamingo_chunked`` closes each picture's chunk before the
-next picture). Checkpoint-defined formats (chat
+next picture); ``valley`` is what Valley's ``build_inputs`` writes for the messages of its Valley2-7b
+script. Checkpoint-defined formats (chat
 templates, Qwen's ``chat``) are rendered by their adapters.
 """
 
@@ -140,6 +141,24 @@ def open_flamingo_chunked(prompt: str) -> str:
     return first + OPEN_FLAMINGO_IMAGE_TOKEN + head + "".join(joiner + piece for piece in tail)
 
 
+VALLEY_SYSTEM = (
+    "You are Valley, a large language and vision assistant trained by ByteDance. You are able to understand "
+    "the visual content or video that the user provides, and assist the user with a variety of tasks using "
+    "natural language. Follow the instructions carefully and explain your answers in detail."
+)
+"""The system prompt of ``valley/inference/run_valley_llamma_v2.py``."""
+VALLEY_GREETING = "Hi there! How can I help you today?"
+"""The assistant message that script sends before the query (its user ``Hi!`` before it is dropped)."""
+VALLEY_STOP = "###"
+"""The keyword ``completion`` gives Valley's ``KeywordsStoppingCriteria`` and cuts answers at."""
+
+
+def valley(prompt: str) -> str:
+    """``build_inputs`` of the script's messages, the user's message (with its video tokens) last."""
+    greeting = f" Assistent: {VALLEY_GREETING} \n{VALLEY_STOP}"
+    return f"{VALLEY_SYSTEM}\n\n{VALLEY_STOP}{greeting} Human: {prompt} \n{VALLEY_STOP}"
+
+
 def user_assistant(prompt: str) -> str:
     return f"USER: {prompt} ASSISTANT:"
 
@@ -158,6 +177,7 @@ FIXED_TEMPLATES: dict[PromptTemplate, Callable[[str], str]] = {
     PromptTemplate.VIDEO_LLAMA_2_CHAT: video_llama_2_chat,
     PromptTemplate.OPEN_FLAMINGO: plain,
     PromptTemplate.OPEN_FLAMINGO_CHUNKED: open_flamingo_chunked,
+    PromptTemplate.VALLEY: valley,
     PromptTemplate.USER_ASSISTANT: user_assistant,
     PromptTemplate.PLAIN: plain,
 }

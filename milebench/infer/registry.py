@@ -51,7 +51,19 @@ def kind_class(spec: ModelSpec) -> type[Adapter]:
             f" (available: {known}){why}"
         )
     module_name, class_name = target.split(":")
-    return getattr(importlib.import_module(module_name), class_name)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        fix = (
+            f"run it in its image (`milebench image build --family {spec.container}`)"
+            if spec.container
+            else "install torch and the kit (`pip install torch==2.13.0 && pip install -e .`)"
+        )
+        raise AdapterError(
+            f"model spec {spec.name!r}: adapter {spec.adapter.value!r} cannot be imported "
+            f"({module_name.replace('.', '/')}.py: {err}); {fix}"
+        ) from None
+    return getattr(module, class_name)
 
 
 def adapter_environment(spec: ModelSpec) -> tuple[str, ...]:

@@ -138,6 +138,17 @@ def save_vision(out_dir: Path) -> None:
     ).save_pretrained(processor)
 
 
+def write_bin_shard(state: dict[str, torch.Tensor], out_dir: Path) -> None:
+    """The weights as the checkpoints of 2023 were released: one ``.bin`` shard and its index."""
+    tensors = {name: tensor.contiguous() for name, tensor in state.items()}
+    torch.save(tensors, out_dir / SHARD)
+    index = {"metadata": {"total_size": sum(t.numel() * t.element_size() for t in tensors.values())}}
+    (out_dir / INDEX).write_text(
+        json.dumps({**index, "weight_map": dict.fromkeys(sorted(tensors), SHARD)}, indent=2) + "\n",
+        encoding="utf-8",
+    )
+
+
 def build_tiny_llama_vid(spec: ModelSpec, out_dir: Path) -> None:
     """Write the tiny LLaMA-VID of ``spec`` into ``out_dir``."""
     shape = tiny_shape(spec, "llama-vid")
@@ -158,13 +169,7 @@ def build_tiny_llama_vid(spec: ModelSpec, out_dir: Path) -> None:
     config.qformer_shape = asdict(QFormerShape.from_bert_config(bert, bert_vocab_size, QFORMER_WIDTH))
     model = LlamaVidForCausalLM(config)
     torch.nn.init.normal_(model.model.vlm_att_query, std=0.02)
-    state = {name: tensor.contiguous() for name, tensor in model.state_dict().items()}
-    torch.save(state, out_dir / SHARD)
-    index = {"metadata": {"total_size": sum(t.numel() * t.element_size() for t in state.values())}}
-    (out_dir / INDEX).write_text(
-        json.dumps({**index, "weight_map": dict.fromkeys(sorted(state), SHARD)}, indent=2) + "\n",
-        encoding="utf-8",
-    )
+    write_bin_shard(model.state_dict(), out_dir)
     saved = {
         **config.to_dict(),
         "model_type": "llava",

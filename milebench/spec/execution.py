@@ -66,6 +66,12 @@ class PromptTemplate(StrEnum):
     (github.com/Efficient-Large-Model/VILA, ``llava/conversation.py``; the conversation its README runs
     VILA-7B with) and LLaMA-VID's copy (github.com/dvlab-research/LLaMA-VID, ``llamavid/conversation.py``;
     its video evaluation's ``--conv-mode vicuna_v1``) are the same text."""
+    VALLEY = "valley"
+    """Valley's ``build_inputs`` (github.com/RupertLuo/Valley, ``valley/model/valley_model.py``) on the
+    messages of ``valley/inference/run_valley_llamma_v2.py``: ``{system}\n\n###`` then `` Assistent: Hi
+    there! How can I help you today? \n###`` (its user ``Hi!`` holds no ``<video>``, so build_inputs drops
+    it) and `` Human: {prompt} \n###``, the prompt's video already written as its tokens; no assistant
+    turn is opened. The stop keyword is ``###``."""
     QWEN_CHAT = "qwen_chat"
     """Qwen-VL-Chat's ``chat``: a chatml turn built by the checkpoint's remote code."""
     ALLAVA = "allava"
