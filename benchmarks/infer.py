@@ -131,15 +131,16 @@ def engine_runs(
         run_model(adapter, spec, samples, out / f"{task}.jsonl", journal, input_workers=workers)
 
 
-def setup(root: Path, samples_per_task: int) -> tuple[ModelSpec, RunPaths, Tasks]:
-    """Build the tiny model and prepare the fixture for its regime, inside ``root``."""
+def setup(root: Path, samples_per_task: int, n_tasks: int | None = None) -> tuple[ModelSpec, RunPaths, Tasks]:
+    """Build the tiny model and prepare the fixture (its first ``n_tasks`` tasks, default all) for the
+    model's regime, inside ``root``."""
     specs = load_specs()
     spec = specs.models[MODEL]
     paths = bench_paths(root)
     run = RunSpec(name="bench", description="benchmark", models=(MODEL,), data=FixtureSource(kind="fixture"))
     build_tiny_llava(spec, paths.model_dir(MODEL))
     regime = regime_for(spec, run, Mode.MULTI_IMAGE, specs.root)
-    tasks = list(specs.tasks.values())
+    tasks = list(specs.tasks.values())[:n_tasks]
     return spec, paths, prepared_fixture(paths, tasks, samples_per_task, regime=regime)
 
 
