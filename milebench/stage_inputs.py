@@ -29,6 +29,7 @@ MADE_BY: dict[str, tuple[str, ...]] = {
     "report": ("milebench score", "milebench aggregate"),
     "aggregate": ("milebench score",),
     "compare": ("milebench score",),
+    "show": ("milebench score",),
     "audit batch": ("milebench preprocess", "milebench tiny-model"),
     "audit drift": ("milebench score",),
     "import-official": (),  # its folders are typed by the user: a wrong one is a NoSuchPath

@@ -683,6 +683,7 @@ def test_score_writes_its_provenance_beside_the_task_score(specs_dir: Path) -> N
     assert record.outputs == (
         str(paths.judgments("random", "ActionSequence", Mode.MULTI_IMAGE)),
         str(paths.task_score("random", "ActionSequence", Mode.MULTI_IMAGE)),
+        str(paths.samples("random", "ActionSequence", Mode.MULTI_IMAGE)),
     )
     assert record.prompt_rebuilt is True  # judged against the prepared samples
 

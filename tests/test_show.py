@@ -160,5 +160,5 @@ def test_show_before_scoring_names_the_stage_to_run(
     assert show(specs_dir) == 1
     specs = load_specs(specs_dir)
     n = len(cells(specs, specs.run("t")))
-    assert f"no per-sample log of the {n} chosen cells of run t yet" in caplog.text
+    assert f"the per-sample log of any of the {n} chosen cells of run t not found" in caplog.text
     assert "milebench score --run t" in caplog.text

@@ -18,7 +18,7 @@ from milebench.record_files import read_records
 from milebench.score.sample_log import SampleLog
 from milebench.spec.names import UnknownName, check_in_run
 from milebench.spec.registry import load_specs
-from milebench.stage_inputs import command
+from milebench.stage_inputs import MissingInput, command
 
 log = logging.getLogger(__name__)
 
@@ -104,14 +104,11 @@ def show(args: argparse.Namespace) -> int:
     files = [paths.samples(*cell) for cell in chosen]
     present = [path for path in files if path.exists()]
     if not present:
-        log.error(
-            "no per-sample log of the %d chosen cells of run %s yet (%s): score them first (%s)",
-            len(files),
-            args.run,
-            paths.samples("<model>", "<task>", "<mode>"),
+        raise MissingInput(
+            files[0],
+            f"the per-sample log of any of the {len(files)} chosen cells of run {args.run}",
             command("score", run=args.run),
         )
-        return 1
     if len(present) < len(files):
         log.warning("%d of the %d chosen cells are not scored yet", len(files) - len(present), len(files))
     rows = [row for path in present for row in read_records(path, SampleLog)]
