@@ -1,15 +1,16 @@
 """MileBench reproducibility kit: fetch -> preprocess -> infer -> score -> report (+ aggregate).
 
 Choose a run spec with `--config run=NAME` (default: smoke, the embedded mini-MileBench) and a specs
-folder with `--config specs=PATH` (default: milebench/specs, shipped in the package). Runtime docker
+folder with `--config specs=PATH` (default: specs/, shipped in the package). Runtime docker
 only: `--config image_base=REF` builds the family images on another base, `image_ca_bundle=PEM` trusts
 an extra CA while building (corporate proxies); the run spec's `docker_jobs: all` runs every job in an
 image, not only inference (the stages in the kit's, a tiny model's weights in its family's). All logic
 lives in the `milebench` package; every rule is one `milebench` command, so any job can be re-run by hand.
 
-The run spec's `benchmark` picks the rules, and only its rules file is parsed: MileBench's in
-rules/milebench.smk, MMLongEmbed's in rules/mmlongembed.smk (each declared by an entry point of the
-group milebench.benchmarks). This file holds what they share; rules/common.smk the functions their rules call.
+The run spec's `benchmark` picks the rules, and only its rules file is parsed: each benchmark's package
+ships its own (milebench/benchmarks/milebench/rules.smk, milebench/benchmarks/mmlongembed/rules.smk), named
+by its entry point of the group milebench.benchmarks. This file holds what they share; rules/common.smk
+the functions their rules call.
 
 Every file a job reads is one of its declared inputs and every file it writes one of its declared outputs
 (the download cache, the inference journal and the embedding cache excepted: they outlive a failed job on

@@ -25,7 +25,7 @@ from milebench.spec.run import MAX_BATCH_SIZE, MAX_REPEATS, MAX_RESAMPLES, Mode
 
 log = logging.getLogger("milebench")
 
-SPECS_HELP = "Specs folder; one of your own overlays the kit's (default: the kit's own, milebench/specs)."
+SPECS_HELP = "Specs folder; one of your own overlays the kit's (default: the kit's own, specs/)."
 EXAMPLES = """\
 examples:
   milebench check-specs --specs my-specs        # your specs, over the kit's
@@ -302,7 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--out",
         type=Path,
         default=DEFAULT_SPECS / "schemas",
-        help="Folder to write them into (default: the kit's own, milebench/specs/schemas).",
+        help="Folder to write them into (default: the kit's own, specs/schemas).",
     )
 
     p = add(
@@ -340,7 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--out",
         type=Path,
         default=DEFAULT_SPECS / "locks" / "milebench-hub.lock.yaml",
-        help="The lock to write (default: the kit's own, milebench/specs/locks/milebench-hub.lock.yaml).",
+        help="The lock to write (default: the kit's own, specs/locks/milebench-hub.lock.yaml).",
     )
 
     p = add(

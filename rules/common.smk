@@ -1,7 +1,7 @@
 """Helpers of the benchmarks' rules, included by the top Snakefile: the functions their params, inputs and
 containers call (here, as Snakemake's lint wants functions apart from rules).
 
-Untracked, image_uri and job_root serve every benchmark; the others read rules/milebench.smk's globals (the
+Untracked, image_uri and job_root serve every benchmark; the others read MileBench's rules file's globals (the
 run, its models, the runtime) when a MileBench job is planned.
 """
 

@@ -92,7 +92,7 @@ def test_bundle_holds_the_run_its_specs_source_data_and_weights(bundle: Path, ru
         "specs/models/tiny-llava.yaml": "spec",
         "specs/locks/weights.lock.yaml": "lock",
         "source/Snakefile": "workflow",
-        "source/rules/milebench.smk": "workflow",
+        "source/milebench/benchmarks/milebench/rules.smk": "workflow",
         "source/rules/common.smk": "workflow",
         "ro-crate-metadata.json": "crate",
     }
