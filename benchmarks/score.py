@@ -33,7 +33,7 @@ from typing import Any
 
 from mini_inputs import FILLER_WORDS, bench_paths
 
-from milebench.fixture.prepared import prepared_fixture
+from milebench.benchmarks.milebench.fixture.prepared import prepared_fixture
 from milebench.records import Prediction, PreparedSample
 from milebench.score.commands import score_task
 from milebench.score.registry import DEFAULT_SCORER, SCORERS

@@ -306,7 +306,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     p = add(
-        "fixture", "milebench.fixture.commands:fixture", "Generate the mini-MileBench archives + lock.", data
+        "fixture",
+        "milebench.benchmarks.milebench.fixture.commands:fixture",
+        "Generate the mini-MileBench archives + lock.",
+        data,
     )
     p.add_argument("--out", type=Path, required=True, help="Mirror folder to write archives and lock into.")
     p.add_argument("--seed", type=int, default=0, help="Seed of the generated samples.")

@@ -35,6 +35,7 @@ from milebench.archive.weights import hub_snapshot
 from milebench.archive.workspace import open_workspace
 from milebench.io import sha256_file
 from milebench.provenance import KIT_ROOT
+from milebench.spec.benchmark import benchmarks
 from milebench.spec.registry import load_specs
 
 RUN = "archived"
@@ -100,7 +101,7 @@ def test_bundle_holds_the_run_its_specs_source_data_and_weights(bundle: Path, ru
     assert any(p.startswith(f"run/reports/{RUN}/figures/") for p in by_path)
     # Caches and bulk that re-creating the run makes anyway stay out.
     assert not [p for p in by_path if "/data/MileBench/" in p or p.endswith(".lock") or "/." in p]
-    assert not [p for p in by_path if "/benchmarks/" in p or p.startswith(f"{out}/mirror/MileBench_")]
+    assert not [p for p in by_path if p.startswith((f"{out}/benchmarks/", f"{out}/mirror/MileBench_"))]
     # Every file is on disk with the size and sha256 the manifest says, and nothing else is.
     on_disk = {p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file()} - {MANIFEST}
     assert on_disk == set(by_path)
@@ -304,9 +305,11 @@ def test_crate_is_a_workflow_run_crate_of_the_bundle(bundle: Path) -> None:
     files = [e for e in crate.data_entities if e.id in manifest and e.id != "source/Snakefile"]
     assert len(files) == len(manifest) - 2  # all but the crate itself and the workflow
     assert all(f["sha256"] == manifest[f.id] for f in files)
-    # The rules files the Snakefile includes are parts of the workflow, as the checkout has them.
-    rules = sorted(p.relative_to(KIT_ROOT).as_posix() for p in (KIT_ROOT / "rules").glob("*.smk"))
-    assert sorted(e.id for e in crate.mainEntity["hasPart"]) == [f"source/{r}" for r in rules]
+    # The rules files the Snakefile includes are parts of the workflow: its helpers and every benchmark's.
+    rules = [KIT_ROOT / "rules" / "common.smk"]
+    rules += [b.rules_file(KIT_ROOT) for b in benchmarks().values()]
+    parts = sorted(f"source/{p.resolve().relative_to(KIT_ROOT).as_posix()}" for p in rules)
+    assert sorted(e.id for e in crate.mainEntity["hasPart"]) == parts
 
 
 def git_blob(data: bytes) -> str:

@@ -12,8 +12,8 @@ import pytest
 from milebench.audit.batch import batch_audit, compare_sample, first_divergence
 from milebench.audit.stats import wilson_rate
 from milebench.audit.trace import Trace, row_length, traced
+from milebench.benchmarks.milebench.fixture.prepared import prepared_fixture
 from milebench.cli import main
-from milebench.fixture.prepared import prepared_fixture
 from milebench.infer.engine import run_model
 from milebench.infer.oracle import OracleAdapter
 from milebench.infer.registry import load_adapter

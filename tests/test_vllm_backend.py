@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from milebench.audit.drift import Side, drift_audit
-from milebench.fixture.prepared import prepared_fixture
+from milebench.benchmarks.milebench.fixture.prepared import prepared_fixture
 from milebench.infer.adapter import AdapterError
 from milebench.infer.registry import VLLM_ENVIRONMENT, adapter_class, adapter_environment, load_adapter
 from milebench.infer.tiny import build_tiny
