@@ -26,7 +26,7 @@ from milebench.report.tables import Report
 from milebench.report.truncation import seen_share
 from milebench.score.aggregate import LevelScore, TaskScore, VariantScore
 from milebench.score.run_aggregate import write_aggregate
-from milebench.spec.model import AdapterKind, BuiltinModel, ModelSpec, Section
+from milebench.spec.model import BuiltinModel, ModelSpec, Section
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
 from milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.spec.task import Group, QuestionType
@@ -88,7 +88,7 @@ def build_run(root: Path) -> tuple[Path, RunPaths]:
             name=name,
             display_name=display,
             section=section,
-            adapter=AdapterKind.RANDOM,
+            adapter="random",
             weights=BuiltinModel(kind="builtin"),
             size="7B",
         )
