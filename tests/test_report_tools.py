@@ -261,8 +261,9 @@ def test_report_has_every_part(rendered: tuple[Report, RunPaths]) -> None:
         assert figure.png.startswith(b"\x89PNG") and figure.pdf.startswith(b"%PDF")
         assert (paths.reports / "figures" / f"{figure.key}.pdf").read_bytes() == figure.pdf
     assert result.sensitivity is not None
-    evil = next(r for r in result.sensitivity if r.model == "evil")
-    assert evil.standard == (100.0, 100.0)
+    [standard] = result.sensitivity
+    evil = next(r for r in standard.rows if r.model == "evil")
+    assert (standard.scorer, evil.variant) == ("standard", (100.0, 100.0))
     (multi, *_) = result.truncation
     random_row = next(r for r in multi.rows if r.model == "random")
     assert random_row.regime == "full"
