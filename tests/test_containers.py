@@ -47,7 +47,7 @@ from milebench.io import atomic_write_jsonl, read_jsonl
 from milebench.paths import RunPaths
 from milebench.records import PreparedSample
 from milebench.spec.base import SpecError
-from milebench.spec.model import AdapterKind, ModelSpec
+from milebench.spec.model import ModelSpec
 from milebench.spec.paper import ContaminationTable, ImageQuantityTable, MainTable, PaperSpec
 from milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.spec.task import Group, QuestionType, ScorerKind
@@ -535,17 +535,17 @@ class ReadsRecorded(dict[str, str]):
 API_KINDS = [kind for kind, target in ADAPTERS.items() if target.startswith("milebench.infer.api.")]
 
 
-@pytest.mark.parametrize("kind", API_KINDS, ids=lambda k: k.value)
+@pytest.mark.parametrize("kind", API_KINDS, ids=str)
 def test_every_variable_an_api_adapter_reads_reaches_its_container_unlogged(
-    kind: AdapterKind, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     module_name, class_name = ADAPTERS[kind].split(":")
     provider = getattr(importlib.import_module(module_name), class_name).provider
     m = model(
-        f"{kind.value}-model",
+        f"{kind}-model",
         container="api",
         section="closed",
-        adapter=kind.value,
+        adapter=kind,
         weights={"kind": "api", "provider": provider, "model_id": "m"},
         notes="context length unknown",
     )

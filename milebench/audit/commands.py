@@ -17,7 +17,7 @@ from milebench.paths import RunPaths
 from milebench.plan import mode_tasks
 from milebench.record_files import read_prepared
 from milebench.score.inputs import read_predictions
-from milebench.score.registry import SCORERS
+from milebench.score.registry import scorer as judge_of
 from milebench.score.run_aggregate import RunFiles
 from milebench.spec.base import SpecError
 from milebench.spec.execution import PAPER
@@ -86,7 +86,7 @@ def batch_command(args: argparse.Namespace) -> int:
         lambda batch: traced(adapter, batch),
         samples,
         tasks,
-        SCORERS[args.scorer],
+        judge_of(args.scorer),
         args.batch_sizes,
         args.repeats,
         args.seed,

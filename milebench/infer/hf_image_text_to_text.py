@@ -112,7 +112,7 @@ class HfImageTextToTextAdapter:
         self.data_root = data_root
         execution = execution_of(spec)
         if execution is None:
-            raise AdapterError(f"model spec {spec.name!r}: adapter {spec.adapter.value} has no execution")
+            raise AdapterError(f"model spec {spec.name!r}: adapter {spec.adapter} has no execution")
         self.execution = execution
         self.check_execution()
         source, kwargs = checkpoint(spec, paths)

@@ -76,7 +76,7 @@ class VllmAdapter:
     def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path) -> None:
         from milebench.infer.registry import kind_class
 
-        if spec.adapter.value not in FAMILIES:
+        if spec.adapter not in FAMILIES:
             known = ", ".join(sorted(FAMILIES))
             raise AdapterError(f"model spec {spec.name!r}: the vllm backend runs adapters {known} only")
         execution = execution_of(spec)
