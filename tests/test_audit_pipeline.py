@@ -175,6 +175,7 @@ def as_rows(table: AuditTable) -> list[list[str]]:
     return [list(table.header), *(list(row) for row in table.rows)]
 
 
+@pytest.mark.slow
 def test_snakemake_runs_the_declared_audits_and_the_report_renders_their_files(tmp_path: Path) -> None:
     """Run B answers with the batched variant; run A declares a batch audit of tiny-llava and its drift
     against run B. The report's audit tables are the audit files' tables, cell for cell."""
