@@ -70,7 +70,7 @@ def stage_image(family_name):
 
 
 def stage_mb(family_name):
-    """The `milebench` of a stage job: in the family's image under docker_jobs: all."""
+    """The `milebench` of a stage job: in the family's image under docker_jobs=all."""
     return Untracked(f"{MB} --in-image {family_name}") if ALL_IN_IMAGES else MB
 
 

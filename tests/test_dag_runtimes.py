@@ -192,7 +192,7 @@ HUB_DATA = {"kind": "hub", "lock": "locks/milebench-hub.lock.yaml"}
 
 
 def test_docker_jobs_all_runs_every_job_in_an_image(tmp_path: Path) -> None:
-    """docker_jobs: all: each stage's command runs in the kit image, a tiny model's weights in its family's
+    """docker_jobs=all: each stage's command runs in the kit image, a tiny model's weights in its family's
     (torch), each with that image's record as an input; inference runs in the model family's image as
     before; images are built on the host."""
     write_run(tmp_path, "every", models=["random", "tiny-llava"])
@@ -381,7 +381,7 @@ def test_in_image_runs_stages_not_inference(tmp_path: Path) -> None:
 
 @pytest.mark.docker
 def test_every_job_in_containers_gives_the_host_runs_report(boxed_run: BoxedRun, tmp_path: Path) -> None:
-    """docker_jobs: all through the DAG, fixture to report, a tiny torch model included: every job runs in
+    """docker_jobs=all through the DAG, fixture to report, a tiny torch model included: every job runs in
     a container (the stages in the kit image, the tiny model's weights and inference in hf-current's), and
     the run's aggregate, verdict and report tables equal those of the same run on the host."""
     records = boxed_run.records

