@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, TypedDict, runtime_checkable
 
 from milebench.errors import KitError
 from milebench.paths import RunPaths
@@ -55,6 +55,14 @@ class TokenUsage(NamedTuple):
     output_tokens: int | None
     seconds: float | None = None
     """The sample's own time when the adapter measured it (concurrent API requests)."""
+
+
+class AdapterOptions(TypedDict, total=False):
+    """The keyword options of a transformers adapter's constructor, which a family's own passes on."""
+
+    with_model: bool
+    """False: load only what builds inputs (``render-input``), no weights."""
+    policy: RunPolicy | None
 
 
 @runtime_checkable

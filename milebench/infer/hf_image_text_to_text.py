@@ -16,7 +16,7 @@ import contextlib
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 import transformers
@@ -80,13 +80,6 @@ PIL_IMAGE_PROCESSOR: dict[str, Any] = (
 )
 """``AutoImageProcessor`` arguments that pick the PIL implementation: ``backend`` from transformers 5,
 ``use_fast=False`` before (where fast processors exist); transformers 4.37 has only the PIL one."""
-
-
-class AdapterOptions(TypedDict, total=False):
-    """The keyword options of a transformers adapter's constructor, which a family's own passes on."""
-
-    with_model: bool
-    policy: RunPolicy | None
 
 
 class HfImageTextToTextAdapter:

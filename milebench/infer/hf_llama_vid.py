@@ -41,9 +41,9 @@ from PIL import Image
 from transformers import AutoImageProcessor, AutoTokenizer, BatchFeature, BertTokenizer, LlamaConfig
 
 from milebench.data.weight_files import verified_weight_files
-from milebench.infer.adapter import AdapterError
+from milebench.infer.adapter import AdapterError, AdapterOptions
 from milebench.infer.chunk_tokens import per_chunk_ids
-from milebench.infer.hf_image_text_to_text import DTYPE_ARGUMENT, PIL_IMAGE_PROCESSOR, AdapterOptions
+from milebench.infer.hf_image_text_to_text import DTYPE_ARGUMENT, PIL_IMAGE_PROCESSOR
 from milebench.infer.hf_llava import HfLlavaAdapter, left_pad
 from milebench.infer.input_view import InputView
 from milebench.infer.llama_vid_model import (

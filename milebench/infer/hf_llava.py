@@ -25,9 +25,9 @@ import torch
 from PIL import Image
 from transformers import BatchFeature
 
-from milebench.infer.adapter import AdapterError
+from milebench.infer.adapter import AdapterError, AdapterOptions
 from milebench.infer.chunk_tokens import per_chunk_ids
-from milebench.infer.hf_image_text_to_text import AdapterOptions, HfImageTextToTextAdapter
+from milebench.infer.hf_image_text_to_text import HfImageTextToTextAdapter
 from milebench.infer.prompt_templates import FIXED_TEMPLATES
 from milebench.paths import RunPaths
 from milebench.records import IMAGE_PLACEHOLDER, PreparedSample

@@ -33,8 +33,7 @@ from typing import Any, ClassVar, Unpack
 from PIL import Image
 from transformers import BatchFeature
 
-from milebench.infer.adapter import AdapterError
-from milebench.infer.hf_image_text_to_text import AdapterOptions
+from milebench.infer.adapter import AdapterError, AdapterOptions
 from milebench.infer.hf_llava import HfLlavaAdapter
 from milebench.infer.input_view import InputView
 from milebench.infer.prompt_templates import MLLAVA_IMAGE_TOKEN

@@ -35,8 +35,8 @@ from PIL import Image
 from transformers import AutoTokenizer, BatchFeature, LlamaForCausalLM
 
 from milebench.data.weight_files import verified_weight_files
-from milebench.infer.adapter import AdapterError
-from milebench.infer.hf_image_text_to_text import DTYPE_ARGUMENT, AdapterOptions
+from milebench.infer.adapter import AdapterError, AdapterOptions
+from milebench.infer.hf_image_text_to_text import DTYPE_ARGUMENT
 from milebench.infer.hf_llava import ADJACENT_IMAGES, ADJACENT_IMAGES_SPLIT, HfLlavaAdapter
 from milebench.infer.input_view import InputView
 from milebench.infer.minigpt_v2_model import MiniGPTv2, MiniGPTv2Shape

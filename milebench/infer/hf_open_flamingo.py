@@ -31,8 +31,7 @@ import torch
 from PIL import Image
 from transformers import BatchFeature, GenerationConfig
 
-from milebench.infer.adapter import AdapterError
-from milebench.infer.hf_image_text_to_text import AdapterOptions
+from milebench.infer.adapter import AdapterError, AdapterOptions
 from milebench.infer.hf_llava import HfLlavaAdapter, left_pad
 from milebench.infer.open_flamingo_model import (
     CHECKPOINT_FILE,

@@ -19,7 +19,7 @@ import copy
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, Unpack, cast
 
 import torch
 import transformers
@@ -27,7 +27,7 @@ from PIL import Image
 from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 from transformers.generation.streamers import BaseStreamer
 
-from milebench.infer.adapter import AdapterError, SampleFailure, TokenUsage, failure_kind
+from milebench.infer.adapter import AdapterError, AdapterOptions, SampleFailure, TokenUsage, failure_kind
 from milebench.infer.execution_check import require_supported
 from milebench.infer.hf_checkpoint import checkpoint
 from milebench.infer.image_preprocessing import ImageStep
@@ -48,7 +48,7 @@ from milebench.spec.execution import (
 )
 from milebench.spec.model import ModelSpec
 from milebench.spec.model_execution import execution_of
-from milebench.spec.policy import RunPolicy, run_policy
+from milebench.spec.policy import run_policy
 from milebench.spec.run import ContextOverflow
 
 ADAPTER = {"kind": "hf-qwen-vl-chat", "does": "generate", "entry": "HfQwenVLChatAdapter"}
@@ -139,16 +139,11 @@ class HfQwenVLChatAdapter:
     version = f"1+transformers-{transformers.__version__}+torch-{torch.__version__}"
 
     def __init__(
-        self,
-        spec: ModelSpec,
-        paths: RunPaths,
-        data_root: Path,
-        *,
-        with_model: bool = True,
-        policy: RunPolicy | None = None,
+        self, spec: ModelSpec, paths: RunPaths, data_root: Path, **options: Unpack[AdapterOptions]
     ) -> None:
+        with_model = options.get("with_model", True)
         self.spec = spec
-        self.policy = policy or run_policy(None, spec)
+        self.policy = options.get("policy") or run_policy(None, spec)
         self.data_root = data_root
         execution = execution_of(spec)
         if execution is None:

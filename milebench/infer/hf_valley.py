@@ -40,8 +40,8 @@ from transformers import (
     LlamaConfig,
 )
 
-from milebench.infer.adapter import AdapterError
-from milebench.infer.hf_image_text_to_text import DTYPE_ARGUMENT, PIL_IMAGE_PROCESSOR, AdapterOptions
+from milebench.infer.adapter import AdapterError, AdapterOptions
+from milebench.infer.hf_image_text_to_text import DTYPE_ARGUMENT, PIL_IMAGE_PROCESSOR
 from milebench.infer.hf_llava import HfLlavaAdapter
 from milebench.infer.hf_vila import tower_place
 from milebench.infer.prompt_templates import FIXED_TEMPLATES, VALLEY_STOP

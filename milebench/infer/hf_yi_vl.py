@@ -39,8 +39,8 @@ from transformers import (
     LlamaConfig,
 )
 
-from milebench.infer.adapter import AdapterError
-from milebench.infer.hf_image_text_to_text import DTYPE_ARGUMENT, PIL_IMAGE_PROCESSOR, AdapterOptions
+from milebench.infer.adapter import AdapterError, AdapterOptions
+from milebench.infer.hf_image_text_to_text import DTYPE_ARGUMENT, PIL_IMAGE_PROCESSOR
 from milebench.infer.hf_llava import HfLlavaAdapter
 from milebench.infer.input_view import InputView
 from milebench.infer.stopping import NewTextStop, RowStop, without_stop_keyword
