@@ -255,7 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FAMILY",
         default=None,
         help="Run the stage command in this family's Docker image (recorded by `milebench image build`) "
-        "instead of this process: run spec docker_jobs: all. Default: in this process.",
+        "instead of this process: --config docker_jobs=all. Default: in this process.",
     )
     sub = parser.add_subparsers(
         dest="command",
@@ -558,7 +558,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = image(
         "uri",
         "milebench.containers.commands:image_uri",
-        "Print the registry reference runtime apptainer pulls for a family.",
+        "Print the registry reference deployment apptainer pulls for a family.",
     )
     p.add_argument("--family", required=True, help="A folder under containers/.")
     p.add_argument("--registry", required=True, help="e.g. docker://ghcr.io/<org>/milebench")
@@ -611,7 +611,7 @@ def build_parser() -> argparse.ArgumentParser:
         "container-infer",
         "milebench.containers.commands:container_infer",
         "Run `infer` in its image.",
-        None,  # the infer rule's form under runtime docker
+        None,  # the infer rule's form under deployment docker
     )
     _job_args(p, model=True, many_tasks=True)
     _threads_arg(p)

@@ -71,6 +71,7 @@ def copy_of(bundle: Path, tmp_path: Path) -> Path:
     return dest
 
 
+@pytest.mark.slow
 def test_bundle_holds_the_run_its_specs_source_data_and_weights(bundle: Path, run_root: Path) -> None:
     manifest = read_manifest(bundle)
     by_path = {e.path: e for e in manifest.files}
@@ -120,6 +121,7 @@ def test_bundle_holds_the_run_its_specs_source_data_and_weights(bundle: Path, ru
     assert by_path[f"{out}/aggregate.json"].backs == ("Results Reproduced",)
 
 
+@pytest.mark.slow
 def test_hashes_pass_and_only_the_available_badge_is_granted_without_images(
     bundle: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -131,6 +133,7 @@ def test_hashes_pass_and_only_the_available_badge_is_granted_without_images(
     assert "| Functional | no |" in text and "| Results Reproduced | no |" in text
 
 
+@pytest.mark.slow
 def test_archiving_twice_gives_byte_identical_bundles(run_root: Path, bundle: Path, tmp_path: Path) -> None:
     again = tmp_path / "bundle"
     assert archive(run_root, again, "--with-data", "--with-weights", "--tarball") == 0
@@ -170,6 +173,7 @@ def tamper_extra(bundle: Path) -> str:
     return "run/extra.txt: not in the manifest"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tamper", [tamper_prediction, tamper_missing, tamper_spec, tamper_extra])
 def test_tampering_is_caught_named_in_one_line_and_exits_non_zero(
     tamper, bundle: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
@@ -184,6 +188,7 @@ def test_tampering_is_caught_named_in_one_line_and_exits_non_zero(
     assert "Traceback" not in printed.err and "| Available | no |" in printed.out
 
 
+@pytest.mark.slow
 def test_archive_refuses_an_existing_folder_and_an_unfinished_run(
     run_root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -217,6 +222,7 @@ def test_verify_names_a_folder_that_is_no_bundle(tmp_path: Path, caplog: pytest.
     assert f"{tmp_path / MANIFEST}: missing: not a bundle" in caplog.text
 
 
+@pytest.mark.slow
 def test_verify_takes_the_tarball_as_the_folder_and_catches_a_tampered_one(
     bundle: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -257,6 +263,7 @@ def link(name: str, target: str, kind: bytes = tarfile.SYMTYPE) -> tuple[tarfile
     return info, b""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("member", "refusal"),
     [
@@ -291,6 +298,7 @@ def test_a_tarball_member_outside_the_bundle_folder_or_a_link_is_refused_before_
     assert list(scratch.iterdir()) == [] and not (tmp_path / "escape.txt").exists()
 
 
+@pytest.mark.slow
 def test_crate_is_a_workflow_run_crate_of_the_bundle(bundle: Path) -> None:
     crate = ROCrate(bundle)
     assert crate.mainEntity.id == "source/Snakefile"
@@ -350,6 +358,7 @@ def test_hub_weights_are_bundled_at_their_pinned_commit_and_checked_against_thei
         hub_snapshot(cache, "org/m", {revision}, "m")
 
 
+@pytest.mark.slow
 def test_without_an_engine_the_environment_checks_do_not_run_and_verify_fails(
     bundle: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -361,6 +370,7 @@ def test_without_an_engine_the_environment_checks_do_not_run_and_verify_fails(
     assert "no Docker engine answers" in out and "| Available | yes |" in out and "| Functional | no |" in out
 
 
+@pytest.mark.slow
 def test_rerun_plan_says_why_a_cell_cannot_be_rerun_from_the_bundle(
     run_root: Path, bundle: Path, tmp_path: Path
 ) -> None:
@@ -382,6 +392,7 @@ def test_rerun_plan_says_why_a_cell_cannot_be_rerun_from_the_bundle(
         choose(read_manifest(bare), ["random:ActionSequence"], per_model=1, seed=0)
 
 
+@pytest.mark.slow
 def test_scratch_copy_loses_what_verify_recomputes_and_never_touches_the_bundle(
     bundle: Path, tmp_path: Path
 ) -> None:
@@ -400,6 +411,7 @@ def test_scratch_copy_loses_what_verify_recomputes_and_never_touches_the_bundle(
     assert verify_hashes(bundle) == 0
 
 
+@pytest.mark.slow
 def test_the_archive_target_packs_a_finished_run(run_root: Path) -> None:
     planned = snakemake(run_root, "-n", "--quiet", "rules", "--cores", "1", "archive",
                         "--config", f"run={RUN}", f"specs={run_root / 'specs'}")  # fmt: skip

@@ -174,7 +174,7 @@ def content_key(fam: Family) -> str:
 
 
 def registry_uri(registry: str, family_name: str, root: Path = REPO_ROOT) -> str:
-    """Where runtime apptainer pulls a family's image: ``<registry>/<family>:<content key>``."""
+    """Where deployment apptainer pulls a family's image: ``<registry>/<family>:<content key>``."""
     return f"{registry}/{family_name}:{content_key(family(family_name, root))[:12]}"
 
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from milebench.infer.adapter import Adapter, AdapterError, ChecksWindow
+from milebench.infer.adapter import Adapter, AdapterError
 from milebench.paths import RunPaths
 from milebench.spec.adapters import UNPORTED, declared, declared_adapters
 from milebench.spec.execution import Backend
 from milebench.spec.model import ModelSpec
 from milebench.spec.model_execution import execution_of
-from milebench.spec.run import ContextOverflow
+from milebench.spec.policy import RunPolicy
 
 ADAPTERS: dict[str, str] = {
     kind: declared.target
@@ -77,11 +77,7 @@ def adapter_environment(spec: ModelSpec) -> tuple[str, ...]:
 
 
 def load_adapter(
-    spec: ModelSpec, paths: RunPaths, data_root: Path, overflow: ContextOverflow = ContextOverflow.GENERATE
+    spec: ModelSpec, paths: RunPaths, data_root: Path, policy: RunPolicy | None = None
 ) -> Adapter:
-    """The spec's adapter; one that checks the window before generating follows ``overflow`` (the run's
-    ``context_overflow``)."""
-    adapter = adapter_class(spec)(spec, paths, data_root)
-    if isinstance(adapter, ChecksWindow):
-        adapter.context_overflow = overflow
-    return adapter
+    """The spec's adapter, built with the job's ``policy`` (None: a run spec's defaults)."""
+    return adapter_class(spec)(spec, paths, data_root, policy=policy)
