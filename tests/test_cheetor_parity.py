@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +142,18 @@ def kit_observed(
         new_ids=new_ids,
         answer=answer_of(tokenizer, new_ids, answer, adapter.clean(adapter.decoded(probe)[0])),
     )
+
+
+def kit_outputs(adapter: QFormerLlamaAdapter[Any], samples: Sequence[PreparedSample]) -> dict[str, Observed]:
+    """What a Q-Former adapter with no tensors beyond its embeddings feeds the model for each sample and
+    what it generates."""
+    observed = {}
+    for sample in samples:
+        (row,) = adapter.split_rows(adapter.encode([sample]))
+        with torch.inference_mode():
+            given = adapter.generate_inputs(row)
+        observed[key(sample)] = kit_observed(adapter, sample, row, given, {})
+    return observed
 
 
 def original_side(built: Setup, adapter: HfCheetorAdapter, out: Path) -> dict[str, Observed]:

@@ -113,7 +113,8 @@ def test_family_lock_pins_every_requirement_with_a_hash(name: str) -> None:
     requirement_lines = [ln for ln in text.splitlines() if re.match(r"^[A-Za-z0-9]", ln)]
     assert len(blocks) == len(requirement_lines) > 0
     assert pinned["rouge"] == "1.0.1" and "pydantic" in pinned and "setuptools" in pinned
-    if name in ("llava15", "qwen-vl-chat", "minigpt-v2", "llama-vid", "cheetor", "video-llama-2", "valley"):
+    paper_era = ("llava15", "qwen-vl-chat", "minigpt-v2", "llama-vid", "cheetor", "video-llama-2", "valley")
+    if name in (*paper_era, "videochat2"):
         assert pinned["transformers"] == "4.37.2" and pinned["torch"] == "2.1.2"
         assert pinned["numpy"].startswith("1.")
     if name == "qwen-vl-chat":

@@ -27,7 +27,6 @@ import os
 from pathlib import Path
 
 import pytest
-import torch
 from llava_official.parity import REPO, run_original
 from parity_golden import (
     Observed,
@@ -38,7 +37,7 @@ from parity_golden import (
     require_original,
     set_up,
 )
-from test_cheetor_parity import driver_observed, key, kit_observed
+from test_cheetor_parity import driver_observed, kit_outputs
 from tiny_checks import tiny_port
 
 from milebench.infer.hf_video_llama_2 import HfVideoLlama2Adapter
@@ -90,13 +89,7 @@ def adapter(built: Setup) -> HfVideoLlama2Adapter:
 @pytest.fixture(scope="module")
 def kit(built: Setup, adapter: HfVideoLlama2Adapter) -> dict[str, Observed]:
     """The kit adapter's outputs on every sample: what it feeds the model and what it generates."""
-    observed = {}
-    for sample in built.samples:
-        (row,) = adapter.split_rows(adapter.encode([sample]))
-        with torch.inference_mode():
-            given = adapter.generate_inputs(row)
-        observed[key(sample)] = kit_observed(adapter, sample, row, given, {})
-    return observed
+    return kit_outputs(adapter, built.samples)
 
 
 def original_side(built: Setup, adapter: HfVideoLlama2Adapter, out: Path) -> dict[str, Observed]:

@@ -125,6 +125,23 @@ def video_llama_2_chat(prompt: str) -> str:
     return f"[INST] <<SYS>>\n{VIDEO_LLAMA_SYSTEM}\n<</SYS>>\n\n{message} [/INST]"
 
 
+VIDEOCHAT2_IMAGE = "<Image><ImageHere></Image>\n"
+"""How VideoChat2's ``Chat.upload_img`` writes a picture as a user message (split at ``<ImageHere>``)."""
+
+
+def videochat2(prompt: str) -> str:
+    """VideoChat2's conversation as its ``Chat`` builds it (``conversation.py``: ``get_prompt`` over the
+    demo's state, system text empty, separator ``###``, roles ``Human`` and ``Assistant``): each text piece
+    between ``<ImageHere>`` placeholders that is not blank a ``Human`` message of its own (``Chat.ask``
+    appends a newline), each picture one (``Chat.upload_img``), in order, then the open ``Assistant:``."""
+    pieces = prompt.split("<ImageHere>")
+    messages: list[str] = []
+    for i, piece in enumerate(pieces):
+        messages += [piece + "\n"] if piece.strip() else []
+        messages += [VIDEOCHAT2_IMAGE] if i < len(pieces) - 1 else []
+    return "###" + "".join(f"Human: {message}###" for message in messages) + "Assistant:"
+
+
 OPEN_FLAMINGO_IMAGE_TOKEN = "<image>"
 """The media token OpenFlamingo's ``create_model_and_transforms`` adds to the tokenizer."""
 OPEN_FLAMINGO_END_OF_CHUNK = "<|endofchunk|>"
@@ -175,6 +192,7 @@ FIXED_TEMPLATES: dict[PromptTemplate, Callable[[str], str]] = {
     PromptTemplate.MINIGPT_V2: minigpt_v2,
     PromptTemplate.CHEETOR_LLAMA2: cheetor_llama2,
     PromptTemplate.VIDEO_LLAMA_2_CHAT: video_llama_2_chat,
+    PromptTemplate.VIDEOCHAT2: videochat2,
     PromptTemplate.OPEN_FLAMINGO: plain,
     PromptTemplate.OPEN_FLAMINGO_CHUNKED: open_flamingo_chunked,
     PromptTemplate.VALLEY: valley,

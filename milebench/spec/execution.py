@@ -53,6 +53,11 @@ class PromptTemplate(StrEnum):
     ``[INST] <<SYS>>\n{system}\n<</SYS>>\n\n{message} [/INST]``, the message the text pieces that are not
     blank and one ``<Image><ImageHere></Image> `` per picture (``Chat.upload_img``), joined by spaces as
     ``Chat.ask`` joins them."""
+    VIDEOCHAT2 = "videochat2"
+    """VideoChat2's conversation of ``conversation.py`` (github.com/OpenGVLab/Ask-Anything, ``video_chat2``)
+    as its ``Chat`` builds it over the demo's state: ``###Human: {message}###`` per message (each text piece
+    that is not blank, with ``Chat.ask``'s newline, and each picture's ``<Image><ImageHere></Image>\n`` a
+    message of its own), then ``Assistant:``; the system text is empty."""
     OPEN_FLAMINGO = "open_flamingo"
     """OpenFlamingo's interleaved text (github.com/mlfoundations/open_flamingo, its README's generation
     example and evaluation prompts): no turn and no system text, each picture an ``<image>`` token in
