@@ -1,15 +1,18 @@
 """MileBench reproducibility kit: fetch -> preprocess -> infer -> score -> report (+ aggregate).
 
 Choose a run spec with `--config run=NAME` (default: smoke, the embedded mini-MileBench) and a specs
-folder with `--config specs=PATH` (default: milebench/specs, shipped in the package). Runtime docker
-only: `--config image_base=REF` builds the family images on another base, `image_ca_bundle=PEM` trusts
-an extra CA while building (corporate proxies); the run spec's `docker_jobs: all` runs every job in an
-image, not only inference (the stages in the kit's, a tiny model's weights in its family's). All logic
+folder with `--config specs=PATH` (default: specs/, shipped in the package). Where jobs run is
+the workflow's, not the run spec's: `--config deployment=local|docker|apptainer` (default local; a
+profile's `config:` may set it). Deployment docker only: `--config image_base=REF` builds the family
+images on another base, `image_ca_bundle=PEM` trusts an extra CA while building (corporate proxies), and
+`docker_jobs=all` runs every job in an image, not only inference (the stages in the kit's, a tiny model's
+weights in its family's); deployment apptainer pulls from `image_registry=URI`. All logic
 lives in the `milebench` package; every rule is one `milebench` command, so any job can be re-run by hand.
 
-The run spec's `benchmark` picks the rules, and only its rules file is parsed: MileBench's in
-rules/milebench.smk, MMLongEmbed's in rules/mmlongembed.smk (each declared by an entry point of the
-group milebench.benchmarks). This file holds what they share; rules/common.smk the functions their rules call.
+The run spec's `benchmark` picks the rules, and only its rules file is parsed: each benchmark's package
+ships its own (milebench/benchmarks/milebench/rules.smk, milebench/benchmarks/mmlongembed/rules.smk), named
+by its entry point of the group milebench.benchmarks. This file holds what they share; rules/common.smk
+the functions their rules call.
 
 Every file a job reads is one of its declared inputs and every file it writes one of its declared outputs
 (the download cache, the inference journal and the embedding cache excepted: they outlive a failed job on
@@ -56,7 +59,7 @@ try:
     BENCHMARK = benchmark_of_run(SPECS_DIR, BENCHMARK_RUN)
 except (SpecError, KitError) as err:
     sys.exit(str(err))
-# The kit's command on the host; MileBench's rules run it in the images under runtime apptainer.
+# The kit's command on the host; MileBench's rules run it in the images under deployment apptainer.
 # `--config limit=N` replaces the run spec's limit, in this plan and in every job's command.
 LIMIT = "" if CONFIG.limit is None else f" --limit {CONFIG.limit}"
 limit_runs(CONFIG.limit)

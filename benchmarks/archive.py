@@ -1,7 +1,7 @@
 """Size of an artifact bundle and the time to archive and verify it, for the reduced smoke run.
 
 The run is the one the Docker acceptance test archives (``tests/docker_runs.py``): Random and tiny LLaVA on
-one fixture task, two samples, every job in a container (``docker_jobs: all``): the stages in the kit
+one fixture task, two samples, every job in a container (``--config docker_jobs=all``): the stages in the kit
 image, the tiny model in hf-current built with the host's CPU torch (the CUDA build is gigabytes more).
 In a scratch folder: both images built on the local base (``.ci/docker-setup.sh``), the run by Snakemake,
 ``milebench archive --with-data --with-weights --tarball``, the run's results and both images deleted from

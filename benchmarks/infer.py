@@ -37,7 +37,7 @@ from typing import Any
 import torch
 from mini_inputs import bench_paths
 
-from milebench.fixture.prepared import prepared_fixture
+from milebench.benchmarks.milebench.fixture.prepared import prepared_fixture
 from milebench.infer.engine import plan_batches, run_model
 from milebench.infer.hf_image_text_to_text import HfImageTextToTextAdapter
 from milebench.infer.registry import load_adapter

@@ -1,5 +1,5 @@
 """Benchmark inputs: a scratch run layout and synthetic words; the prepared mini-MileBench itself comes
-from ``milebench.fixture.prepared``, so the numbers describe the real code paths.
+from ``milebench.benchmarks.milebench.fixture.prepared``, so the numbers describe the real code paths.
 """
 
 from __future__ import annotations

@@ -33,10 +33,10 @@ from typing import Any
 
 from mini_inputs import FILLER_WORDS, bench_paths
 
-from milebench.fixture.prepared import prepared_fixture
+from milebench.benchmarks.milebench.fixture.prepared import prepared_fixture
 from milebench.records import Prediction, PreparedSample
 from milebench.score.commands import score_task
-from milebench.score.registry import DEFAULT_SCORER, SCORERS
+from milebench.score.registry import DEFAULT_SCORER, scorer
 from milebench.spec.registry import load_specs
 from milebench.spec.run import Mode
 from milebench.spec.task import QuestionType, TaskSpec
@@ -162,7 +162,7 @@ def run_official(evaluator: Any, sets: list[TaskSet]) -> tuple[float, list[Judge
 
 
 def run_paper(sets: list[TaskSet]) -> tuple[float, list[Judged]]:
-    judge = SCORERS[DEFAULT_SCORER]
+    judge = scorer(DEFAULT_SCORER)
     start = time.perf_counter()
     judged = []
     for ts in sets:

@@ -2,9 +2,10 @@
 
 The whole path a user takes, through Snakemake: three run specs in a copy of the specs folder select
 three executions of the same model over the same fixture samples. ``drift-vllm`` selects the ``vllm``
-variant under runtime docker, so its inference runs in the ``vllm`` family image (``containers/vllm``,
-built here on the local base); ``drift-paper`` (the paper's choices) and ``drift-transformers`` (the vllm
-variant's choices on transformers) run on the host and each declares a drift audit against
+variant and runs under ``--config deployment=docker``, so its inference runs in the ``vllm`` family
+image (``containers/vllm``, built here on the local base); ``drift-paper`` (the paper's choices) and
+``drift-transformers`` (the vllm variant's choices on transformers) run on the host and each declares a
+drift audit against
 ``drift-vllm``: what switching to the variant changes, and what the engine alone changes. Their reports
 carry the audit tables, which are printed with each step's wall time. Needs a Docker engine.
 
@@ -56,7 +57,7 @@ def write_specs(out: Path, tasks: list[str], samples_per_task: int) -> Path:
         "data": {"kind": "fixture", "seed": 0, "samples_per_task": samples_per_task},
     }
     runs: dict[str, dict[str, object]] = {
-        VLLM_RUN: {"execution": {MODEL: "vllm"}, "runtime": "docker"},
+        VLLM_RUN: {"execution": {MODEL: "vllm"}},
         **{
             name: {
                 "execution": {MODEL: variant},
@@ -103,7 +104,7 @@ def main() -> int:
     specs = write_specs(args.out, tasks, args.samples_per_task)
     build = [f"image_base={args.image_base}"] if args.image_base else []
     build += [f"image_ca_bundle={args.ca_bundle.resolve()}"] if args.ca_bundle else []
-    times = {VLLM_RUN: snakemake(args.out, specs, VLLM_RUN, "main_table", build)}
+    times = {VLLM_RUN: snakemake(args.out, specs, VLLM_RUN, "main_table", [*build, "deployment=docker"])}
     times |= {name: snakemake(args.out, specs, name, "all", []) for name in HOST_RUNS}
     for name, seconds in times.items():
         log.info("%s: %.1f s (Snakemake, images included)", name, seconds)

@@ -25,7 +25,7 @@ from milebench.spec.run import MAX_BATCH_SIZE, MAX_REPEATS, MAX_RESAMPLES, Mode
 
 log = logging.getLogger("milebench")
 
-SPECS_HELP = "Specs folder; one of your own overlays the kit's (default: the kit's own, milebench/specs)."
+SPECS_HELP = "Specs folder; one of your own overlays the kit's (default: the kit's own, specs/)."
 EXAMPLES = """\
 examples:
   milebench check-specs --specs my-specs        # your specs, over the kit's
@@ -255,7 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FAMILY",
         default=None,
         help="Run the stage command in this family's Docker image (recorded by `milebench image build`) "
-        "instead of this process: run spec docker_jobs: all. Default: in this process.",
+        "instead of this process: --config docker_jobs=all. Default: in this process.",
     )
     sub = parser.add_subparsers(
         dest="command",
@@ -302,11 +302,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--out",
         type=Path,
         default=DEFAULT_SPECS / "schemas",
-        help="Folder to write them into (default: the kit's own, milebench/specs/schemas).",
+        help="Folder to write them into (default: the kit's own, specs/schemas).",
     )
 
     p = add(
-        "fixture", "milebench.fixture.commands:fixture", "Generate the mini-MileBench archives + lock.", data
+        "fixture",
+        "milebench.benchmarks.milebench.fixture.commands:fixture",
+        "Generate the mini-MileBench archives + lock.",
+        data,
     )
     p.add_argument("--out", type=Path, required=True, help="Mirror folder to write archives and lock into.")
     p.add_argument("--seed", type=int, default=0, help="Seed of the generated samples.")
@@ -340,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--out",
         type=Path,
         default=DEFAULT_SPECS / "locks" / "milebench-hub.lock.yaml",
-        help="The lock to write (default: the kit's own, milebench/specs/locks/milebench-hub.lock.yaml).",
+        help="The lock to write (default: the kit's own, specs/locks/milebench-hub.lock.yaml).",
     )
 
     p = add(
@@ -555,7 +558,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = image(
         "uri",
         "milebench.containers.commands:image_uri",
-        "Print the registry reference runtime apptainer pulls for a family.",
+        "Print the registry reference deployment apptainer pulls for a family.",
     )
     p.add_argument("--family", required=True, help="A folder under containers/.")
     p.add_argument("--registry", required=True, help="e.g. docker://ghcr.io/<org>/milebench")
@@ -608,7 +611,7 @@ def build_parser() -> argparse.ArgumentParser:
         "container-infer",
         "milebench.containers.commands:container_infer",
         "Run `infer` in its image.",
-        None,  # the infer rule's form under runtime docker
+        None,  # the infer rule's form under deployment docker
     )
     _job_args(p, model=True, many_tasks=True)
     _threads_arg(p)

@@ -1,8 +1,8 @@
 """Helpers of the benchmarks' rules, included by the top Snakefile: the functions their params, inputs and
 containers call (here, as Snakemake's lint wants functions apart from rules).
 
-Untracked, image_uri and job_root serve every benchmark; the others read rules/milebench.smk's globals (the
-run, its models, the runtime) when a MileBench job is planned.
+Untracked, image_uri and job_root serve every benchmark; the others read MileBench's rules file's globals (the
+run, its models, the deployment) when a MileBench job is planned.
 """
 
 import sys
@@ -25,8 +25,8 @@ class Untracked:
 
 
 def image_uri(family_name, registry=None):
-    """The image a family's jobs run in under runtime apptainer (inert for the other runtimes): pulled
-    from the run's image registry, else the one built beside the image records."""
+    """The image a family's jobs run in under deployment apptainer (inert for the others): pulled from
+    the configured image registry, else the one built beside the image records."""
     if registry is not None:
         return registry_uri(registry, family_name)
     return str((RECORDS_DIR / f"{family_name}.sif").resolve())
@@ -70,7 +70,7 @@ def stage_image(family_name):
 
 
 def stage_mb(family_name):
-    """The `milebench` of a stage job: in the family's image under docker_jobs: all."""
+    """The `milebench` of a stage job: in the family's image under docker_jobs=all."""
     return Untracked(f"{MB} --in-image {family_name}") if ALL_IN_IMAGES else MB
 
 

@@ -112,11 +112,12 @@ class BoxedRun:
         return {**os.environ, "PYTHONPATH": str(self.checkout)}
 
 
-def snakemake_in(checkout: Path, root: Path, run: str) -> None:
-    """Run ``run`` of ``root/specs`` to its report with the checkout's Snakefile and images."""
+def snakemake_in(checkout: Path, root: Path, run: str, *placement: str) -> None:
+    """Run ``run`` of ``root/specs`` to its report with the checkout's Snakefile and images, where the
+    ``placement`` config keys say (``deployment=docker``; default: on the host)."""
     build = [f"image_base={LOCAL_BASE}"] + ([f"image_ca_bundle={HOST_CA}"] if HOST_CA.is_file() else [])
     command = [sys.executable, "-m", "snakemake", "--snakefile", str(checkout / "Snakefile"), "--cores", "2"]
-    config = ["--config", f"run={run}", f"specs={root / 'specs'}", *build]
+    config = ["--config", f"run={run}", f"specs={root / 'specs'}", *build, *placement]
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     done = subprocess.run([*command, *config], cwd=root, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -150,9 +151,9 @@ def cpu_checkout_at(root: Path, wheel: Path) -> tuple[Path, Path]:
 
 
 def run_boxed(checkout: Path, records: Path, root: Path) -> BoxedRun:
-    """Random and tiny LLaVA through the DAG in ``root`` with ``docker_jobs: all``, fixture to report: the
+    """Random and tiny LLaVA through the DAG in ``root`` with ``docker_jobs=all``, fixture to report: the
     stages in the kit image, the tiny model's weights and inference in hf-current's."""
-    write_run(root, BOXED_RUN, models=["random", "tiny-llava"], runtime="docker", docker_jobs="all")
+    write_run(root, BOXED_RUN, models=["random", "tiny-llava"])
     shutil.copytree(records, root / image.RECORDS_DIR)
-    snakemake_in(checkout, root, BOXED_RUN)
+    snakemake_in(checkout, root, BOXED_RUN, "deployment=docker", "docker_jobs=all")
     return BoxedRun(checkout, records, root)

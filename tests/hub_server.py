@@ -22,8 +22,8 @@ from pathlib import Path
 
 import requests
 
-from milebench.fixture.generate import write_tree
-from milebench.fixture.pack import pack_mirror
+from milebench.benchmarks.milebench.fixture.generate import write_tree
+from milebench.benchmarks.milebench.fixture.pack import pack_mirror
 from milebench.infer.adapter import AdapterError
 from milebench.infer.tiny import build_tiny
 from milebench.paths import RunPaths

@@ -1,4 +1,4 @@
-"""Writes the tiny real-task inputs under milebench/specs/mmlongembed/tasks/ (committed; the embed-smoke
+"""Writes the tiny real-task inputs under specs/mmlongembed/tasks/ (committed; the embed-smoke
 run and the real-task tests read them). Run from the repository root.
 
 Multi-Source Reasoning (``reasoning.jsonl``): five made-up documents, each with two to four evidence
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-HERE = Path(__file__).resolve().parents[1] / "milebench" / "specs" / "mmlongembed" / "tasks"
+HERE = Path(__file__).resolve().parents[1] / "specs" / "mmlongembed" / "tasks"
 TOPICS = [
     ("Marlow", "glassblower", "Quenby", "amber lanterns", "1821"),
     ("Tessaly", "clockmaker", "Orrin", "brass astrolabes", "1794"),

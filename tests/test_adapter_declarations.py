@@ -1,7 +1,8 @@
-"""Adapter families are found where they live: one module with a literal ``ADAPTER`` adds a family.
+"""A model family is a module, one entry point line and a spec: an installed distribution outside the kit
+adds one without editing any kit file, and the kit's own families are registered the same way.
 
-Each test runs Python on a copy of the package with one module added, so it checks that nothing but
-that module needs editing (no list elsewhere names the kinds).
+Each outside test writes a package ``toyfam`` and its distribution metadata into a folder put on
+PYTHONPATH (as pip installs a wheel beside the kit), and runs Python there.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from package_copy import package_with, run_with
+import yaml
+from package_copy import PACKAGE, run_with
 
-from milebench.spec.adapters import AdapterDeclaration, _declared_in, declared
+from milebench.spec.adapters import DECLARATION, ENTRY_POINTS, declarations_in, declared, declared_adapters
 from milebench.spec.base import SpecError
 
 ADAPTER_LITERAL = {
@@ -23,110 +25,176 @@ ADAPTER_LITERAL = {
     "entry": "ToyEchoAdapter",
     "environment": ["TOY_ECHO_KEY"],
     "execution": "generic",
-    "tiny": {"family": "toy", "builder": "milebench.infer.toy_echo:build_tiny_toy"},
+    "tiny": {"family": "toy", "builder": "toyfam:build_tiny_toy"},
 }
-"""The literal ``TOY_MODULE`` declares."""
+"""The literal the toy family's module declares."""
 
-TOY_BODY = """
+TOY_BODY = '''
 
 class ToyEchoAdapter:
+    """Answers every sample with its own model's name and the sample's id."""
+
+    version = "1"
+
     def __init__(self, spec, paths, data_root):
-        self.spec = spec
+        self.name = spec.name
+
+    def generate(self, samples):
+        return [f"{self.name}:{s.sample_id}" for s in samples]
 
 
 def build_tiny_toy(spec, out_dir: Path) -> None:
     out_dir.mkdir(parents=True)
     (out_dir / "config.json").write_text("{}")
-"""
-
-
-def toy_module(adapter: dict[str, object]) -> str:
-    """A family the kit never shipped, declaring ``adapter`` as a literal ``ADAPTER``."""
-    header = '"""A family the kit never shipped: answers every prompt with its own name."""\n\n'
-    return header + f"from pathlib import Path\n\nADAPTER = {adapter!r}\n" + TOY_BODY
-
-
-TOY_MODULE = toy_module(ADAPTER_LITERAL)
-
+'''
 
 TOY_SPEC = {
     "name": "toy",
     "display_name": "Toy",
-    "section": "kit",
+    "section": "user",
     "adapter": "toy-echo",
     "weights": {"kind": "tiny", "family": "toy"},
-    "notes": "a test family",
+    "notes": "a family from outside the kit",
 }
 
 
-def run_python(root: Path, code: str) -> subprocess.CompletedProcess[str]:
-    return run_with(root, ["-c", textwrap.dedent(code)])
+def toy_module(adapter: dict[str, object]) -> str:
+    """A family the kit never shipped, declaring ``adapter`` as a literal ``ADAPTER``."""
+    header = '"""A family the kit never shipped."""\n\nfrom pathlib import Path\n\n'
+    return f"{header}ADAPTER = {adapter!r}\n{TOY_BODY}"
 
 
-def test_a_new_adapter_module_is_a_new_family_without_editing_anything_else(tmp_path: Path) -> None:
-    root = package_with(tmp_path, {"infer/toy_echo.py": TOY_MODULE})
+def toy_distribution(
+    tmp_path: Path, module: str, entry_point: str = "toy-echo = toyfam:ToyEchoAdapter"
+) -> Path:
+    """A folder for PYTHONPATH holding ``toyfam`` and its metadata, with one entry point line of
+    group milebench.adapters."""
+    site = tmp_path / "site"
+    (site / "toyfam").mkdir(parents=True)
+    (site / "toyfam" / "__init__.py").write_text(module, encoding="utf-8")
+    meta = site / "toyfam-0.1.dist-info"
+    meta.mkdir()
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: toyfam\nVersion: 0.1\n")
+    (meta / "entry_points.txt").write_text(f"[{ENTRY_POINTS}]\n{entry_point}\n")
+    return site
+
+
+def overlay(tmp_path: Path, spec: dict[str, object]) -> Path:
+    """A user's specs folder (no paper.yaml: an overlay of the kit's) holding one model spec."""
+    folder = tmp_path / "my-specs"
+    (folder / "models").mkdir(parents=True)
+    (folder / "models" / "toy.yaml").write_text(yaml.safe_dump(spec))
+    return folder
+
+
+def run_python(site: Path, code: str) -> subprocess.CompletedProcess[str]:
+    return run_with(site, ["-c", textwrap.dedent(code)], cwd=site.parent)
+
+
+def test_a_family_outside_the_kit_is_found_validated_and_answers_a_sample(tmp_path: Path) -> None:
+    site = toy_distribution(tmp_path, toy_module(ADAPTER_LITERAL))
+    specs = overlay(tmp_path, TOY_SPEC)
+    checked = run_with(site, ["-m", "milebench", "--specs", str(specs), "check-specs"])
+    assert checked.returncode == 0, checked.stderr[-2000:]
     done = run_python(
-        root,
+        site,
         f"""
         import json, sys
         from pathlib import Path
-        from milebench.spec.model import ModelSpec
-        spec = ModelSpec.model_validate({TOY_SPEC!r})
+        from milebench.spec.registry import load_specs
+        spec = load_specs(Path({str(specs)!r})).models["toy"]
         torch_loaded = "torch" in sys.modules
+        from milebench.commands.specs import schema_text
+        from milebench.spec.model import ModelSpec
         from milebench.spec.execution import GENERIC
         from milebench.spec.model_execution import execution_of
-        from milebench.infer.registry import adapter_class, adapter_environment
+        from milebench.infer.engine import run_model
+        from milebench.infer.registry import adapter_environment, load_adapter
         from milebench.infer.tiny import build_tiny
+        from milebench.paths import RunPaths
+        from milebench.records import PreparedSample
+        sample = PreparedSample(
+            task="WebQA", mode="multi-image", sample_id=7, instruction="Answer.", context="Which?",
+            images=(), image_sha256=(), prompt_sha256="0" * 64, question_type="open-ended",
+            choices=None, response="toy:7", image_quantity_level="Few", n_images=0,
+        )
+        paths = RunPaths(out=Path("out"), reports=Path("out"))
+        run_model(load_adapter(spec, paths, Path(".")), spec, [sample], Path("p.jsonl"))
         build_tiny(spec, Path("tiny"))
         print(json.dumps({{
             "torch_loaded": torch_loaded,
-            "class": adapter_class(spec).__name__,
+            "answer": json.loads(Path("p.jsonl").read_text().splitlines()[0])["response"],
             "environment": list(adapter_environment(spec)),
             "generic": execution_of(spec) is GENERIC,
             "built": Path("tiny/config.json").is_file(),
-            "schema": ModelSpec.model_json_schema()["$defs"]["AdapterKind"]["enum"],
+            "schema": schema_text(ModelSpec),
         }}))
         """,
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout)
     assert found["torch_loaded"] is False  # specs validate in images without torch
-    assert found["class"] == "ToyEchoAdapter"
+    assert found["answer"] == "toy:7"
     assert found["environment"] == ["TOY_ECHO_KEY"]
     assert found["generic"] and found["built"]
-    assert "toy-echo" in found["schema"] and "unported" in found["schema"]
+    committed = (PACKAGE / "specs" / "schemas" / "model.schema.json").read_text(encoding="utf-8")
+    assert found["schema"] == committed  # a new family leaves the published schema as it is
 
 
-def test_an_unknown_kind_is_refused_naming_the_known_ones(tmp_path: Path) -> None:
-    root = package_with(tmp_path, {"infer/toy_echo.py": TOY_MODULE})
-    done = run_python(
-        root,
-        f"""
-        from milebench.spec.base import validate_mapping
-        from milebench.spec.model import ModelSpec
-        validate_mapping("models/toy.yaml", {{**{TOY_SPEC!r}, "adapter": "toy-echoes"}}, ModelSpec)
-        """,
-    )
-    assert done.returncode != 0
-    assert "models/toy.yaml: adapter: Input should be" in done.stderr
-    assert "'toy-echo'" in done.stderr and "'hf-llava'" in done.stderr and "'unported'" in done.stderr
+def test_a_spec_naming_an_unknown_adapter_names_its_file_field_and_the_known_ones(tmp_path: Path) -> None:
+    site = toy_distribution(tmp_path, toy_module(ADAPTER_LITERAL))
+    specs = overlay(tmp_path, {**TOY_SPEC, "adapter": "toy-echoes"})
+    done = run_with(site, ["-m", "milebench", "--specs", str(specs), "check-specs"])
+    assert done.returncode == 2
+    line = f"{specs / 'models' / 'toy.yaml'}: adapter: unknown adapter 'toy-echoes'; known: "
+    assert line in done.stderr, done.stderr[-2000:]
+    known = done.stderr.split(line)[1].splitlines()[0].split(", ")
+    assert {"toy-echo", "hf-llava", "unported"} <= set(known)
+    assert "Traceback" not in done.stderr
+
+
+def test_an_unknown_tiny_family_is_named_with_the_known_ones(tmp_path: Path) -> None:
+    site = toy_distribution(tmp_path, toy_module(ADAPTER_LITERAL))
+    specs = overlay(tmp_path, {**TOY_SPEC, "weights": {"kind": "tiny", "family": "toys"}})
+    done = run_with(site, ["-m", "milebench", "--specs", str(specs), "check-specs"])
+    assert done.returncode == 2
+    assert "weights.tiny.family: unknown tiny family 'toys'; known: " in done.stderr
+    assert "toy, " in done.stderr.split("known: ")[1]
 
 
 def test_a_bad_declaration_names_its_file_and_field(tmp_path: Path) -> None:
-    bad = toy_module({**ADAPTER_LITERAL, "colour": "red"})
-    root = package_with(tmp_path, {"infer/toy_echo.py": bad})
-    done = run_python(root, "import milebench.spec.model")
-    assert done.returncode != 0
-    assert "infer/toy_echo.py: ADAPTER.colour: Extra inputs are not permitted" in done.stderr
+    site = toy_distribution(tmp_path, toy_module({**ADAPTER_LITERAL, "colour": "red"}))
+    done = run_with(site, ["-m", "milebench", "check-specs"])
+    assert done.returncode == 2
+    assert f"{site / 'toyfam' / '__init__.py'}: ADAPTER.colour: Extra inputs are not permitted" in done.stderr
 
 
-def test_a_kind_declared_twice_names_both_modules(tmp_path: Path) -> None:
-    twice = toy_module({**ADAPTER_LITERAL, "kind": "hf-llava"})
-    root = package_with(tmp_path, {"infer/toy_echo.py": twice})
-    done = run_python(root, "import milebench.spec.model")
-    assert done.returncode != 0
-    assert "ADAPTER.kind: 'hf-llava' is also declared in" in done.stderr
-    assert "hf_llava.py" in done.stderr and "toy_echo.py" in done.stderr
+@pytest.mark.parametrize(
+    ("entry_point", "message"),
+    [
+        ("hf-llava = toyfam:ToyEchoAdapter", "'hf-llava' is also registered as "),
+        ("unported = toyfam:ToyEchoAdapter", "'unported' is reserved"),
+        ("toy-echo = toyfam", "not `module:Class`"),
+        ("toy-echo = toyfamily:ToyEchoAdapter", "no module 'toyfamily' with a source file is installed"),
+    ],
+)
+def test_a_bad_entry_point_is_named(tmp_path: Path, entry_point: str, message: str) -> None:
+    site = toy_distribution(tmp_path, toy_module(ADAPTER_LITERAL), entry_point)
+    done = run_with(site, ["-m", "milebench", "check-specs"])
+    assert done.returncode == 2
+    name, value = (part.strip() for part in entry_point.split("="))
+    assert f"entry point {name} = {value!r} of group {ENTRY_POINTS}: {message}" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_an_entry_point_its_module_does_not_declare_is_named(tmp_path: Path) -> None:
+    site = toy_distribution(tmp_path, toy_module(ADAPTER_LITERAL), "toy-other = toyfam:ToyEchoAdapter")
+    done = run_with(site, ["-m", "milebench", "check-specs"])
+    assert done.returncode == 2
+    assert (
+        f"{site / 'toyfam' / '__init__.py'}: ADAPTER: declares no kind 'toy-other' of class 'ToyEchoAdapter'"
+        in done.stderr
+    )
 
 
 # The same rules in this process, on a module written to a folder: what one module's ``ADAPTER`` declares.
@@ -139,24 +207,11 @@ def write_module(root: Path, relative: str, text: str) -> Path:
     return path
 
 
-def test_a_module_s_literal_declares_an_adapter_of_that_module(tmp_path: Path) -> None:
-    module = write_module(tmp_path, "infer/toy_echo.py", TOY_MODULE)
-    [found] = _declared_in(tmp_path, module)
-    assert (found.module, found.path, found.target) == (
-        "milebench.infer.toy_echo",
-        module,
-        "milebench.infer.toy_echo:ToyEchoAdapter",
-    )
-    assert found.declaration == AdapterDeclaration.model_validate(ADAPTER_LITERAL)
-    package = write_module(tmp_path, "infer/toy/__init__.py", TOY_MODULE)
-    assert [d.module for d in _declared_in(tmp_path, package)] == ["milebench.infer.toy"]
-
-
 def test_only_a_single_name_assigned_a_literal_declares(tmp_path: Path) -> None:
     none = write_module(tmp_path, "a.py", "ADAPTER = None\n")
     chained = write_module(tmp_path, "b.py", f"ADAPTER = OTHER = {ADAPTER_LITERAL!r}\n")
     mentioned = write_module(tmp_path, "c.py", '"""Declares no ADAPTER = here."""\n')
-    assert [_declared_in(tmp_path, p) for p in (none, chained, mentioned)] == [[], [], []]
+    assert [declarations_in(p) for p in (none, chained, mentioned)] == [[], [], []]
 
 
 def test_a_bad_declaration_in_a_list_names_its_index_and_field(tmp_path: Path) -> None:
@@ -166,7 +221,7 @@ def test_a_bad_declaration_in_a_list_names_its_index_and_field(tmp_path: Path) -
     one = write_module(tmp_path, "one.py", f"ADAPTER = [{bad!r}]\n")
     for path, field in ((single, "ADAPTER.colour"), (listed, "ADAPTER.1.colour"), (one, "ADAPTER.0.colour")):
         with pytest.raises(SpecError) as err:
-            _declared_in(tmp_path, path)
+            declarations_in(path)
         assert str(err.value) == f"{path}: {field}: Extra inputs are not permitted"
 
 
@@ -174,3 +229,14 @@ def test_a_kind_s_declaration_is_found_where_its_module_lives() -> None:
     found = declared("hf-llava")
     assert found is not None and found.target == "milebench.infer.hf_llava:HfLlavaAdapter"
     assert declared("unported") is None and declared("no-such-kind") is None
+
+
+def test_every_declaration_in_the_kit_is_registered() -> None:
+    """A kit module that declares a family without its line in pyproject.toml would never run."""
+    registered = {(d.module, d.declaration.kind) for d in declared_adapters().values()}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if f"{DECLARATION} =" not in path.read_text(encoding="utf-8"):
+            continue
+        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        for declaration in declarations_in(path):
+            assert (module, declaration.kind) in registered, f"{path}: {declaration.kind} not registered"

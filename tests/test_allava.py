@@ -28,6 +28,7 @@ from milebench.records import FailureKind, Prediction
 from milebench.spec.execution import PAPER, Decoding, ImagePreprocessing, PromptTemplate
 from milebench.spec.model import ModelSpec
 from milebench.spec.model_execution import for_run
+from milebench.spec.policy import RunPolicy
 from milebench.spec.registry import load_specs
 from milebench.spec.run import ContextOverflow
 
@@ -182,7 +183,7 @@ def test_the_window_counts_every_picture_as_its_features(checkpoint: Path, paths
     assert load(checkpoint, paths, max_context_len=10).generate([sample]) == answer, (
         "answered over the window"
     )
-    strict = ContextOverflow.REFUSE
+    strict = RunPolicy(context_overflow=ContextOverflow.REFUSE)
     exact = load_adapter(allava_spec(checkpoint, max_context_len=n_tokens), paths, paths.data_root, strict)
     assert exact.generate([sample]) == answer
     short = load_adapter(

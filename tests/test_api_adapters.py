@@ -593,6 +593,7 @@ def test_hostile_provider_cannot_get_the_key_written_or_logged(
     assert_no_key(tmp_path, caplog)
 
 
+@pytest.mark.slow
 def test_a_bundle_of_a_run_against_a_hostile_provider_holds_no_key(tmp_path: Path) -> None:
     """A run of the real pipeline (Snakemake) against a provider that echoes the key spelled out and
     reversed, in answers and in errors, then `milebench archive`: its predictions, journals and logs

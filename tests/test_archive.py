@@ -35,6 +35,7 @@ from milebench.archive.weights import hub_snapshot
 from milebench.archive.workspace import open_workspace
 from milebench.io import sha256_file
 from milebench.provenance import KIT_ROOT
+from milebench.spec.benchmark import benchmarks
 from milebench.spec.registry import load_specs
 
 RUN = "archived"
@@ -70,6 +71,7 @@ def copy_of(bundle: Path, tmp_path: Path) -> Path:
     return dest
 
 
+@pytest.mark.slow
 def test_bundle_holds_the_run_its_specs_source_data_and_weights(bundle: Path, run_root: Path) -> None:
     manifest = read_manifest(bundle)
     by_path = {e.path: e for e in manifest.files}
@@ -92,7 +94,7 @@ def test_bundle_holds_the_run_its_specs_source_data_and_weights(bundle: Path, ru
         "specs/models/tiny-llava.yaml": "spec",
         "specs/locks/weights.lock.yaml": "lock",
         "source/Snakefile": "workflow",
-        "source/rules/milebench.smk": "workflow",
+        "source/milebench/benchmarks/milebench/rules.smk": "workflow",
         "source/rules/common.smk": "workflow",
         "ro-crate-metadata.json": "crate",
     }
@@ -100,7 +102,7 @@ def test_bundle_holds_the_run_its_specs_source_data_and_weights(bundle: Path, ru
     assert any(p.startswith(f"run/reports/{RUN}/figures/") for p in by_path)
     # Caches and bulk that re-creating the run makes anyway stay out.
     assert not [p for p in by_path if "/data/MileBench/" in p or p.endswith(".lock") or "/." in p]
-    assert not [p for p in by_path if "/benchmarks/" in p or p.startswith(f"{out}/mirror/MileBench_")]
+    assert not [p for p in by_path if p.startswith((f"{out}/benchmarks/", f"{out}/mirror/MileBench_"))]
     # Every file is on disk with the size and sha256 the manifest says, and nothing else is.
     on_disk = {p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file()} - {MANIFEST}
     assert on_disk == set(by_path)
@@ -119,6 +121,7 @@ def test_bundle_holds_the_run_its_specs_source_data_and_weights(bundle: Path, ru
     assert by_path[f"{out}/aggregate.json"].backs == ("Results Reproduced",)
 
 
+@pytest.mark.slow
 def test_hashes_pass_and_only_the_available_badge_is_granted_without_images(
     bundle: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -130,6 +133,7 @@ def test_hashes_pass_and_only_the_available_badge_is_granted_without_images(
     assert "| Functional | no |" in text and "| Results Reproduced | no |" in text
 
 
+@pytest.mark.slow
 def test_archiving_twice_gives_byte_identical_bundles(run_root: Path, bundle: Path, tmp_path: Path) -> None:
     again = tmp_path / "bundle"
     assert archive(run_root, again, "--with-data", "--with-weights", "--tarball") == 0
@@ -169,6 +173,7 @@ def tamper_extra(bundle: Path) -> str:
     return "run/extra.txt: not in the manifest"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tamper", [tamper_prediction, tamper_missing, tamper_spec, tamper_extra])
 def test_tampering_is_caught_named_in_one_line_and_exits_non_zero(
     tamper, bundle: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
@@ -183,6 +188,7 @@ def test_tampering_is_caught_named_in_one_line_and_exits_non_zero(
     assert "Traceback" not in printed.err and "| Available | no |" in printed.out
 
 
+@pytest.mark.slow
 def test_archive_refuses_an_existing_folder_and_an_unfinished_run(
     run_root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -216,6 +222,7 @@ def test_verify_names_a_folder_that_is_no_bundle(tmp_path: Path, caplog: pytest.
     assert f"{tmp_path / MANIFEST}: missing: not a bundle" in caplog.text
 
 
+@pytest.mark.slow
 def test_verify_takes_the_tarball_as_the_folder_and_catches_a_tampered_one(
     bundle: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -256,6 +263,7 @@ def link(name: str, target: str, kind: bytes = tarfile.SYMTYPE) -> tuple[tarfile
     return info, b""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("member", "refusal"),
     [
@@ -290,6 +298,7 @@ def test_a_tarball_member_outside_the_bundle_folder_or_a_link_is_refused_before_
     assert list(scratch.iterdir()) == [] and not (tmp_path / "escape.txt").exists()
 
 
+@pytest.mark.slow
 def test_crate_is_a_workflow_run_crate_of_the_bundle(bundle: Path) -> None:
     crate = ROCrate(bundle)
     assert crate.mainEntity.id == "source/Snakefile"
@@ -304,9 +313,11 @@ def test_crate_is_a_workflow_run_crate_of_the_bundle(bundle: Path) -> None:
     files = [e for e in crate.data_entities if e.id in manifest and e.id != "source/Snakefile"]
     assert len(files) == len(manifest) - 2  # all but the crate itself and the workflow
     assert all(f["sha256"] == manifest[f.id] for f in files)
-    # The rules files the Snakefile includes are parts of the workflow, as the checkout has them.
-    rules = sorted(p.relative_to(KIT_ROOT).as_posix() for p in (KIT_ROOT / "rules").glob("*.smk"))
-    assert sorted(e.id for e in crate.mainEntity["hasPart"]) == [f"source/{r}" for r in rules]
+    # The rules files the Snakefile includes are parts of the workflow: its helpers and every benchmark's.
+    rules = [KIT_ROOT / "rules" / "common.smk"]
+    rules += [b.rules_file(KIT_ROOT) for b in benchmarks().values()]
+    parts = sorted(f"source/{p.resolve().relative_to(KIT_ROOT).as_posix()}" for p in rules)
+    assert sorted(e.id for e in crate.mainEntity["hasPart"]) == parts
 
 
 def git_blob(data: bytes) -> str:
@@ -347,6 +358,7 @@ def test_hub_weights_are_bundled_at_their_pinned_commit_and_checked_against_thei
         hub_snapshot(cache, "org/m", {revision}, "m")
 
 
+@pytest.mark.slow
 def test_without_an_engine_the_environment_checks_do_not_run_and_verify_fails(
     bundle: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -358,6 +370,7 @@ def test_without_an_engine_the_environment_checks_do_not_run_and_verify_fails(
     assert "no Docker engine answers" in out and "| Available | yes |" in out and "| Functional | no |" in out
 
 
+@pytest.mark.slow
 def test_rerun_plan_says_why_a_cell_cannot_be_rerun_from_the_bundle(
     run_root: Path, bundle: Path, tmp_path: Path
 ) -> None:
@@ -379,6 +392,7 @@ def test_rerun_plan_says_why_a_cell_cannot_be_rerun_from_the_bundle(
         choose(read_manifest(bare), ["random:ActionSequence"], per_model=1, seed=0)
 
 
+@pytest.mark.slow
 def test_scratch_copy_loses_what_verify_recomputes_and_never_touches_the_bundle(
     bundle: Path, tmp_path: Path
 ) -> None:
@@ -397,6 +411,7 @@ def test_scratch_copy_loses_what_verify_recomputes_and_never_touches_the_bundle(
     assert verify_hashes(bundle) == 0
 
 
+@pytest.mark.slow
 def test_the_archive_target_packs_a_finished_run(run_root: Path) -> None:
     planned = snakemake(run_root, "-n", "--quiet", "rules", "--cores", "1", "archive",
                         "--config", f"run={RUN}", f"specs={run_root / 'specs'}")  # fmt: skip

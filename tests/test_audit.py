@@ -12,8 +12,8 @@ import pytest
 from milebench.audit.batch import batch_audit, compare_sample, first_divergence
 from milebench.audit.stats import wilson_rate
 from milebench.audit.trace import Trace, row_length, traced
+from milebench.benchmarks.milebench.fixture.prepared import prepared_fixture
 from milebench.cli import main
-from milebench.fixture.prepared import prepared_fixture
 from milebench.infer.engine import run_model
 from milebench.infer.oracle import OracleAdapter
 from milebench.infer.registry import load_adapter
@@ -24,7 +24,7 @@ from milebench.preprocess.regime import regime_for
 from milebench.records import Prediction, PreparedSample
 from milebench.score.commands import score_task, write_scores
 from milebench.score.normalize import normalize
-from milebench.score.registry import SCORERS
+from milebench.score.registry import scorer
 from milebench.spec.model_execution import for_run
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode
@@ -123,7 +123,7 @@ def test_batch_audit_reports_a_planted_batch_effect(
     samples = [s for rows in by_task.values() for s in rows]
     backend = OneInTenBackend(in_batches=True)
     summary, changes = batch_audit(
-        lambda batch: traced(backend, batch), samples, specs.tasks, SCORERS["paper"], (1, 4), repeats=2
+        lambda batch: traced(backend, batch), samples, specs.tasks, scorer("paper"), (1, 4), repeats=2
     )
     rates = {(row.task, row.batch_size): row for row in summary}
     for task in (*TASKS, "all"):

@@ -175,6 +175,7 @@ def as_rows(table: AuditTable) -> list[list[str]]:
     return [list(table.header), *(list(row) for row in table.rows)]
 
 
+@pytest.mark.slow
 def test_snakemake_runs_the_declared_audits_and_the_report_renders_their_files(tmp_path: Path) -> None:
     """Run B answers with the batched variant; run A declares a batch audit of tiny-llava and its drift
     against run B. The report's audit tables are the audit files' tables, cell for cell."""
@@ -229,11 +230,12 @@ def test_snakemake_runs_the_declared_audits_and_the_report_renders_their_files(t
 def test_a_batch_audit_of_another_variant_runs_in_that_variants_image(
     specs_dir: Path, tmp_path: Path
 ) -> None:
-    """Under runtime docker, a batch audit of tiny LLaVA's vllm variant in a run of its paper choices
+    """Under deployment docker, a batch audit of tiny LLaVA's vllm variant in a run of its paper choices
     plans its job in the vllm image, with that image's record as input, not the model's own."""
     batch = {"model": "tiny-llava", "variant": "vllm", "tasks": TASKS[:1]}
-    audited_run(specs_dir, "audited", {"batch": [batch]}, runtime="docker", modes=["multi-image"])
-    plan = snakemake(tmp_path, "-n", "-p", "audit", "--config", "run=audited", f"specs={specs_dir}")
+    audited_run(specs_dir, "audited", {"batch": [batch]}, modes=["multi-image"])
+    config = ["--config", "run=audited", f"specs={specs_dir}", "deployment=docker"]
+    plan = snakemake(tmp_path, "-n", "-p", "audit", *config)
     job = plan[plan.index("rule audit_batch_0:") :]
     job = job[: job.index("\n\n")]
     own = load_specs(specs_dir).models["tiny-llava"].container

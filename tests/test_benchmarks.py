@@ -8,6 +8,7 @@ import subprocess
 import textwrap
 from pathlib import Path
 
+import pytest
 import yaml
 from package_copy import run_with
 
@@ -135,6 +136,7 @@ def test_a_run_in_another_benchmarks_folder_is_refused_by_its_field(tmp_path: Pa
     )
 
 
+@pytest.mark.slow
 def test_a_benchmark_outside_the_kit_plugs_in_by_one_entry_point(tmp_path: Path) -> None:
     """Its command, rules and specs come from its own package; the kit's files are used as they are."""
     site = distribution(tmp_path, TOY_PACKAGE, "toybench:BENCHMARK")

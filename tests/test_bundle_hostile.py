@@ -145,6 +145,7 @@ def image_file_climbs_out(bundle: Path, victim: Path, manifest: ManifestJson) ->
     return f"images.0.file: Value error, '../{victim.name}/secret.txt' is not a path inside the bundle"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "attack", [run_climbs_out, aggregate_climbs_out, cell_is_no_cell, image_file_climbs_out]
 )
@@ -169,6 +170,7 @@ def hostile_aggregate(manifest: BundleManifest, victim: Path) -> BundleManifest:
     return manifest.model_copy(update={"files": files})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hostile", [hostile_run, hostile_aggregate])
 def test_the_scratch_copy_writes_and_removes_nothing_outside_its_folder(
     hostile: Hostile, small_bundle: Path, victim: Path, tmp_path: Path
@@ -199,6 +201,7 @@ def entry_under_a_link(bundle: Path, victim: Path, manifest: ManifestJson) -> st
     return "hashes failed: run/leak/secret.txt: a link or under one: not read (a bundle holds no links)"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", [entry_climbs_out, entry_is_absolute, entry_under_a_link])
 def test_a_file_outside_the_bundle_is_never_read_described_or_badged(
     attack: Attack, attacked: Attacked, victim: Path
@@ -230,6 +233,7 @@ def is_too_long(bundle: Path, victim: Path, manifest: ManifestJson) -> str:
     return f"over the limit of {MAX_MANIFEST_BYTES} bytes of a bundle manifest"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", [claims_64_gib, lists_too_many_files, is_too_long])
 def test_what_a_manifest_may_claim_is_bounded_before_any_file_is_read(
     attack: Attack, attacked: Attacked

@@ -17,7 +17,7 @@ from milebench.spec.benchmark import benchmarks
 PARSER = build_parser()
 HELP = PARSER.format_help()
 HIDDEN = {"container-infer"}
-"""The commands only rules call: the infer rule's form under runtime docker."""
+"""The commands only rules call: the infer rule's form under deployment docker."""
 
 
 def sections(text: str) -> dict[str, list[str]]:

@@ -47,7 +47,7 @@ from milebench.io import atomic_write_jsonl, read_jsonl
 from milebench.paths import RunPaths
 from milebench.records import PreparedSample
 from milebench.spec.base import SpecError
-from milebench.spec.model import AdapterKind, ModelSpec
+from milebench.spec.model import ModelSpec
 from milebench.spec.paper import ContaminationTable, ImageQuantityTable, MainTable, PaperSpec
 from milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.spec.task import Group, QuestionType, ScorerKind
@@ -208,7 +208,10 @@ def fake_checkout(root: Path) -> Path:
     (root / "containers" / "kit" / "requirements.lock").write_text("rouge==1.0.1 \\\n    --hash=sha256:00\n")
     (root / "containers" / "no-extra-ca.pem").write_text("# none\n")
     (root / "pyproject.toml").write_text("[project]\nname='x'\n")
+    (root / "setup.py").write_text("import setuptools\n")
     (root / "README.md").write_text("readme\n")
+    (root / "specs").mkdir()
+    (root / "specs" / "__init__.py").write_text("")
     (root / "milebench" / "__pycache__").mkdir(parents=True)
     (root / "milebench" / "__init__.py").write_text("")
     (root / "milebench" / "__pycache__" / "x.pyc").write_bytes(b"\0")
@@ -233,11 +236,11 @@ def test_source_hash_follows_the_package_not_caches_or_readme(tmp_path: Path) ->
 def test_source_hash_follows_package_data_but_not_the_default_specs(tmp_path: Path) -> None:
     """Templates and fonts are part of what a job in the image does; the specs are mounted by --specs."""
     root = fake_checkout(tmp_path)
-    (root / "milebench" / "specs" / "runs").mkdir(parents=True)
-    (root / "milebench" / "specs" / "runs" / "smoke.yaml").write_text("name: smoke\n")
+    (root / "specs" / "runs").mkdir(parents=True)
+    (root / "specs" / "runs" / "smoke.yaml").write_text("name: smoke\n")
     first = image.source_sha256(root)
-    (root / "milebench" / "specs" / "runs" / "smoke.yaml").write_text("name: smoke  # edited\n")
-    (root / "milebench" / "specs" / "paper.yaml").write_text("new: 1\n")
+    (root / "specs" / "runs" / "smoke.yaml").write_text("name: smoke  # edited\n")
+    (root / "specs" / "paper.yaml").write_text("new: 1\n")
     assert image.source_sha256(root) == first
     (root / "milebench" / "report" / "templates").mkdir(parents=True)
     (root / "milebench" / "report" / "templates" / "report.html.j2").write_text("{{ report }}\n")
@@ -260,6 +263,8 @@ def test_context_holds_only_the_package_family_and_ca(tmp_path: Path) -> None:
         "extra-ca.pem",
         "milebench/__init__.py",
         "pyproject.toml",
+        "setup.py",
+        "specs/__init__.py",
     ]
     assert (ctx / "extra-ca.pem").read_text() == ca.read_text()
     with pytest.raises(ImageError, match=r"missing\.pem not found"):
@@ -530,17 +535,17 @@ class ReadsRecorded(dict[str, str]):
 API_KINDS = [kind for kind, target in ADAPTERS.items() if target.startswith("milebench.infer.api.")]
 
 
-@pytest.mark.parametrize("kind", API_KINDS, ids=lambda k: k.value)
+@pytest.mark.parametrize("kind", API_KINDS, ids=str)
 def test_every_variable_an_api_adapter_reads_reaches_its_container_unlogged(
-    kind: AdapterKind, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     module_name, class_name = ADAPTERS[kind].split(":")
     provider = getattr(importlib.import_module(module_name), class_name).provider
     m = model(
-        f"{kind.value}-model",
+        f"{kind}-model",
         container="api",
         section="closed",
-        adapter=kind.value,
+        adapter=kind,
         weights={"kind": "api", "provider": provider, "model_id": "m"},
         notes="context length unknown",
     )

@@ -1,5 +1,5 @@
-"""Runtimes in the DAG: dry runs of a run spec with runtime docker and apptainer show the right jobs,
-inputs, commands and images; the Docker runtime hands the job its provenance facts."""
+"""Deployments in the DAG: dry runs under `--config deployment=docker` and apptainer show the right
+jobs, inputs, commands and images; the Docker runtime hands the job its provenance facts."""
 
 from __future__ import annotations
 
@@ -25,8 +25,10 @@ from milebench.paths import RunPaths
 from milebench.preprocess.regime import model_regime
 from milebench.provenance import COMMIT_VAR, DIRTY_VAR, IMAGE_ID_VAR, provenance_path, read_provenance
 from milebench.spec.base import SpecError
+from milebench.spec.deployment import Deployment, DockerJobs
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
 from milebench.spec.run import Mode
+from milebench.spec.workflow_config import workflow_config
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
@@ -36,10 +38,10 @@ CPU_CELL = "predictions/random/multi-image/ActionSequence.jsonl"
 
 
 def dry_run(
-    root: Path, run: str, *args: str, env: dict[str, str] | None = None
+    root: Path, run: str, *args: str, env: dict[str, str] | None = None, placement: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess[str]:
     targets = [f"results/{run}/{GPU_CELL}", f"results/{run}/{CPU_CELL}"]
-    config = ["--config", f"run={run}", f"specs={root / 'specs'}"]
+    config = ["--config", f"run={run}", f"specs={root / 'specs'}", *placement]
     return subprocess.run(
         [*SNAKEMAKE, "-n", "-p", "--cores", "1", *config, *args, "--", *targets],
         cwd=root,
@@ -55,8 +57,8 @@ def shell_commands(output: str) -> list[str]:
 
 
 def test_docker_runtime_builds_images_and_runs_infer_in_them(tmp_path: Path) -> None:
-    write_run(tmp_path, "dock", runtime="docker")
-    result = dry_run(tmp_path, "dock")
+    write_run(tmp_path, "dock")
+    result = dry_run(tmp_path, "dock", placement=("deployment=docker",))
     assert result.returncode == 0, result.stderr
     out = result.stdout + result.stderr
     commands = shell_commands(out)
@@ -76,18 +78,21 @@ def test_docker_runtime_builds_images_and_runs_infer_in_them(tmp_path: Path) -> 
 
 
 def test_apptainer_runtime_pulls_each_familys_image(tmp_path: Path) -> None:
-    write_run(tmp_path, "appt", runtime="apptainer", image_registry=REGISTRY)
-    refused = dry_run(tmp_path, "appt")
+    write_run(tmp_path, "appt")
+    apptainer = ("deployment=apptainer", f"image_registry={REGISTRY}")
+    refused = dry_run(tmp_path, "appt", placement=apptainer)
     assert refused.returncode != 0
     message = refused.stdout + refused.stderr
-    assert "--software-deployment-method apptainer" in message and "appt.yaml" in message
+    assert "--software-deployment-method apptainer" in message and "deployment=apptainer" in message
 
     stub = tmp_path / "bin" / "apptainer"  # Snakemake checks the binary's version even in a dry run
     stub.parent.mkdir()
     stub.write_text('#!/bin/sh\necho "apptainer version 1.3.4"\n')
     stub.chmod(0o755)
     env = {"PATH": f"{stub.parent}:/usr/bin:/bin", "HOME": str(tmp_path)}
-    result = dry_run(tmp_path, "appt", "--software-deployment-method", "apptainer", env=env)
+    result = dry_run(
+        tmp_path, "appt", "--software-deployment-method", "apptainer", env=env, placement=apptainer
+    )
     assert result.returncode == 0, result.stderr
     out = result.stdout + result.stderr
     pulled = set(re.findall(r"Singularity image (\S+) will be pulled", out))
@@ -137,11 +142,12 @@ def test_docker_runtime_through_snakemake_matches_the_host(tmp_path: Path) -> No
         pytest.skip(f"docker: no engine or no base image {LOCAL_BASE} (run .ci/docker-setup.sh)")
     shutil.copytree(DEFAULT_SPECS, tmp_path / "specs")  # a real folder: the container mounts only it
     write_run(tmp_path, "host", models=["random"])
-    write_run(tmp_path, "box", models=["random"], runtime="docker")
+    write_run(tmp_path, "box", models=["random"])
     build = [f"image_base={LOCAL_BASE}"] + ([f"image_ca_bundle={HOST_CA}"] if HOST_CA.is_file() else [])
 
     def run(name: str, *args: str) -> str:
-        config = ["--config", f"run={name}", f"specs={tmp_path / 'specs'}", *build]
+        placement = ["deployment=docker"] if name == "box" else []
+        config = ["--config", f"run={name}", f"specs={tmp_path / 'specs'}", *build, *placement]
         done = subprocess.run(
             [*SNAKEMAKE, "--cores", "2", *config, *args, "--", f"results/{name}/{CPU_CELL}"],
             cwd=tmp_path,
@@ -186,11 +192,11 @@ HUB_DATA = {"kind": "hub", "lock": "locks/milebench-hub.lock.yaml"}
 
 
 def test_docker_jobs_all_runs_every_job_in_an_image(tmp_path: Path) -> None:
-    """docker_jobs: all: each stage's command runs in the kit image, a tiny model's weights in its family's
+    """docker_jobs=all: each stage's command runs in the kit image, a tiny model's weights in its family's
     (torch), each with that image's record as an input; inference runs in the model family's image as
     before; images are built on the host."""
-    write_run(tmp_path, "every", runtime="docker", docker_jobs="all", models=["random", "tiny-llava"])
-    config = ["--config", "run=every", f"specs={tmp_path / 'specs'}"]
+    write_run(tmp_path, "every", models=["random", "tiny-llava"])
+    config = ["--config", "run=every", f"specs={tmp_path / 'specs'}", "deployment=docker", "docker_jobs=all"]
     result = subprocess.run(
         [*SNAKEMAKE, "-n", "-p", "--cores", "1", *config], cwd=tmp_path, capture_output=True, text=True
     )
@@ -213,9 +219,10 @@ def test_docker_jobs_all_runs_every_job_in_an_image(tmp_path: Path) -> None:
             assert "container-infer --runtime docker" in command and "--in-image" not in command
         elif rule == "build_image":
             assert "--in-image" not in command
-    write_run(tmp_path, "some", runtime="docker", models=["random", "tiny-llava"])
+    write_run(tmp_path, "some", models=["random", "tiny-llava"])
+    config = ["--config", "run=some", f"specs={tmp_path / 'specs'}", "deployment=docker"]
     plain = subprocess.run(
-        [*SNAKEMAKE, "-n", "-p", "--cores", "1", "--config", "run=some", f"specs={tmp_path / 'specs'}"],
+        [*SNAKEMAKE, "-n", "-p", "--cores", "1", *config],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -224,20 +231,18 @@ def test_docker_jobs_all_runs_every_job_in_an_image(tmp_path: Path) -> None:
 
 
 def write_vllm_run(root: Path) -> None:
-    """Run ``onvllm``: Random and tiny LLaVA's vllm variant under runtime docker."""
-    write_run(
-        root, "onvllm", runtime="docker", models=["random", "tiny-llava"], execution={"tiny-llava": "vllm"}
-    )
+    """Run ``onvllm``: Random and tiny LLaVA's vllm variant (planned under deployment docker)."""
+    write_run(root, "onvllm", models=["random", "tiny-llava"], execution={"tiny-llava": "vllm"})
 
 
 def test_a_vllm_variant_infers_in_the_vllm_image(tmp_path: Path) -> None:
     """The run selects tiny LLaVA's vllm variant: its infer job runs in the vllm family's image (the
     model's own, hf-current, has no vllm) and takes that image's record as input; the paper run's does not."""
     write_vllm_run(tmp_path)
-    write_run(tmp_path, "own", runtime="docker", models=["random", "tiny-llava"])
+    write_run(tmp_path, "own", models=["random", "tiny-llava"])
 
     def infer_jobs(run: str) -> list[tuple[str, str, str]]:
-        config = ["--config", f"run={run}", f"specs={tmp_path / 'specs'}"]
+        config = ["--config", f"run={run}", f"specs={tmp_path / 'specs'}", "deployment=docker"]
         done = subprocess.run(
             [*SNAKEMAKE, "-n", "-p", "--cores", "1", *config], cwd=tmp_path, capture_output=True, text=True
         )
@@ -281,13 +286,34 @@ def test_container_infer_looks_for_the_image_of_the_runs_variant(
     assert "family 'vllm'" in caplog.text and "family 'hf-current'" not in caplog.text
 
 
-def test_docker_jobs_all_needs_runtime_docker(tmp_path: Path) -> None:
-    write_run(tmp_path, "wrong", docker_jobs="all")
-    with pytest.raises(SpecError) as err:
-        load_specs(tmp_path / "specs").run("wrong")
-    assert "wrong.yaml" in str(err.value) and "docker_jobs: all runs jobs under runtime docker" in str(
-        err.value
-    )
+def test_docker_jobs_all_needs_deployment_docker() -> None:
+    with pytest.raises(
+        SpecError, match=r"--config: .*docker_jobs=all runs jobs under deployment=docker, not local"
+    ):
+        workflow_config({"docker_jobs": "all"})
+    assert workflow_config({"deployment": "docker", "docker_jobs": "all"}).docker_jobs is DockerJobs.ALL
+    assert workflow_config({}).deployment is Deployment.LOCAL
+    with pytest.raises(
+        SpecError, match=r"--config: deployment: Input should be 'local', 'docker' or 'apptainer'"
+    ):
+        workflow_config({"deployment": "podman"})
+
+
+def test_a_run_spec_that_says_where_its_jobs_run_is_refused_naming_where_it_moved(tmp_path: Path) -> None:
+    """``runtime:`` and its kin moved to the workflow's config: planning such a run stops with the file,
+    the field and the config key, never running on the host what the spec sent to Docker; the spec still
+    loads (an archived bundle's run spec verifies as it was)."""
+    write_run(tmp_path, "old", runtime="docker", docker_jobs="all")
+    assert load_specs(tmp_path / "specs").run("old").runtime is Deployment.DOCKER
+    refused = dry_run(tmp_path, "old")
+    assert refused.returncode != 0
+    lines = [line for line in (refused.stdout + refused.stderr).splitlines() if "old.yaml" in line]
+    assert lines == [
+        f"{tmp_path / 'specs/runs/old.yaml'}: runtime: moved out of the run spec: run with "
+        "`--config deployment=docker` (or a profile's config:) and remove it here",
+        f"{tmp_path / 'specs/runs/old.yaml'}: docker_jobs: moved out of the run spec: run with "
+        "`--config docker_jobs=all` (or a profile's config:) and remove it here",
+    ]
 
 
 def test_a_stage_in_the_kit_image_sees_only_its_run_folders(
@@ -298,7 +324,7 @@ def test_a_stage_in_the_kit_image_sees_only_its_run_folders(
     report only); the model cache read-only; no network (a fetch from the hub gets one, with the hub token
     by name only; one from a mirror folder gets that folder read-only and none)."""
     monkeypatch.chdir(tmp_path)
-    write_run(tmp_path, "box", runtime="docker", docker_jobs="all")
+    write_run(tmp_path, "box")
     specs = load_specs(tmp_path / "specs")
     linked = [DEFAULT_SPECS / part for part in ("tasks", "models", "locks", "paper.yaml")]
 
@@ -332,10 +358,10 @@ def test_a_stage_in_the_kit_image_sees_only_its_run_folders(
         str(tmp_path / "st/reports/box"): False,
     }
 
-    write_run(tmp_path, "hub", runtime="docker", docker_jobs="all", data=HUB_DATA)
+    write_run(tmp_path, "hub", data=HUB_DATA)
     (tmp_path / "mirror").mkdir()
     mirror = {"kind": "mirror", "url": "mirror", "lock": "locks/milebench-hub.lock.yaml"}
-    write_run(tmp_path, "near", runtime="docker", docker_jobs="all", data=mirror)
+    write_run(tmp_path, "near", data=mirror)
     specs = load_specs(tmp_path / "specs")
     hub = container("--in-image", "kit", "fetch", "--run", "hub")
     assert hub.network_mode == "bridge" and {"HF_TOKEN", "HF_ENDPOINT", "HTTPS_PROXY"} <= set(hub.passthrough)
@@ -346,7 +372,7 @@ def test_a_stage_in_the_kit_image_sees_only_its_run_folders(
 
 
 def test_in_image_runs_stages_not_inference(tmp_path: Path) -> None:
-    write_run(tmp_path, "box", runtime="docker", docker_jobs="all")
+    write_run(tmp_path, "box")
     argv = ["--specs", str(tmp_path / "specs"), "--in-image", "kit", "infer", "--run", "box"]
     argv += ["--model", "random", "--task", "ActionSequence", "--mode", "multi-image"]
     with pytest.raises(SystemExit, match="run infer with `milebench container-infer`"):
@@ -355,7 +381,7 @@ def test_in_image_runs_stages_not_inference(tmp_path: Path) -> None:
 
 @pytest.mark.docker
 def test_every_job_in_containers_gives_the_host_runs_report(boxed_run: BoxedRun, tmp_path: Path) -> None:
-    """docker_jobs: all through the DAG, fixture to report, a tiny torch model included: every job runs in
+    """docker_jobs=all through the DAG, fixture to report, a tiny torch model included: every job runs in
     a container (the stages in the kit image, the tiny model's weights and inference in hf-current's), and
     the run's aggregate, verdict and report tables equal those of the same run on the host."""
     records = boxed_run.records

@@ -178,6 +178,7 @@ def audited(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Job], 
     return audit(root, write_run(root, RUN, ["random", "tiny-llava"]))
 
 
+@pytest.mark.slow
 def test_every_job_reads_and_writes_only_what_its_rule_declares(
     audited: tuple[Path, list[Job], list[Record]],
 ) -> None:
@@ -193,6 +194,7 @@ def test_every_job_reads_and_writes_only_what_its_rule_declares(
     assert str(needle) in report_record["read"] and str(needle) in report_job.inputs
 
 
+@pytest.mark.slow
 def test_every_mmlongembed_job_reads_and_writes_only_what_its_rule_declares(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
@@ -228,6 +230,7 @@ def report_tables(reports: Path) -> tuple[str, str]:
     return html[:start] + html[end:], tex[:first] + tex[notes:]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("rsync") is None, reason="snakemake-storage-plugin-fs copies with rsync")
 def test_a_run_through_a_storage_provider_gives_the_plain_runs_report(tmp_path: Path) -> None:
     """With a folder standing in for S3 (snakemake-storage-plugin-fs, no shared file system), each job sees

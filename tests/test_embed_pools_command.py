@@ -102,6 +102,7 @@ def test_an_unknown_dataset_names_the_run_spec(specs: Path, tmp_path: Path, capl
     )
 
 
+@pytest.mark.slow
 def test_a_run_scores_evaluates_and_reports_its_real_tasks(specs: Path, tmp_path: Path) -> None:
     config = ["--config", f"specs={specs}", "run=embed-pools-tiny"]
     done = subprocess.run([*SNAKEMAKE, "--cores", "2", *config], cwd=tmp_path, capture_output=True, text=True)

@@ -66,6 +66,7 @@ def metrics(root: Path, model: str) -> dict[str, Any]:
     return json.loads((root / "results" / "embed-tiny" / "metrics" / f"{model}.json").read_text())
 
 
+@pytest.mark.slow
 def test_report_and_heatmaps_are_written(run_dir: Path) -> None:
     reports = run_dir / "reports" / "embed-tiny"
     html = (reports / "report.html").read_text()
@@ -77,6 +78,7 @@ def test_report_and_heatmaps_are_written(run_dir: Path) -> None:
     }
 
 
+@pytest.mark.slow
 def test_minilm_window_only_lets_head_and_tail_needles_through(run_dir: Path) -> None:
     seen = metrics(run_dir, "all-minilm-l6-v2")["needle_seen"]["text-needle/text"]
     # rows: depth 0, 50, 100; columns: 256 and 1024 tokens (the window is 256 with its 2 special tokens).
@@ -84,6 +86,7 @@ def test_minilm_window_only_lets_head_and_tail_needles_through(run_dir: Path) ->
     assert seen[0][0] == seen[2][0] == 1.0
 
 
+@pytest.mark.slow
 def test_tiny_vl_embedder_reads_head_and_tail_within_its_window(run_dir: Path) -> None:
     seen = metrics(run_dir, "tiny-vl-embed")["needle_seen"]["text-needle/text"]
     assert seen[0] == seen[2] == [1.0, 1.0] and seen[1][1] == 0.0
@@ -91,12 +94,14 @@ def test_tiny_vl_embedder_reads_head_and_tail_within_its_window(run_dir: Path) -
     assert all(json.loads(line)["length"] <= 512 for line in inputs.read_text().splitlines())
 
 
+@pytest.mark.slow
 def test_bm25_reads_every_needle_at_every_length(run_dir: Path) -> None:
     result = metrics(run_dir, "bm25")
     assert result["needle_seen"]["text-needle/text"] == [[1.0, 1.0]] * 3
     assert result["averages"]["micro"]["P@1"] > 0.5  # chance in a pool of 5 is 0.2
 
 
+@pytest.mark.slow
 def test_rerun_has_nothing_to_do_and_reuses_the_embedding_cache(run_dir: Path) -> None:
     config = ["--config", f"specs={run_dir / 'specs'}", "run=embed-tiny"]
     result = subprocess.run(
@@ -112,6 +117,7 @@ def test_rerun_has_nothing_to_do_and_reuses_the_embedding_cache(run_dir: Path) -
     assert len(keys) == len(set(keys)) == 5 + 2 * 5 * 2 * 3 + len(task_queries) + len(task_candidates)
 
 
+@pytest.mark.slow
 def test_metrics_files_count_tied_positives_per_subset(run_dir: Path) -> None:
     run = run_dir / "results" / "embed-tiny"
     sets = [run / "vg", *sorted((run / "tasks").iterdir())]
@@ -139,6 +145,7 @@ def analysis(root: Path) -> Analysis:
     return Analysis.model_validate_json((root / "results" / "embed-tiny" / "analysis.json").read_text())
 
 
+@pytest.mark.slow
 def test_every_analysis_has_real_numbers(run_dir: Path) -> None:
     result = analysis(run_dir)
     (scale,) = result.scale
@@ -169,6 +176,7 @@ def test_every_analysis_has_real_numbers(run_dir: Path) -> None:
     assert bm25.n_easy == len(easy) == 5 and bm25.easy == pytest.approx(100 * sum(easy) / 5)
 
 
+@pytest.mark.slow
 def test_report_renders_every_analysis(run_dir: Path) -> None:
     html = (run_dir / "reports" / "embed-tiny" / "report.html").read_text()
     for section in ("verdict", "scale", "position", "interference", "easy-hard"):
@@ -212,6 +220,7 @@ def row(model: str, cells: list[str]) -> str:
     return f'<tr data-model="{model}"><th scope="row">{model}</th>' + "".join(cells) + "</tr>"
 
 
+@pytest.mark.slow
 def test_report_renders_the_analysis_values(run_dir: Path) -> None:
     """Table 9's depth means, the interference classes, Figure 4's overall panel and the length x depth
     heatmaps show analysis.json's numbers, not only their places."""
@@ -255,6 +264,7 @@ def test_report_renders_the_analysis_values(run_dir: Path) -> None:
         assert f'<figure id="figure-length-depth-{h.model}">' in html
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("latexmk") is None, reason="latexmk absent: run .ci/report-tools.sh")
 def test_latex_report_compiles(run_dir: Path, tmp_path: Path) -> None:
     work = tmp_path / "tex"
@@ -271,6 +281,7 @@ def test_latex_report_compiles(run_dir: Path, tmp_path: Path) -> None:
     assert (work / "report.pdf").read_bytes().startswith(b"%PDF")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(chromium() is None, reason="chromium absent: run .ci/report-tools.sh")
 def test_html_report_loads_in_chromium_without_errors(run_dir: Path, tmp_path: Path) -> None:
     html = (run_dir / "reports" / "embed-tiny" / "report.html").resolve()

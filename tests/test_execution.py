@@ -32,7 +32,7 @@ from milebench.paths import RunPaths
 from milebench.provenance import job_provenance
 from milebench.spec.base import SpecError
 from milebench.spec.execution import PAPER, Decoding, ImagePreprocessing
-from milebench.spec.model import AdapterKind, ModelSpec
+from milebench.spec.model import ModelSpec
 from milebench.spec.model_execution import for_run
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
 
@@ -268,7 +268,7 @@ def test_a_variant_with_a_bad_choice_is_a_spec_error(specs_dir: Path) -> None:
 
 
 def test_an_adapter_refuses_choices_it_cannot_carry_out(paths: RunPaths) -> None:
-    spec = tiny_llava().model_copy(update={"adapter": AdapterKind.HF_LLAVA_NEXT})
+    spec = tiny_llava().model_copy(update={"adapter": "hf-llava-next"})
     with pytest.raises(AdapterError, match=r"hf-llava-next cannot run .*decoding: per_sample"):
         load_adapter(spec, paths, paths.data_root)
 
@@ -344,7 +344,7 @@ def test_the_paper_run_uses_the_originals_choices_for_yi_vl_and_mantis() -> None
             "stop_strings": [],
         },
     }
-    assert {specs.models[n].adapter for n in chosen} == {AdapterKind.HF_YI_VL, AdapterKind.HF_MANTIS}
+    assert {specs.models[n].adapter for n in chosen} == {"hf-yi-vl", "hf-mantis"}
 
 
 def test_each_image_counts_its_features_against_the_window(paths: RunPaths) -> None:

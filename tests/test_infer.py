@@ -17,8 +17,8 @@ from mini_specs import builtin_model as model
 from mini_specs import task_spec
 from PIL import Image
 
-from milebench.infer import commands, engine
-from milebench.infer.adapter import AdapterError, SampleFailure, TokenUsage
+from milebench.infer import commands, engine, registry
+from milebench.infer.adapter import Adapter, AdapterError, SampleFailure, TokenUsage
 from milebench.infer.cell import failure_verdict
 from milebench.infer.engine import InferSummary, cache_key, plan_batches, run_model
 from milebench.infer.oracle import OracleAdapter
@@ -34,6 +34,7 @@ from milebench.record_files import RecordError, read_prepared
 from milebench.records import FailureKind, Prediction, PreparedSample, WindowExcess
 from milebench.spec.model import BatchRule, Generation
 from milebench.spec.paper import ContaminationTable, ImageQuantityTable, MainTable, PaperSpec
+from milebench.spec.policy import RunPolicy, run_policy
 from milebench.spec.registry import Specs
 from milebench.spec.run import ContextOverflow, FixtureSource, Mode, RunSpec
 from milebench.spec.task import Group, QuestionType, ScorerKind
@@ -323,7 +324,8 @@ def test_the_strict_variant_refuses_more_images_than_the_model_takes(tmp_path: P
     run_model(CountingAdapter(), model(max_images=2), samples, out)
     assert records(out)[1].over_window is not None
     adapter = CountingAdapter()
-    summary = run_model(adapter, model(max_images=2), samples, out, overflow=ContextOverflow.REFUSE)
+    strict = RunPolicy(context_overflow=ContextOverflow.REFUSE)
+    summary = run_model(adapter, model(max_images=2), samples, out, policy=strict)
     assert adapter.seen == [], "the answer in range is reused, the one past the window is not"
     assert (summary.reused, summary.failures) == (1, {"context_overflow": 1})
     assert "3 images, model 'random' accepts at most 2" in (records(out)[1].failure_detail or "")
@@ -445,6 +447,13 @@ def test_preprocess_then_infer_handlers(tmp_path: Path, monkeypatch: pytest.Monk
         return run_model(*a, **kw)
 
     monkeypatch.setattr(engine, "run_model", noting_run_model)
+    built: list[RunPolicy | None] = []
+
+    def noting_load_adapter(*a: Any, **kw: Any) -> Adapter:
+        built.append(a[3])
+        return load_adapter(*a, **kw)
+
+    monkeypatch.setattr(registry, "load_adapter", noting_load_adapter)
     for name in THREAD_VARIABLES:
         monkeypatch.setenv(name, "unset")
     torch_threads = torch.get_num_threads()
@@ -453,7 +462,9 @@ def test_preprocess_then_infer_handlers(tmp_path: Path, monkeypatch: pytest.Monk
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(torch_threads)
-    assert calls == [{"input_workers": 1, "data_root": None, "overflow": ContextOverflow.GENERATE}]
+    assert calls == [
+        {"input_workers": 1, "data_root": None, "policy": run_policy(run, specs.models["random"])}
+    ]
     saved = records(paths.predictions("random", task.name, Mode.MULTI_IMAGE))
     assert [r.sample_id for r in saved] == [0, 1, 2]
     assert all(r.response in {"A", "B", "C"} and r.model == "random" for r in saved)

@@ -23,7 +23,7 @@ from llava_official.parity import (
     official_python,
 )
 
-from milebench.fixture.prepared import prepared_fixture
+from milebench.benchmarks.milebench.fixture.prepared import prepared_fixture
 from milebench.infer.hf_llava import HfLlavaAdapter
 from milebench.infer.registry import load_adapter
 from milebench.paths import RunPaths

@@ -202,6 +202,7 @@ def snakemake(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*SNAKEMAKE, *args], cwd=root, capture_output=True, text=True, env=env)
 
 
+@pytest.mark.slow
 def test_the_recipe_evaluates_a_served_model_in_one_command(tmp_path: Path) -> None:
     """The guide's folder and command, on 3 fixture samples per task cut to 2 by ``--config limit=2``."""
     fixture = {"kind": "fixture", "seed": 1, "samples_per_task": 3}

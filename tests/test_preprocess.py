@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from milebench.fixture.generate import write_tree
+from milebench.benchmarks.milebench.fixture.generate import write_tree
 from milebench.infer.tiny import build_tokenizer
 from milebench.io import read_jsonl
 from milebench.paths import UNLIMITED_REGIME, RunPaths

@@ -28,6 +28,7 @@ from milebench.records import FailureKind, Prediction
 from milebench.spec.execution import PAPER, Decoding, Dtype, PromptTemplate, Tokenization
 from milebench.spec.model import ModelSpec
 from milebench.spec.model_execution import for_run
+from milebench.spec.policy import RunPolicy
 from milebench.spec.registry import load_specs
 from milebench.spec.run import ContextOverflow
 
@@ -112,7 +113,7 @@ def test_the_strict_variant_limit_is_exact_and_skips_the_model(
     answer = unlimited.generate([sample])
     n_tokens = unlimited.last_usage()[0].input_tokens
     assert n_tokens is not None
-    strict = ContextOverflow.REFUSE
+    strict = RunPolicy(context_overflow=ContextOverflow.REFUSE)
     exact = load_adapter(spec(checkpoint, max_context_len=n_tokens), paths, paths.data_root, strict)
     assert exact.generate([sample]) == answer
     short = load_adapter(spec(checkpoint, max_context_len=n_tokens - 1), paths, paths.data_root, strict)
@@ -189,7 +190,9 @@ def test_engine_answers_and_resumes(checkpoint: Path, paths: RunPaths, tmp_path:
     assert (rerun.reused, len(calls)) == (4, 4)
 
     strict_out = tmp_path / "strict.jsonl"
-    strict = run_model(adapter, model, samples, strict_out, overflow=ContextOverflow.REFUSE)
+    strict = run_model(
+        adapter, model, samples, strict_out, policy=RunPolicy(context_overflow=ContextOverflow.REFUSE)
+    )
     assert (strict.failed, strict.failures, len(calls)) == (1, {"context_overflow": 1}, 7)
     assert not any("Picture 3" in q for q in calls[4:]), "the refused sample never reaches the model"
 

@@ -14,8 +14,8 @@ from PIL import Image
 from remote_checkpoints import FEATURES_PER_IMAGE, build_allava, build_qwen_vl_chat
 from tiny_checks import tiny_port
 
+from milebench.benchmarks.milebench.fixture.prepared import prepared_fixture
 from milebench.cli import main
-from milebench.fixture.prepared import prepared_fixture
 from milebench.infer.hf_allava import HfAllavaAdapter, chat_text
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import build_tiny

@@ -24,7 +24,7 @@ from milebench.report.render import latex_escape
 from milebench.score.aggregate import summarise
 from milebench.score.run_aggregate import aggregate
 from milebench.spec.base import Spec
-from milebench.spec.model import AdapterKind, BuiltinModel, ModelSpec, Section
+from milebench.spec.model import BuiltinModel, ModelSpec, Section
 from milebench.spec.registry import load_specs
 from milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.spec.samples import expected_samples
@@ -78,7 +78,7 @@ def specs_dir(tmp_path: Path) -> Path:
         dump(root / "tasks" / f"{name}.yaml", task_spec(name, group))
     for name, display, section in (("random", "Random", Section.BASELINE), ("evil", EVIL, Section.KIT)):
         spec = ModelSpec(
-            name=name, display_name=display, section=section, adapter=AdapterKind.RANDOM,
+            name=name, display_name=display, section=section, adapter="random",
             weights=BuiltinModel(kind="builtin"), size="7B" if name == "evil" else None,
         )  # fmt: skip
         dump(root / "models" / f"{name}.yaml", spec)

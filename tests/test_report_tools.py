@@ -26,7 +26,7 @@ from milebench.report.tables import Report
 from milebench.report.truncation import seen_share
 from milebench.score.aggregate import LevelScore, TaskScore, VariantScore
 from milebench.score.run_aggregate import write_aggregate
-from milebench.spec.model import AdapterKind, BuiltinModel, ModelSpec, Section
+from milebench.spec.model import BuiltinModel, ModelSpec, Section
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
 from milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.spec.task import Group, QuestionType
@@ -88,7 +88,7 @@ def build_run(root: Path) -> tuple[Path, RunPaths]:
             name=name,
             display_name=display,
             section=section,
-            adapter=AdapterKind.RANDOM,
+            adapter="random",
             weights=BuiltinModel(kind="builtin"),
             size="7B",
         )
@@ -261,8 +261,9 @@ def test_report_has_every_part(rendered: tuple[Report, RunPaths]) -> None:
         assert figure.png.startswith(b"\x89PNG") and figure.pdf.startswith(b"%PDF")
         assert (paths.reports / "figures" / f"{figure.key}.pdf").read_bytes() == figure.pdf
     assert result.sensitivity is not None
-    evil = next(r for r in result.sensitivity if r.model == "evil")
-    assert evil.standard == (100.0, 100.0)
+    [standard] = result.sensitivity
+    evil = next(r for r in standard.rows if r.model == "evil")
+    assert (standard.scorer, evil.variant) == ("standard", (100.0, 100.0))
     (multi, *_) = result.truncation
     random_row = next(r for r in multi.rows if r.model == "random")
     assert random_row.regime == "full"

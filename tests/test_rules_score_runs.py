@@ -498,12 +498,12 @@ def test_the_standard_columns_are_the_standard_scorer_s(specs_dir: Path) -> None
     assert (multi.mode, adversarial.mode) == (Mode.MULTI_IMAGE, Mode.ADVERSARIAL)
     # Multi-image answers "B" (right), "the car is gone" (no option named) and "A" (wrong); the needle holds
     # the answer "the car is gone" as a phrase, never as one word.
-    assert multi.standard["ActionSequence"] == pytest.approx(100 / 3)
-    assert multi.standard["TextNeedleInAHaystack"] == 0.0
+    assert multi.variants["standard"].columns["ActionSequence"] == pytest.approx(100 / 3)
+    assert multi.variants["standard"].columns["TextNeedleInAHaystack"] == 0.0
     # Adversarial answers "A", "x", "A": all wrong; the needle task has no adversarial set.
-    assert adversarial.standard["ActionSequence"] == 0.0
-    assert adversarial.standard["TextNeedleInAHaystack"] is None
-    assert adversarial.scorer_difference == {"ActionSequence": 0.0, "Spot-the-Diff": 0.0}
+    assert adversarial.variants["standard"].columns["ActionSequence"] == 0.0
+    assert adversarial.variants["standard"].columns["TextNeedleInAHaystack"] is None
+    assert adversarial.variants["standard"].difference == {"ActionSequence": 0.0, "Spot-the-Diff": 0.0}
 
 
 def test_a_mode_without_judgments_has_no_standard_columns(specs_dir: Path) -> None:  # noqa: F811
@@ -517,8 +517,10 @@ def test_a_mode_without_judgments_has_no_standard_columns(specs_dir: Path) -> No
         paths.task_score("random", task, Mode.ADVERSARIAL).unlink()
     specs = load_specs(specs_dir)
     multi, adversarial = aggregate_run(specs, specs.run("t"), paths, resamples=10).models
-    assert adversarial.standard is None
-    assert multi.standard is not None and multi.standard["ActionSequence"] == pytest.approx(100 / 3)
+    assert adversarial.variants["standard"].columns is None
+    assert multi.variants["standard"].columns is not None and multi.variants["standard"].columns[
+        "ActionSequence"
+    ] == pytest.approx(100 / 3)
 
 
 def test_the_aggregate_intervals_have_the_asked_confidence(specs_dir: Path) -> None:  # noqa: F811

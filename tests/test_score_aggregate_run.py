@@ -64,7 +64,7 @@ def test_complete_run_aggregates_every_column(specs_dir: Path) -> None:  # noqa:
     assert multi.column_coverage["ActionSequence"] == 1.0
     assert multi.coverage.complete
     # Spot-the-Diff: standard ROUGE-L scores "B" and "A" 0 and the exact answer 1, like the paper scorer.
-    assert multi.scorer_difference["Spot-the-Diff"] == pytest.approx(0.0, abs=1e-6)
+    assert multi.variants["standard"].difference["Spot-the-Diff"] == pytest.approx(0.0, abs=1e-6)
     # "A" is wrong under both scorers; "B" right; the needle sample 1 holds no needle.
     assert multi.levels["Few"].n_scored == 3
     delta = result.adversarial[0]

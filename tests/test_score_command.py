@@ -18,7 +18,7 @@ from milebench.record_files import RecordError
 from milebench.records import FailureKind, Prediction, PreparedSample
 from milebench.score.aggregate import TaskScore
 from milebench.spec.base import Spec, SpecError
-from milebench.spec.model import AdapterKind, BuiltinModel, ModelSpec, Section
+from milebench.spec.model import BuiltinModel, ModelSpec, Section
 from milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.spec.task import GROUP_CATEGORY, Group, Metric, QuestionType, ScorerKind, TaskSpec
 
@@ -46,7 +46,7 @@ def specs_dir(tmp_path: Path) -> Path:
         )  # fmt: skip
         dump(root / "tasks" / f"{name}.yaml", spec)
     model = ModelSpec(
-        name="random", display_name="Random", section=Section.BASELINE, adapter=AdapterKind.RANDOM,
+        name="random", display_name="Random", section=Section.BASELINE, adapter="random",
         weights=BuiltinModel(kind="builtin"),
     )  # fmt: skip
     dump(root / "models" / "random.yaml", model)

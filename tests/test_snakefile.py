@@ -158,6 +158,7 @@ def e2e_config(root: Path) -> list[str]:
     return ["--config", "run=e2e", f"specs={root / 'specs'}"]
 
 
+@pytest.mark.slow
 def test_end_to_end_small_run(e2e: Path) -> None:
     html = (e2e / "reports" / "e2e" / "report.html").read_text()
     tasks = re.search(r'<table class="tasks" id="tasks-multi-image">(.*?)</table>', html, re.S)
@@ -180,11 +181,13 @@ def test_end_to_end_small_run(e2e: Path) -> None:
     assert (e2e / "results/e2e/benchmarks/report/report.tsv").is_file()
 
 
+@pytest.mark.slow
 def test_complete_run_has_nothing_to_do(e2e: Path) -> None:
     out = snakemake(e2e, "-n", "--cores", "1", *e2e_config(e2e))
     assert "Nothing to be done" in out, out[-2000:]
 
 
+@pytest.mark.slow
 def test_generation_edit_replans_only_that_models_jobs(e2e: Path) -> None:
     """Changing oracle's max_new_tokens re-plans oracle's infer and score jobs and the report only."""
     spec_file = e2e / "specs" / "models" / "oracle.yaml"
@@ -210,6 +213,7 @@ def test_generation_edit_replans_only_that_models_jobs(e2e: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_task_spec_edit_replans_its_preprocess_and_scores(e2e: Path) -> None:
     spec_file = e2e / "specs" / "tasks" / "GPR1200.yaml"
     original = spec_file.read_text()
@@ -224,12 +228,14 @@ def test_task_spec_edit_replans_its_preprocess_and_scores(e2e: Path) -> None:
     assert counts == {"preprocess": 1, "infer": 2, "score": 2, "aggregate": 1, "report": 1, "all": 1}, counts
 
 
+@pytest.mark.slow
 def test_named_targets(e2e: Path) -> None:
     """Per-claim targets: one model's column, the main table and the aggregate are up to date."""
     for target in ("model_oracle", "main_table", "aggregate"):
         assert "Nothing to be done" in snakemake(e2e, "-n", "--cores", "1", *e2e_config(e2e), "--", target)
 
 
+@pytest.mark.slow
 def test_the_report_renders_the_aggregate_that_the_default_target_builds(e2e: Path) -> None:
     """aggregate.json and verdict.json are built by the default target and are inputs of the report."""
     out = e2e / "results" / "e2e"
@@ -258,6 +264,7 @@ def test_lint_is_clean(tmp_path: Path, run: str) -> None:
     assert "Lints for" not in result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_every_infer_and_score_output_has_provenance(e2e: Path) -> None:
     specs = load_specs(e2e / "specs")
     fetch = json.loads((e2e / "results/e2e/data/fetch.json").read_text())

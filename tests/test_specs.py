@@ -17,7 +17,6 @@ from milebench.spec.base import SpecError, load_spec
 from milebench.spec.context import SourceKind
 from milebench.spec.data_lock import load_lock
 from milebench.spec.model import (
-    AdapterKind,
     ApiModel,
     BuiltinModel,
     HubWeights,
@@ -158,7 +157,7 @@ def test_model_settings_follow_the_reference(specs: Specs) -> None:
         assert spec.generation.do_sample is False, name
         if isinstance(spec.weights, ApiModel):
             assert spec.container == "api", name
-        if spec.adapter is AdapterKind.UNPORTED:
+        if spec.adapter == "unported":
             assert spec.container is None, name
         if isinstance(spec.weights, HubWeights):
             assert spec.weights.revision is None, name

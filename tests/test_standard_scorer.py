@@ -7,7 +7,7 @@ from mini_specs import MINI_TASKS
 
 from milebench.records import PreparedSample
 from milebench.score import paper, standard
-from milebench.score.registry import DEFAULT_SCORER, SCORERS, scorer
+from milebench.score.registry import DEFAULT_SCORER, BadScorer, scorer, scorer_names
 from milebench.score.standard import extract_option, rouge_l, standard_normalize
 from milebench.spec.run import Mode
 from milebench.spec.task import QuestionType, ScorerKind
@@ -102,8 +102,8 @@ def test_gold_outside_the_choices_is_an_error_naming_the_sample() -> None:
 
 def test_registry_names_both_scorers_with_paper_the_default() -> None:
     assert DEFAULT_SCORER == "paper"
-    assert list(SCORERS) == ["paper", "standard"]
+    assert scorer_names() == ("paper", "standard")
     assert scorer("standard") is standard.judge
     assert TASKS["ActionSequence"].scorer is ScorerKind.CHOICE
-    with pytest.raises(KeyError, match="unknown scorer 'x'; known: paper, standard"):
+    with pytest.raises(BadScorer, match="unknown scorer 'x'; known: paper, standard"):
         scorer("x")

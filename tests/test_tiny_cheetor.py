@@ -37,6 +37,7 @@ def test_same_seed_same_checkpoint_other_seed_other(tmp_path: Path) -> None:
     assert {TOKENIZER_MODEL, EVA_FILE, BLIP2_FILE, CHECKPOINT_FILE} <= {p.name for p in folder.iterdir()}
 
 
+@pytest.mark.slow
 def test_answers_every_fixture_task(tmp_path: Path) -> None:
     answers_every_fixture_task(spec(), tmp_path)
 

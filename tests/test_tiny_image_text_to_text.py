@@ -19,6 +19,7 @@ from milebench.io import read_jsonl
 from milebench.paths import RunPaths
 from milebench.records import FailureKind, Prediction
 from milebench.spec.model import ModelSpec
+from milebench.spec.policy import RunPolicy
 from milebench.spec.run import ContextOverflow
 
 TEMPLATE = (
@@ -110,7 +111,8 @@ def test_input_longer_than_the_context_is_generated_and_its_excess_recorded(
 
 
 def test_the_strict_variant_refuses_an_input_longer_than_the_context(paths: RunPaths) -> None:
-    adapter = load_adapter(spec(max_context_len=60), paths, paths.data_root, ContextOverflow.REFUSE)
+    strict = RunPolicy(context_overflow=ContextOverflow.REFUSE)
+    adapter = load_adapter(spec(max_context_len=60), paths, paths.data_root, strict)
     answers = adapter.generate([picture_sample(0, 3), picture_sample(1, 1)])
     assert isinstance(answers[0], SampleFailure)
     assert answers[0].kind is FailureKind.CONTEXT_OVERFLOW

@@ -103,5 +103,6 @@ def test_batch_answers_as_each_sample_alone(adapter: HfLlavaNextAdapter, paths: 
     assert all(u.output_tokens is not None and 1 <= u.output_tokens <= 8 for u in usage)
 
 
+@pytest.mark.slow
 def test_answers_every_fixture_task_through_the_engine(tmp_path: Path) -> None:
     answers_every_fixture_task(spec(), tmp_path)

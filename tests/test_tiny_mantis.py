@@ -142,5 +142,6 @@ def test_each_sample_is_generated_alone_and_batched_is_a_variant(
     assert len(batched.generate(batch)) == 2 and together == [2]
 
 
+@pytest.mark.slow
 def test_answers_every_fixture_task_through_the_engine(tmp_path: Path) -> None:
     answers_every_fixture_task(spec(), tmp_path)

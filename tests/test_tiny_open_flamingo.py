@@ -85,6 +85,7 @@ def test_generation_stops_at_the_end_of_chunk_token(adapter: OpenFlamingoAdapter
     assert adapter.model.generation_config.eos_token_id == eoc == adapter.model.eoc_token_id
 
 
+@pytest.mark.slow
 def test_answers_every_fixture_task(tmp_path: Path) -> None:
     answers_every_fixture_task(spec(), tmp_path)
 

@@ -126,5 +126,6 @@ def test_generation_is_deterministic_and_batch_independent(
     assert load_adapter(spec(), paths, paths.data_root).generate(batch) == first
 
 
+@pytest.mark.slow
 def test_answers_every_fixture_task_through_the_engine(tmp_path: Path) -> None:
     answers_every_fixture_task(spec(), tmp_path)

@@ -11,7 +11,7 @@ import pytest
 import torch
 from tiny_checks import answers_every_fixture_task, same_seed_same_checkpoint, tiny_port
 
-from milebench.fixture.prepared import prepared_fixture
+from milebench.benchmarks.milebench.fixture.prepared import prepared_fixture
 from milebench.infer import hf_cheetor
 from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_minigpt_v2 import IMAGE_ID
@@ -45,6 +45,7 @@ def test_same_seed_same_checkpoint_other_seed_other(tmp_path: Path) -> None:
     assert {TOKENIZER_MODEL, EVA_FILE, BLIP2_FILE, CHECKPOINT_FILE} <= {p.name for p in folder.iterdir()}
 
 
+@pytest.mark.slow
 def test_answers_every_fixture_task(tmp_path: Path) -> None:
     answers_every_fixture_task(spec(), tmp_path)
 
@@ -93,6 +94,7 @@ def frames_spec() -> ModelSpec:
     return spec().model_copy(update={"execution": execution.with_variant("video-frames")})
 
 
+@pytest.mark.slow
 def test_the_video_frames_variant_answers_within_the_frame_positions_and_names_the_limit_past_them(
     tmp_path: Path,
 ) -> None:

@@ -124,5 +124,6 @@ def test_the_vision_tower_is_the_folder_its_config_names(adapter: HfVilaAdapter,
         assert torch.equal(model.vision_tower.state_dict()[name], weights), name
 
 
+@pytest.mark.slow
 def test_answers_every_fixture_task_through_the_engine(tmp_path: Path) -> None:
     answers_every_fixture_task(spec(), tmp_path)

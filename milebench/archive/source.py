@@ -10,13 +10,14 @@ from milebench.provenance import KIT_ROOT
 
 SOURCE = "source"
 WORKFLOW = f"{SOURCE}/Snakefile"
-RULES = "rules"
-"""The Snakefile includes its benchmark's rules from this folder: part of the workflow."""
+RULES_SUFFIX = ".smk"
+"""The Snakefile includes rules files (its own helpers, and the rules file each benchmark package ships):
+every file of the tree with this suffix is part of the workflow."""
 
 
 def is_workflow(path: str) -> bool:
     """The main workflow file or one of the rules files it includes."""
-    return path == WORKFLOW or path.startswith(f"{SOURCE}/{RULES}/")
+    return path == WORKFLOW or (path.startswith(f"{SOURCE}/") and path.endswith(RULES_SUFFIX))
 
 
 def git(*args: str) -> bytes:
@@ -44,7 +45,8 @@ def write_source(commits: tuple[str, ...], bundle: Path) -> list[tuple[str, str]
         (folder / f"{commit}.tar").write_bytes(git("archive", "--format=tar", commit))
         written.append((f"{SOURCE}/{commit}.tar", f"git archive --format=tar {commit}"))
     latest = max(commits, key=lambda c: int(git("show", "-s", "--format=%ct", c).strip() or b"0"))
-    rules = git("ls-tree", "--name-only", latest, f"{RULES}/").decode().split()
+    tree = git("ls-tree", "-r", "--name-only", latest).decode().splitlines()
+    rules = [name for name in tree if name.endswith(RULES_SUFFIX)]
     for name in ["Snakefile", *rules]:
         (bundle / SOURCE / name).parent.mkdir(parents=True, exist_ok=True)
         (bundle / SOURCE / name).write_bytes(git("show", f"{latest}:{name}"))

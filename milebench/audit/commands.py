@@ -17,12 +17,13 @@ from milebench.paths import RunPaths
 from milebench.plan import mode_tasks
 from milebench.record_files import read_prepared
 from milebench.score.inputs import read_predictions
-from milebench.score.registry import SCORERS
+from milebench.score.registry import scorer as judge_of
 from milebench.score.run_aggregate import RunFiles
 from milebench.spec.base import SpecError
 from milebench.spec.execution import PAPER
 from milebench.spec.model_execution import execution_of, variant_problem
 from milebench.spec.names import check_in_run
+from milebench.spec.policy import run_policy
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode
 from milebench.stage_inputs import MissingInput, command, preprocess_command
@@ -81,12 +82,12 @@ def batch_command(args: argparse.Namespace) -> int:
             paths.prepared(name, mode, regime), preprocess_command(run.name, name, mode, regime)
         )
     ]
-    adapter = load_adapter(spec, paths, paths.data_root, run.context_overflow)
+    adapter = load_adapter(spec, paths, paths.data_root, run_policy(run, spec))
     summary, changes = batch_audit(
         lambda batch: traced(adapter, batch),
         samples,
         tasks,
-        SCORERS[args.scorer],
+        judge_of(args.scorer),
         args.batch_sizes,
         args.repeats,
         args.seed,

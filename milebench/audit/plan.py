@@ -13,7 +13,7 @@ from pathlib import Path
 
 from milebench.paths import RunPaths
 from milebench.plan import mode_tasks
-from milebench.score.registry import SCORERS
+from milebench.score.registry import scorer_names
 from milebench.spec.base import SpecError
 from milebench.spec.execution import PAPER
 from milebench.spec.model import ModelSpec
@@ -144,6 +144,6 @@ def audited_model(specs: Specs, run: RunSpec, plan: BatchAuditPlan) -> ModelSpec
 
 
 def scorer_problems(field: str, scorer: str) -> list[tuple[str, str]]:
-    if scorer in SCORERS:
+    if scorer in scorer_names():
         return []
-    return [(f"{field}.scorer", f"unknown scorer {scorer!r} (known: {', '.join(SCORERS)})")]
+    return [(f"{field}.scorer", f"unknown scorer {scorer!r} (known: {', '.join(scorer_names())})")]

@@ -85,7 +85,7 @@ def image_prune(args: argparse.Namespace) -> int:
 
 
 def image_uri(args: argparse.Namespace) -> int:
-    """Print the registry reference a family's image must be pushed to for runtime apptainer."""
+    """Print the registry reference a family's image must be pushed to for deployment apptainer."""
     try:
         sys.stdout.write(registry_uri(args.registry, args.family) + "\n")
     except ImageError as err:
@@ -240,7 +240,7 @@ def stage_container(
 
 def in_image(args: argparse.Namespace, command: Sequence[str]) -> int:
     """``milebench --in-image FAMILY <stage> ...``: the stage command line ``command`` in the family's
-    recorded image instead of this process (run spec ``docker_jobs: all``)."""
+    recorded image instead of this process (``--config docker_jobs=all``)."""
     if args.command not in IN_IMAGE_COMMANDS:
         hint = "; run infer with `milebench container-infer`" if args.command == "infer" else ""
         raise SystemExit(

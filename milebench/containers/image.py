@@ -35,14 +35,15 @@ installable source, which an installed wheel does not carry."""
 RECORDS_DIR = Path("results") / "images"
 NO_EXTRA_CA = "containers/no-extra-ca.pem"
 CONTEXT_CA = "extra-ca.pem"
-KIT_FILES = ("pyproject.toml", "README.md")
+KIT_FILES = ("pyproject.toml", "setup.py", "README.md")
 """Files besides the ``milebench/`` package that ``pip install .`` needs in the build context."""
-HASHED_KIT_FILES = ("pyproject.toml",)
+HASHED_KIT_FILES = ("pyproject.toml", "setup.py")
 """Of those, the ones that can change behaviour (the README is only package metadata)."""
+SPECS = "specs"
+"""The default specs, installed as ``milebench.specs``: an image carries them, but they cannot change what a
+job in it does (every job is given the specs folder by ``--specs``, mounted from the host), so they are not
+hashed and editing a default spec leaves every image current."""
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-UNHASHED_PACKAGE_DATA = ("specs",)
-"""Package folders an image carries but that cannot change what a job in it does: every job is given the
-specs folder by ``--specs`` (mounted from the host), so editing a default spec leaves every image current."""
 
 
 class ImageError(KitError, RuntimeError):
@@ -119,15 +120,10 @@ def default_base(dockerfile: Path) -> str:
 def kit_sources(root: Path) -> Iterator[Path]:
     """Every file of the kit that can change an image's behaviour, in a stable order."""
     yield from (root / name for name in HASHED_KIT_FILES)
-    package = root / "milebench"
-    unhashed = tuple(package / name for name in UNHASHED_PACKAGE_DATA)
     yield from sorted(
         p
-        for p in package.rglob("*")
-        if p.is_file()
-        and "__pycache__" not in p.parts
-        and p.suffix != ".pyc"
-        and not any(p.is_relative_to(u) for u in unhashed)
+        for p in (root / "milebench").rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
     )
 
 
@@ -178,7 +174,7 @@ def content_key(fam: Family) -> str:
 
 
 def registry_uri(registry: str, family_name: str, root: Path = REPO_ROOT) -> str:
-    """Where runtime apptainer pulls a family's image: ``<registry>/<family>:<content key>``."""
+    """Where deployment apptainer pulls a family's image: ``<registry>/<family>:<content key>``."""
     return f"{registry}/{family_name}:{content_key(family(family_name, root))[:12]}"
 
 
@@ -195,11 +191,12 @@ def is_kit_tag(tag: str, family_name: str) -> bool:
 
 
 def copy_kit_source(root: Path, dest: Path) -> Path:
-    """What ``pip install`` of the kit needs from a checkout (the package with its data, pyproject.toml,
-    the README), without caches or outputs."""
+    """What ``pip install`` of the kit needs from a checkout (the package with its data, the specs, the
+    build configuration, the README), without caches or outputs."""
     for name in KIT_FILES:
         shutil.copy2(root / name, dest / name)
     shutil.copytree(root / "milebench", dest / "milebench", ignore=SKIP)
+    shutil.copytree(root / SPECS, dest / SPECS, ignore=SKIP)
     return dest
 
 

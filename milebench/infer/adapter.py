@@ -5,13 +5,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, TypedDict, runtime_checkable
 
 from milebench.errors import KitError
 from milebench.paths import RunPaths
 from milebench.records import FailureKind, PreparedSample
 from milebench.spec.model import ModelSpec
-from milebench.spec.run import ContextOverflow
+from milebench.spec.policy import RunPolicy
 
 FIRST_FAILURES = 5
 """A cell whose first this many answered samples all failed stops: the endpoint or the spec is wrong, and
@@ -57,16 +57,27 @@ class TokenUsage(NamedTuple):
     """The sample's own time when the adapter measured it (concurrent API requests)."""
 
 
+class AdapterOptions(TypedDict, total=False):
+    """The keyword options of a transformers adapter's constructor, which a family's own passes on."""
+
+    with_model: bool
+    """False: load only what builds inputs (``render-input``), no weights."""
+    policy: RunPolicy | None
+
+
 @runtime_checkable
 class Adapter(Protocol):
-    """Turns prepared samples into answers; constructed as ``cls(spec, paths, data_root)``.
+    """Turns prepared samples into answers; constructed as ``cls(spec, paths, data_root, policy=...)``, the
+    job's ``RunPolicy`` (None: a run spec's defaults), which it reads its run settings from.
 
     ``version`` enters every cache key: change it whenever the same input could give another answer.
     """
 
     version: str
 
-    def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path) -> None: ...
+    def __init__(
+        self, spec: ModelSpec, paths: RunPaths, data_root: Path, *, policy: RunPolicy | None = None
+    ) -> None: ...
 
     def generate(self, samples: Sequence[PreparedSample]) -> list[str | SampleFailure]:
         """One answer per sample, in order; a ``SampleFailure`` where only that sample failed."""
@@ -111,15 +122,6 @@ class CountsCells(Protocol):
     failed): told when the next cell of their job starts, so one cell's failures never stop another's."""
 
     def start_cell(self) -> None: ...
-
-
-@runtime_checkable
-class ChecksWindow(Protocol):
-    """Adapters that measure an input against the model's window before generating it, following the
-    run's ``context_overflow`` (set by the loader): under ``refuse`` they fail a sample that is too long
-    without a call; under ``generate`` (the default, as the official code) they answer it."""
-
-    context_overflow: ContextOverflow
 
 
 def failure_kind(err: Exception) -> FailureKind:

@@ -14,6 +14,7 @@ from milebench.paths import RunPaths
 from milebench.provenance import job_provenance, utc_now, write_provenance
 from milebench.record_files import RecordError, read_prepared
 from milebench.spec.model import BuiltinModel, ModelSpec
+from milebench.spec.policy import RunPolicy
 from milebench.spec.registry import Specs
 from milebench.spec.run import Mode, RunSpec
 from milebench.spec.task import TaskSpec
@@ -24,7 +25,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class CellJob:
-    """What every cell of one ``infer`` process shares: the specs, the loaded model, the threads."""
+    """What every cell of one ``infer`` process shares: the specs, the loaded model, the job's policy (the
+    one the model was built with), the threads."""
 
     specs: Specs
     run: RunSpec
@@ -33,6 +35,7 @@ class CellJob:
     mode: Mode
     regime: str
     adapter: Adapter
+    policy: RunPolicy
     input_workers: int
 
     def answer(self, task: TaskSpec) -> int:
@@ -54,7 +57,7 @@ class CellJob:
                 paths.journal(spec.name, task.name, mode),
                 input_workers=self.input_workers,
                 data_root=images,
-                overflow=self.run.context_overflow,
+                policy=self.policy,
             )
         except (RecordError, AdapterError, CellBusy) as err:
             log.error("%s", err)
@@ -71,7 +74,7 @@ class CellJob:
             started_at=started,
         )
         write_provenance(paths.infer_provenance(spec.name, task.name, mode), record)
-        return failure_verdict(summary, self.run.max_failure_rate, out)
+        return failure_verdict(summary, self.policy.max_failure_rate, out)
 
 
 def failure_verdict(summary: InferSummary, max_rate: float, out: Path) -> int:

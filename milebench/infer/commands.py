@@ -15,6 +15,7 @@ from milebench.infer.threads import limit_threads, split_threads
 from milebench.paths import RunPaths
 from milebench.preprocess.commands import task_spec
 from milebench.preprocess.regime import model_regime
+from milebench.spec.policy import run_policy
 from milebench.spec.registry import load_specs
 from milebench.spec.run import Mode
 
@@ -65,6 +66,7 @@ def infer(args: argparse.Namespace) -> int:
     run = specs.run(args.run)
     paths = RunPaths.for_run(run, base=args.root)
     spec = specs.loaded_model(run, args.model)
+    policy = run_policy(run, spec)
     tasks = [task_spec(specs, name) for name in args.task]
     mode = Mode(args.mode)
     model_threads, input_workers = split_threads(args.threads)
@@ -72,12 +74,12 @@ def infer(args: argparse.Namespace) -> int:
     try:
         regime = model_regime(specs, run, spec.name, mode)
         start = time.perf_counter()
-        adapter = load_adapter(spec, paths, paths.data_root, run.context_overflow)
+        adapter = load_adapter(spec, paths, paths.data_root, policy)
         if isinstance(adapter, Preflight):
             adapter.preflight()
     except AdapterError as err:
         log.error("%s", err)
         return 1
     log.info("%s: model loaded in %.1f s for %d task(s)", spec.name, time.perf_counter() - start, len(tasks))
-    cell = CellJob(specs, run, paths, spec, mode, regime.id, adapter, input_workers)
+    cell = CellJob(specs, run, paths, spec, mode, regime.id, adapter, policy, input_workers)
     return max(cell.answer(task) for task in tasks)

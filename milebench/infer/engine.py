@@ -53,6 +53,7 @@ from milebench.spec.model import (
     ModelSpec,
 )
 from milebench.spec.model_execution import execution_of
+from milebench.spec.policy import RunPolicy
 from milebench.spec.registry import spec_hash
 from milebench.spec.run import ContextOverflow
 
@@ -62,6 +63,8 @@ UNPINNED = "unpinned"
 NOT_IN_ANSWER = frozenset({"context_sources"})
 """Spec fields left out of the cache key entirely: documentation of the spec, not settings."""
 DETAIL_LIMIT = 2000
+DEFAULT_POLICY = RunPolicy()
+"""A run spec's defaults: the policy of an engine run outside any run (tests, benchmarks)."""
 
 
 def weights_revision(spec: ModelSpec) -> str:
@@ -365,7 +368,7 @@ def run_model(
     journal: Path | None = None,
     input_workers: int = 0,
     data_root: Path | None = None,
-    overflow: ContextOverflow = ContextOverflow.GENERATE,
+    policy: RunPolicy = DEFAULT_POLICY,
 ) -> InferSummary:
     """Answer every sample not already answered under its current key; write ``out`` when done.
 
@@ -375,8 +378,9 @@ def run_model(
     separate journal is left in finishing order: it holds exactly the current records, and only ``out``
     needs prepared order. ``input_workers`` processes build the next batches' inputs while the model
     generates, for adapters that keep input building apart (``BuildsInputs``). With ``data_root``, each
-    image is checked against its prepared hash first (adapters that read images). ``overflow`` is the
-    run's ``context_overflow``: whether an input past the model's window is answered or refused. Raises
+    image is checked against its prepared hash first (adapters that read images). ``policy`` is the job's,
+    the value its adapter was built with: its ``context_overflow`` says whether an input past the model's
+    window is answered or refused. Raises
     ``CellBusy`` while another job answers the same cell.
     """
     journal = journal or out
@@ -388,7 +392,9 @@ def run_model(
     with cell_lock(journal, label):
         if isinstance(adapter, CountsCells):
             adapter.start_cell()
-        summary = answer_cell(adapter, spec, samples, out, journal, input_workers, data_root, overflow, label)
+        summary = answer_cell(
+            adapter, spec, samples, out, journal, input_workers, data_root, policy.context_overflow, label
+        )
     log.info("%s -> %s: %s", spec.name, out, summary)
     return summary
 

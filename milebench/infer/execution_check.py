@@ -25,7 +25,7 @@ def require_supported(spec: ModelSpec, execution: Execution, supported: Mapping[
     ]
     if wrong:
         raise UnsupportedExecution(
-            f"model spec {spec.name!r}, execution {execution.label}: adapter {spec.adapter.value} "
+            f"model spec {spec.name!r}, execution {execution.label}: adapter {spec.adapter} "
             f"cannot run {'; '.join(wrong)}"
         )
 

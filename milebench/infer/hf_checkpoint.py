@@ -10,10 +10,10 @@ from typing import Any
 from milebench.infer.adapter import AdapterError
 from milebench.paths import RunPaths
 from milebench.spec.adapters import declared_adapters
-from milebench.spec.model import AdapterKind, HubWeights, ModelSpec, TinyWeights, UrlWeights
+from milebench.spec.model import HubWeights, ModelSpec, TinyWeights, UrlWeights
 
-TINY_FAMILY: dict[AdapterKind, str] = {
-    AdapterKind(kind): declared.declaration.tiny.family
+TINY_FAMILY: dict[str, str] = {
+    kind: declared.declaration.tiny.family
     for kind, declared in declared_adapters().items()
     if declared.declaration.tiny is not None and declared.declaration.does == "generate"
 }
@@ -28,7 +28,7 @@ def checkpoint(spec: ModelSpec, paths: RunPaths) -> tuple[str, dict[str, Any]]:
         if family is not None and weights.family != family:
             raise AdapterError(
                 f"model spec {spec.name!r}: tiny family {weights.family!r} cannot run on adapter "
-                f"{spec.adapter.value!r} (needs {family!r})"
+                f"{spec.adapter!r} (needs {family!r})"
             )
         folder = paths.model_dir(spec.name)
         if not (folder / "config.json").is_file():
@@ -42,5 +42,5 @@ def checkpoint(spec: ModelSpec, paths: RunPaths) -> tuple[str, dict[str, Any]]:
     if isinstance(weights, HubWeights):
         return weights.repo_id, {"revision": weights.revision, "trust_remote_code": weights.trust_remote_code}
     raise AdapterError(
-        f"model spec {spec.name!r}: weights kind {weights.kind!r} cannot be loaded by {spec.adapter.value}"
+        f"model spec {spec.name!r}: weights kind {weights.kind!r} cannot be loaded by {spec.adapter}"
     )

@@ -38,6 +38,7 @@ from milebench.records import IMAGE_PLACEHOLDER, FailureKind, PreparedSample
 from milebench.spec.execution import Autocast, Decoding, ImageBackend, PromptTemplate, Tokenization
 from milebench.spec.model import ModelSpec
 from milebench.spec.model_execution import execution_of
+from milebench.spec.policy import RunPolicy, run_policy
 from milebench.spec.run import ContextOverflow
 
 ADAPTER = {
@@ -88,13 +89,12 @@ class HfImageTextToTextAdapter:
     A sample whose encoded input (template and image tokens in) is longer than the spec's
     ``max_context_len`` is generated, as the official code did (the engine records by how much it went
     over); under the strict variant (``context_overflow`` refuse) it fails as context overflow without
-    being generated, and the rest of the batch is answered. ``with_model=False`` loads only what builds
+    being generated, and the rest of the batch is answered. The run's settings (``context_overflow``, the
+    stop strings) come from the ``policy`` it is built with. ``with_model=False`` loads only what builds
     inputs (``render-input``).
     """
 
     version = f"1+transformers-{transformers.__version__}+torch-{torch.__version__}"
-    context_overflow: ContextOverflow = ContextOverflow.GENERATE
-    """The run's ``context_overflow``, set by the loader."""
     model_class: ClassVar[str] = "AutoModelForImageTextToText"
     """The transformers class that loads the model, looked up at load time: the module then imports
     under the older transformers of the paper-era containers, and only a class they lack is an error."""
@@ -107,13 +107,22 @@ class HfImageTextToTextAdapter:
     pixel_key: ClassVar[str] = "pixel_values"
     """The name under which the encoded inputs hold the pixels (the model's ``generate`` argument)."""
 
-    def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path, *, with_model: bool = True) -> None:
+    def __init__(
+        self,
+        spec: ModelSpec,
+        paths: RunPaths,
+        data_root: Path,
+        *,
+        with_model: bool = True,
+        policy: RunPolicy | None = None,
+    ) -> None:
         self.spec = spec
         self.data_root = data_root
         execution = execution_of(spec)
         if execution is None:
-            raise AdapterError(f"model spec {spec.name!r}: adapter {spec.adapter.value} has no execution")
+            raise AdapterError(f"model spec {spec.name!r}: adapter {spec.adapter} has no execution")
         self.execution = execution
+        self.policy = policy or run_policy(None, spec)
         self.check_execution()
         source, kwargs = checkpoint(spec, paths)
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -211,7 +220,7 @@ class HfImageTextToTextAdapter:
     def overflowing(self, samples: Sequence[PreparedSample], inputs: BatchFeature) -> dict[int, str]:
         """Index -> reason for the samples the strict variant refuses (longer than the model's context);
         none under ``generate``."""
-        if self.context_overflow is not ContextOverflow.REFUSE:
+        if self.policy.context_overflow is not ContextOverflow.REFUSE:
             return {}
         reasons = {i: refusal(self.spec, n) for i, n in enumerate(self.input_lengths(inputs))}
         return {i: reason for i, reason in reasons.items() if reason is not None}
@@ -296,13 +305,13 @@ class HfImageTextToTextAdapter:
         return answers, usage
 
     def stopper(self, inputs: BatchFeature) -> RowStop | None:
-        """The execution's stop strings as a stopping criterion for this batch; None without any. The
+        """The policy's stop strings as a stopping criterion for this batch; None without any. The
         official output the criterion judges starts with the BOS id (``stopping``)."""
-        if not self.execution.stop_strings:
+        if not self.policy.stop_strings:
             return None
         bos = self.model.generation_config.bos_token_id
         return KeywordStop(
-            self.execution.stop_strings,
+            self.policy.stop_strings,
             self.processor.tokenizer,
             int(inputs["input_ids"].shape[1]),
             self.official_prompt_len(inputs),

@@ -34,14 +34,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Unpack, cast
 
 import torch
 from PIL import Image
 from transformers import AutoImageProcessor, AutoTokenizer, BatchFeature, BertTokenizer, LlamaConfig
 
 from milebench.data.weight_files import verified_weight_files
-from milebench.infer.adapter import AdapterError
+from milebench.infer.adapter import AdapterError, AdapterOptions
 from milebench.infer.chunk_tokens import per_chunk_ids
 from milebench.infer.hf_image_text_to_text import DTYPE_ARGUMENT, PIL_IMAGE_PROCESSOR
 from milebench.infer.hf_llava import HfLlavaAdapter, left_pad
@@ -158,9 +158,11 @@ class HfLlamaVidAdapter(HfLlavaAdapter):
     }
     processor: LlamaVidProcessor
 
-    def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path, *, with_model: bool = True) -> None:
+    def __init__(
+        self, spec: ModelSpec, paths: RunPaths, data_root: Path, **options: Unpack[AdapterOptions]
+    ) -> None:
         self.paths = paths
-        super().__init__(spec, paths, data_root, with_model=with_model)
+        super().__init__(spec, paths, data_root, **options)
         compress = getattr(self.processor.config, "compress_type", None)
         if compress != "mean":
             raise AdapterError(
@@ -313,10 +315,10 @@ class HfLlamaVidAdapter(HfLlavaAdapter):
         }
 
     def stopper(self, inputs: BatchFeature) -> RowStop | None:
-        if not self.execution.stop_strings:
+        if not self.policy.stop_strings:
             return None
         (prompt_len,) = self.input_lengths(inputs)
-        return RecentTextStop(self.execution.stop_strings, self.processor.tokenizer, prompt_len)
+        return RecentTextStop(self.policy.stop_strings, self.processor.tokenizer, prompt_len)
 
     def clean(self, text: str) -> str:
-        return without_stop_keyword(text, self.execution.stop_strings)
+        return without_stop_keyword(text, self.policy.stop_strings)

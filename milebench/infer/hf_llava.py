@@ -19,13 +19,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
 import torch
 from PIL import Image
 from transformers import BatchFeature
 
-from milebench.infer.adapter import AdapterError
+from milebench.infer.adapter import AdapterError, AdapterOptions
 from milebench.infer.chunk_tokens import per_chunk_ids
 from milebench.infer.hf_image_text_to_text import HfImageTextToTextAdapter
 from milebench.infer.prompt_templates import FIXED_TEMPLATES
@@ -69,8 +69,10 @@ class HfLlavaAdapter(HfImageTextToTextAdapter):
         "decoding": frozenset(Decoding),
     }
 
-    def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path, *, with_model: bool = True) -> None:
-        super().__init__(spec, paths, data_root, with_model=with_model)
+    def __init__(
+        self, spec: ModelSpec, paths: RunPaths, data_root: Path, **options: Unpack[AdapterOptions]
+    ) -> None:
+        super().__init__(spec, paths, data_root, **options)
         template = self.execution.prompt_template
         if template is PromptTemplate.CHAT_TEMPLATE and not getattr(self.processor, "chat_template", None):
             raise AdapterError(

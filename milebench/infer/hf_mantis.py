@@ -28,12 +28,12 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
 from PIL import Image
 from transformers import BatchFeature
 
-from milebench.infer.adapter import AdapterError
+from milebench.infer.adapter import AdapterError, AdapterOptions
 from milebench.infer.hf_llava import HfLlavaAdapter
 from milebench.infer.input_view import InputView
 from milebench.infer.prompt_templates import MLLAVA_IMAGE_TOKEN
@@ -65,8 +65,10 @@ class HfMantisAdapter(HfLlavaAdapter):
         "decoding": frozenset(Decoding),
     }
 
-    def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path, *, with_model: bool = True) -> None:
-        super().__init__(spec, paths, data_root, with_model=with_model)
+    def __init__(
+        self, spec: ModelSpec, paths: RunPaths, data_root: Path, **options: Unpack[AdapterOptions]
+    ) -> None:
+        super().__init__(spec, paths, data_root, **options)
         if self.image_token != MLLAVA_IMAGE_TOKEN:
             raise AdapterError(
                 f"model spec {spec.name!r}: the checkpoint's image token is {self.image_token!r}; "

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Unpack, cast
 
 import numpy as np
 import torch
@@ -35,7 +35,7 @@ from PIL import Image
 from transformers import AutoTokenizer, BatchFeature, LlamaForCausalLM
 
 from milebench.data.weight_files import verified_weight_files
-from milebench.infer.adapter import AdapterError
+from milebench.infer.adapter import AdapterError, AdapterOptions
 from milebench.infer.hf_image_text_to_text import DTYPE_ARGUMENT
 from milebench.infer.hf_llava import ADJACENT_IMAGES, ADJACENT_IMAGES_SPLIT, HfLlavaAdapter
 from milebench.infer.input_view import InputView
@@ -110,16 +110,18 @@ class EvaLlamaAdapter(HfLlavaAdapter):
     image_marker: ClassVar[str] = IMAGE_PLACEHOLDER
     """Where the rendered text is split, each split a picture."""
 
-    def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path, *, with_model: bool = True) -> None:
+    def __init__(
+        self, spec: ModelSpec, paths: RunPaths, data_root: Path, **options: Unpack[AdapterOptions]
+    ) -> None:
         self.parts = self.part_files(spec, paths)
-        super().__init__(spec, paths, data_root, with_model=with_model)
+        super().__init__(spec, paths, data_root, **options)
         budget, cost = spec.n_tokens_per_image, self.features_per_image
         if budget is not None and budget != cost:
             raise AdapterError(
                 f"model spec {spec.name!r}: n_tokens_per_image {budget}, but the checkpoint gives "
                 f"{cost} features per image ({self.feature_source})"
             )
-        if with_model:
+        if options.get("with_model", True):
             self.place_model()
 
     @property

@@ -25,13 +25,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Unpack, cast
 
 import torch
 from PIL import Image
 from transformers import BatchFeature, GenerationConfig
 
-from milebench.infer.adapter import AdapterError
+from milebench.infer.adapter import AdapterError, AdapterOptions
 from milebench.infer.hf_llava import HfLlavaAdapter, left_pad
 from milebench.infer.open_flamingo_model import (
     CHECKPOINT_FILE,
@@ -91,9 +91,11 @@ class OpenFlamingoAdapter(HfLlavaAdapter):
     }
     processor: FlamingoProcessor
 
-    def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path, *, with_model: bool = True) -> None:
+    def __init__(
+        self, spec: ModelSpec, paths: RunPaths, data_root: Path, **options: Unpack[AdapterOptions]
+    ) -> None:
         self._parts: FlamingoParts | None = None
-        super().__init__(spec, paths, data_root, with_model=with_model)
+        super().__init__(spec, paths, data_root, **options)
 
     @cached_property
     def image_seq(self) -> int:

@@ -19,7 +19,7 @@ import copy
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, Unpack, cast
 
 import torch
 import transformers
@@ -27,7 +27,7 @@ from PIL import Image
 from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 from transformers.generation.streamers import BaseStreamer
 
-from milebench.infer.adapter import AdapterError, SampleFailure, TokenUsage, failure_kind
+from milebench.infer.adapter import AdapterError, AdapterOptions, SampleFailure, TokenUsage, failure_kind
 from milebench.infer.execution_check import require_supported
 from milebench.infer.hf_checkpoint import checkpoint
 from milebench.infer.image_preprocessing import ImageStep
@@ -48,6 +48,7 @@ from milebench.spec.execution import (
 )
 from milebench.spec.model import ModelSpec
 from milebench.spec.model_execution import execution_of
+from milebench.spec.policy import run_policy
 from milebench.spec.run import ContextOverflow
 
 ADAPTER = {"kind": "hf-qwen-vl-chat", "does": "generate", "entry": "HfQwenVLChatAdapter"}
@@ -128,18 +129,21 @@ class HfQwenVLChatAdapter:
 
     A sample whose chat turn is longer than the spec's ``max_context_len``, or that has more images than
     ``max_images``, is answered, as the official code would have generated it (the engine records by
-    how much it went over); under the strict variant (``context_overflow`` refuse) a turn too long fails
-    as context overflow without a call, and the engine refuses samples over ``max_images``. Any other
-    error of a sample (a missing picture, a path too long for the image span) fails that sample only.
+    how much it went over); under the strict variant (the policy's ``context_overflow`` refuse) a turn
+    too long fails as context overflow without a call, and the engine refuses samples over
+    ``max_images``. Any other error of a sample (a missing picture, a path too long for the image span)
+    fails that sample only.
     Output tokens count every token the model generated, stop tokens included.
     """
 
     version = f"1+transformers-{transformers.__version__}+torch-{torch.__version__}"
-    context_overflow: ContextOverflow = ContextOverflow.GENERATE
-    """The run's ``context_overflow``, set by the loader."""
 
-    def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path, *, with_model: bool = True) -> None:
+    def __init__(
+        self, spec: ModelSpec, paths: RunPaths, data_root: Path, **options: Unpack[AdapterOptions]
+    ) -> None:
+        with_model = options.get("with_model", True)
         self.spec = spec
+        self.policy = options.get("policy") or run_policy(None, spec)
         self.data_root = data_root
         execution = execution_of(spec)
         if execution is None:
@@ -239,7 +243,7 @@ class HfQwenVLChatAdapter:
         try:
             query = self.query(sample)
             n_input = self.input_tokens(query)
-            strict = self.context_overflow is ContextOverflow.REFUSE
+            strict = self.policy.context_overflow is ContextOverflow.REFUSE
             refused = refusal(self.spec, n_input) if strict else None
             if refused is not None:
                 return SampleFailure(FailureKind.CONTEXT_OVERFLOW, refused), n_input, None

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Unpack, cast
 
 import torch
 from transformers import (
@@ -40,7 +40,7 @@ from transformers import (
     LlamaConfig,
 )
 
-from milebench.infer.adapter import AdapterError
+from milebench.infer.adapter import AdapterError, AdapterOptions
 from milebench.infer.hf_image_text_to_text import DTYPE_ARGUMENT, PIL_IMAGE_PROCESSOR
 from milebench.infer.hf_llava import HfLlavaAdapter
 from milebench.infer.hf_vila import tower_place
@@ -160,16 +160,18 @@ class HfValleyAdapter(HfLlavaAdapter):
     }
     processor: ValleyProcessor
 
-    def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path, *, with_model: bool = True) -> None:
-        super().__init__(spec, paths, data_root, with_model=with_model)
+    def __init__(
+        self, spec: ModelSpec, paths: RunPaths, data_root: Path, **options: Unpack[AdapterOptions]
+    ) -> None:
+        super().__init__(spec, paths, data_root, **options)
         if spec.n_tokens_per_image is not None and spec.n_tokens_per_image != 1:
             raise AdapterError(
                 f"model spec {spec.name!r}: n_tokens_per_image {spec.n_tokens_per_image}, but each frame "
                 "adds one <vi_frame> token"
             )
-        if len(self.execution.stop_strings) > 1:
+        if len(self.policy.stop_strings) > 1:
             raise AdapterError(
-                f"model spec {spec.name!r}: stop_strings {list(self.execution.stop_strings)}: Valley's "
+                f"model spec {spec.name!r}: stop_strings {list(self.policy.stop_strings)}: Valley's "
                 "completion stops on one keyword"
             )
 
@@ -252,10 +254,10 @@ class HfValleyAdapter(HfLlavaAdapter):
         }
 
     def stopper(self, inputs: BatchFeature) -> RowStop | None:
-        if not self.execution.stop_strings:
+        if not self.policy.stop_strings:
             return None
         (prompt_len,) = self.input_lengths(inputs)
-        return NewTextStop(self.execution.stop_strings, self.processor.tokenizer, prompt_len)
+        return NewTextStop(self.policy.stop_strings, self.processor.tokenizer, prompt_len)
 
     def clean(self, text: str) -> str:
         return process_response(text)

@@ -142,7 +142,7 @@ class HfVilaAdapter(HfYiVLAdapter):
     def stopper(self, inputs: BatchFeature) -> RowStop | None:
         """LLaVA's criterion as VILA's ``generate`` meets it: the output starts with the prompt's ids (one
         per picture), so those are what the criterion sees before the new tokens."""
-        if not self.execution.stop_strings:
+        if not self.policy.stop_strings:
             return None
         (ids,) = inputs["input_ids"]
         (given,) = self.input_lengths(inputs)
@@ -150,5 +150,5 @@ class HfVilaAdapter(HfYiVLAdapter):
         prompt_len = given if cut is None else min(given, cut)
         official = ids.tolist()
         return KeywordStop(
-            self.execution.stop_strings, self.processor.tokenizer, prompt_len, len(official), official
+            self.policy.stop_strings, self.processor.tokenizer, prompt_len, len(official), official
         )

@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Unpack, cast
 
 import torch
 from transformers import (
@@ -39,7 +39,7 @@ from transformers import (
     LlamaConfig,
 )
 
-from milebench.infer.adapter import AdapterError
+from milebench.infer.adapter import AdapterError, AdapterOptions
 from milebench.infer.hf_image_text_to_text import DTYPE_ARGUMENT, PIL_IMAGE_PROCESSOR
 from milebench.infer.hf_llava import HfLlavaAdapter
 from milebench.infer.input_view import InputView
@@ -101,8 +101,10 @@ class HfYiVLAdapter(HfLlavaAdapter):
     }
     processor: YiVLProcessor
 
-    def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path, *, with_model: bool = True) -> None:
-        super().__init__(spec, paths, data_root, with_model=with_model)
+    def __init__(
+        self, spec: ModelSpec, paths: RunPaths, data_root: Path, **options: Unpack[AdapterOptions]
+    ) -> None:
+        super().__init__(spec, paths, data_root, **options)
         aspect = getattr(self.processor.config, "image_aspect_ratio", None)
         pads = self.execution.image_preprocessing is ImagePreprocessing.PAD_TO_SQUARE
         if pads and aspect != "pad":
@@ -186,10 +188,10 @@ class HfYiVLAdapter(HfLlavaAdapter):
         }
 
     def stopper(self, inputs: BatchFeature) -> RowStop | None:
-        if not self.execution.stop_strings:
+        if not self.policy.stop_strings:
             return None
         (prompt_len,) = self.input_lengths(inputs)
-        return NewTextStop(self.execution.stop_strings, self.processor.tokenizer, prompt_len)
+        return NewTextStop(self.policy.stop_strings, self.processor.tokenizer, prompt_len)
 
     def clean(self, text: str) -> str:
-        return without_stop_keyword(text, self.execution.stop_strings)
+        return without_stop_keyword(text, self.policy.stop_strings)

@@ -81,7 +81,7 @@ def original_code(spec_name: str) -> Any:
     except ImportError as err:
         raise AdapterError(
             f"model spec {spec_name!r}: OpenFlamingo's original code cannot be imported ({err}); run the "
-            f"model in its image (`milebench image build --family {IMAGE_FAMILY}`, runtime docker) or "
+            f"model in its image (`milebench image build --family {IMAGE_FAMILY}`, deployment docker) or "
             "install it beside the kit: `bash .ci/open-flamingo-kit.sh`"
         ) from None
     return open_flamingo, open_clip

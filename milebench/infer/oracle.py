@@ -8,6 +8,7 @@ from pathlib import Path
 from milebench.paths import RunPaths
 from milebench.records import PreparedSample
 from milebench.spec.model import ModelSpec
+from milebench.spec.policy import RunPolicy
 
 ADAPTER = {"kind": "oracle", "does": "generate", "entry": "OracleAdapter"}
 """What this module runs (milebench.spec.adapters)."""
@@ -16,7 +17,9 @@ ADAPTER = {"kind": "oracle", "does": "generate", "entry": "OracleAdapter"}
 class OracleAdapter:
     version = "1"
 
-    def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path) -> None:
+    def __init__(
+        self, spec: ModelSpec, paths: RunPaths, data_root: Path, *, policy: RunPolicy | None = None
+    ) -> None:
         """Needs nothing from its spec: the answer is in the sample."""
 
     def generate(self, samples: Sequence[PreparedSample]) -> list[str]:

@@ -10,6 +10,7 @@ from milebench.paths import RunPaths
 from milebench.preprocess.prompt import option_label
 from milebench.records import PreparedSample
 from milebench.spec.model import ModelSpec
+from milebench.spec.policy import RunPolicy
 
 ADAPTER = {"kind": "random", "does": "generate", "entry": "RandomAdapter"}
 """What this module runs (milebench.spec.adapters)."""
@@ -27,7 +28,9 @@ class RandomAdapter:
 
     version = "1"
 
-    def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path) -> None:
+    def __init__(
+        self, spec: ModelSpec, paths: RunPaths, data_root: Path, *, policy: RunPolicy | None = None
+    ) -> None:
         self.seed = spec.generation.seed
 
     def answer(self, sample: PreparedSample) -> str:

@@ -1,25 +1,25 @@
-"""Which adapter class runs which AdapterKind (declared in its module); classes are imported only when used
-(torch is heavy)."""
+"""Which adapter class runs which kind (registered by entry point, declared in its module); classes are
+imported only when used (torch is heavy)."""
 
 from __future__ import annotations
 
 import importlib
 from pathlib import Path
 
-from milebench.infer.adapter import Adapter, AdapterError, ChecksWindow
+from milebench.infer.adapter import Adapter, AdapterError
 from milebench.paths import RunPaths
 from milebench.spec.adapters import UNPORTED, declared, declared_adapters
 from milebench.spec.execution import Backend
-from milebench.spec.model import AdapterKind, ModelSpec
+from milebench.spec.model import ModelSpec
 from milebench.spec.model_execution import execution_of
-from milebench.spec.run import ContextOverflow
+from milebench.spec.policy import RunPolicy
 
-ADAPTERS: dict[AdapterKind, str] = {
-    AdapterKind(kind): declared.target
+ADAPTERS: dict[str, str] = {
+    kind: declared.target
     for kind, declared in declared_adapters().items()
     if declared.declaration.does == "generate"
 }
-"""``module:Class`` of each generating kind, as its module declares it."""
+"""``module:Class`` of each generating kind, as it is registered."""
 
 
 VLLM_ADAPTER = "milebench.infer.vllm_backend:VllmAdapter"
@@ -44,10 +44,10 @@ def kind_class(spec: ModelSpec) -> type[Adapter]:
     """The class the spec's adapter kind declares."""
     target = ADAPTERS.get(spec.adapter)
     if target is None:
-        why = f": {spec.notes}" if spec.adapter.value == UNPORTED and spec.notes else ""
+        why = f": {spec.notes}" if spec.adapter == UNPORTED and spec.notes else ""
         known = ", ".join(sorted(ADAPTERS))
         raise AdapterError(
-            f"model spec {spec.name!r}: adapter {spec.adapter.value!r} is not available in this kit"
+            f"model spec {spec.name!r}: adapter {spec.adapter!r} is not available in this kit"
             f" (available: {known}){why}"
         )
     module_name, class_name = target.split(":")
@@ -60,7 +60,7 @@ def kind_class(spec: ModelSpec) -> type[Adapter]:
             else "install torch and the kit (`pip install torch==2.13.0 && pip install -e .`)"
         )
         raise AdapterError(
-            f"model spec {spec.name!r}: adapter {spec.adapter.value!r} cannot be imported "
+            f"model spec {spec.name!r}: adapter {spec.adapter!r} cannot be imported "
             f"({module_name.replace('.', '/')}.py: {err}); {fix}"
         ) from None
     return getattr(module, class_name)
@@ -70,18 +70,14 @@ def adapter_environment(spec: ModelSpec) -> tuple[str, ...]:
     """Names of the environment variables the spec's adapter reads, as its module declares them; read
     without importing it (torch is heavy, and the host that starts a container need not hold the libraries
     of the model's family)."""
-    found = declared(spec.adapter.value)
+    found = declared(spec.adapter)
     own = found.environment if found is not None else ()
     execution = execution_of(spec)
     return own + VLLM_ENVIRONMENT if execution is not None and execution.backend is Backend.VLLM else own
 
 
 def load_adapter(
-    spec: ModelSpec, paths: RunPaths, data_root: Path, overflow: ContextOverflow = ContextOverflow.GENERATE
+    spec: ModelSpec, paths: RunPaths, data_root: Path, policy: RunPolicy | None = None
 ) -> Adapter:
-    """The spec's adapter; one that checks the window before generating follows ``overflow`` (the run's
-    ``context_overflow``)."""
-    adapter = adapter_class(spec)(spec, paths, data_root)
-    if isinstance(adapter, ChecksWindow):
-        adapter.context_overflow = overflow
-    return adapter
+    """The spec's adapter, built with the job's ``policy`` (None: a run spec's defaults)."""
+    return adapter_class(spec)(spec, paths, data_root, policy=policy)

@@ -104,7 +104,7 @@ def render_request(args: argparse.Namespace, cls: type[ApiAdapter]) -> int:
         return 1
     keyless = isinstance(spec.weights, ApiModel) and spec.weights.keyless
     lines = [
-        f"model: {spec.name} ({spec.adapter.value})",
+        f"model: {spec.name} ({spec.adapter})",
         f"sample: {found.where}",
         f"POST {request['url']}",
         "key: none (keyless)" if keyless else f"key: {cls.key_env}, in the request's headers (not shown)",
@@ -133,7 +133,7 @@ def render_input(args: argparse.Namespace) -> int:
             "model spec %r: render-input shows the input of adapters that run local weights; adapter %s "
             "builds its own",
             spec.name,
-            spec.adapter.value,
+            spec.adapter,
         )
         return 1
     try:
@@ -142,7 +142,7 @@ def render_input(args: argparse.Namespace) -> int:
         adapter = build(spec, paths, paths.data_root, with_model=False)
         sample = found.sample
         lines = [
-            f"model: {spec.name} ({spec.adapter.value})",
+            f"model: {spec.name} ({spec.adapter})",
             *execution_lines(adapter.execution),
             f"here: {adapter.device.type}"
             + ("" if adapter.device.type == "cuda" else " (float32, no autocast)"),

@@ -4,8 +4,10 @@ The inputs are the ones the spec's transformers adapter builds (its prompt rende
 tokens in place, and its image preprocessing), loaded without the model; vLLM then tokenizes the whole
 prompt, runs its own processor on the pictures and decodes greedily, the whole batch at once. So the
 variant must state ``tokenization: whole``, ``decoding: batched``, no stop strings and no vocabulary
-limit (any other choice stops the job at load, never silently dropped); what it still changes against
-the transformers run (kernels, batching, stop handling) is measured by ``milebench audit drift``.
+limit, and the run must not ask for ``context_overflow: refuse`` (it has no window check before the
+call): any other choice or policy stops the job at load, naming it, never silently dropped; what it
+still changes against the transformers run (kernels, batching, stop handling) is measured by
+``milebench audit drift``.
 
 vLLM serves LLaVA-1.5 and LLaVA-NeXT (llava-hf checkpoints) and Qwen2-VL with several images per
 prompt; ``limit_mm_per_prompt`` is the spec's ``max_images``, else the most images a MileBench sample
@@ -35,6 +37,8 @@ from milebench.records import PreparedSample
 from milebench.spec.execution import Backend, Decoding, Execution, Tokenization
 from milebench.spec.model import ModelSpec
 from milebench.spec.model_execution import execution_of
+from milebench.spec.policy import RunPolicy, run_policy
+from milebench.spec.run import ContextOverflow
 
 MOST_IMAGES = 109
 """The most images one MileBench sample has: vLLM's per-prompt image limit where the spec sets none."""
@@ -53,18 +57,20 @@ def vllm_version() -> str | None:
         return None
 
 
-def unsupported_choices(execution: Execution) -> list[str]:
-    """The execution's choices vLLM would not honour: it tokenizes the whole prompt, decodes every batch
-    at once, and has no LLaVA stop rule or vocabulary limit here."""
+def unsupported_choices(execution: Execution, policy: RunPolicy) -> list[str]:
+    """The execution's choices and the job's policy vLLM would not honour: it tokenizes the whole prompt,
+    decodes every batch at once, and has no LLaVA stop rule, vocabulary limit or window check here."""
     found = []
     if execution.tokenization is not Tokenization.WHOLE:
         found.append(f"tokenization {execution.tokenization}")
     if execution.decoding is not Decoding.BATCHED:
         found.append(f"decoding {execution.decoding}")
-    if execution.stop_strings:
+    if policy.stop_strings:
         found.append("stop_strings")
     if execution.original_vocab_only:
         found.append("original_vocab_only")
+    if policy.context_overflow is not ContextOverflow.GENERATE:
+        found.append(f"the run's context_overflow {policy.context_overflow}")
     return found
 
 
@@ -73,15 +79,17 @@ class VllmAdapter:
 
     version = f"1+vllm-{vllm_version()}"
 
-    def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path) -> None:
+    def __init__(
+        self, spec: ModelSpec, paths: RunPaths, data_root: Path, *, policy: RunPolicy | None = None
+    ) -> None:
         from milebench.infer.registry import kind_class
 
-        if spec.adapter.value not in FAMILIES:
+        if spec.adapter not in FAMILIES:
             known = ", ".join(sorted(FAMILIES))
             raise AdapterError(f"model spec {spec.name!r}: the vllm backend runs adapters {known} only")
         execution = execution_of(spec)
         assert execution is not None and execution.backend is Backend.VLLM
-        unsupported = unsupported_choices(execution)
+        unsupported = unsupported_choices(execution, policy or run_policy(None, spec))
         if unsupported:
             raise AdapterError(
                 f"model spec {spec.name!r}, execution {execution.label}: the vllm backend cannot carry out "

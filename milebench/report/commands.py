@@ -27,7 +27,7 @@ from milebench.report.fidelity import fidelity_rows, telling
 from milebench.report.figures import report_figures
 from milebench.report.provenance import run_provenance
 from milebench.report.render import FIGURES, render_html, render_provenance_tex, render_tex
-from milebench.report.sensitivity import sensitivity_rows
+from milebench.report.sensitivity import sensitivity_tables
 from milebench.report.skipped import skipped_tables
 from milebench.report.tables import Report, build_report
 from milebench.report.truncation import budget_rows, truncation_tables
@@ -110,7 +110,7 @@ def gather(specs: Specs, run: RunSpec, paths: RunPaths, files: ReportFiles | Non
         verdict=build_verdict_view(run, specs.paper, models, verdict),
         figures=report_figures(tables, models, tasks, evidence),
         provenance=run_provenance(paths, cells(specs, run)),
-        sensitivity=sensitivity_rows(models, tasks, aggregate) if PAPER_MODE in run.modes else None,
+        sensitivity=sensitivity_tables(models, tasks, aggregate) if PAPER_MODE in run.modes else None,
         truncation=truncation_tables(specs, run, tasks, evidence),
         budgets=budget_rows(specs, run),
         fidelity=telling(fidelity_rows(specs, run)),

@@ -17,9 +17,10 @@ from enum import StrEnum
 
 from milebench.preprocess.regime import model_regime
 from milebench.report.truncation import why_no_budget
+from milebench.spec.adapters import UNPORTED
 from milebench.spec.context import REQUIRED_FIELDS, SourceKind
 from milebench.spec.execution import ASPECT_FIELDS, PAPER, Aspect, Backend, Execution, ImageSequence
-from milebench.spec.model import AdapterKind, ApiModel, ModelSpec, Section
+from milebench.spec.model import ApiModel, ModelSpec, Section
 from milebench.spec.model_execution import execution_of, for_run
 from milebench.spec.registry import Specs
 from milebench.spec.run import RunSpec
@@ -127,7 +128,7 @@ def execution_cells(spec: ModelSpec, run: RunSpec) -> dict[str, FidelityCell]:
     def every(status: Fidelity, text: str) -> dict[str, FidelityCell]:
         return {a.value: FidelityCell(status, text) for a in Aspect}
 
-    if spec.adapter is AdapterKind.UNPORTED:
+    if spec.adapter == UNPORTED:
         return every(Fidelity.NOT_PORTED, "not run: the model needs its original code base")
     if isinstance(spec.weights, ApiModel):
         return every(Fidelity.NOT_APPLICABLE, "the provider runs the model")
@@ -149,7 +150,7 @@ def execution_cells(spec: ModelSpec, run: RunSpec) -> dict[str, FidelityCell]:
 
 def budget_cell(specs: Specs, run: RunSpec, spec: ModelSpec) -> FidelityCell:
     """As official when every required number has a source and a budget cut the prompts in every mode."""
-    if spec.adapter is AdapterKind.UNPORTED:
+    if spec.adapter == UNPORTED:
         return FidelityCell(Fidelity.NOT_PORTED, "not run")
     if spec.builtin:
         return FidelityCell(Fidelity.NOT_APPLICABLE, "a baseline reads no context")

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from milebench.report.fidelity import FidelityRow
     from milebench.report.figure import Figure
     from milebench.report.provenance import Provenance
-    from milebench.report.sensitivity import SensitivityRow
+    from milebench.report.sensitivity import SensitivityTable
     from milebench.report.skipped import SkippedTable
     from milebench.report.truncation import ModelBudget, TruncationTable
     from milebench.report.verdict_view import VerdictView
@@ -397,8 +397,8 @@ class Report:
     verdict: VerdictView | None = None
     figures: list[Figure] = field(default_factory=list)
     provenance: Provenance | None = None
-    sensitivity: list[SensitivityRow] | None = None
-    """Present when the score files carry the standard scorer."""
+    sensitivity: list[SensitivityTable] | None = None
+    """One table per variant scorer the score files carry (milebench.score.registry); None when none."""
     truncation: list[TruncationTable] = field(default_factory=list)
     budgets: list[ModelBudget] = field(default_factory=list)
     """Every run model's context budget with the source of each number (shown with truncation)."""

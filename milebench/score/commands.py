@@ -16,9 +16,9 @@ from milebench.record_files import read_prepared
 from milebench.records import Judgment, JudgmentStatus, Prediction, PreparedSample, ScoredSample
 from milebench.score.aggregate import TaskScore, summarise
 from milebench.score.inputs import read_predictions
-from milebench.score.registry import DEFAULT_SCORER, SCORERS
+from milebench.score.registry import DEFAULT_SCORER, scorer_names
+from milebench.score.registry import scorer as judge_of
 from milebench.score.sample_log import write_sample_log
-from milebench.score.standard import SCORER_NAME as STANDARD
 from milebench.spec.base import SpecError
 from milebench.spec.names import check_in_run
 from milebench.spec.registry import load_specs
@@ -43,7 +43,7 @@ def judge_sample(
         status = "failed"
     elif pred is not None and pred.response is not None:
         status = "scored"
-        extracted, score = SCORERS[scorer](task, sample, pred.response)
+        extracted, score = judge_of(scorer)(task, sample, pred.response)
     return Judgment(
         task=task.name,
         mode=sample.mode,
@@ -64,7 +64,7 @@ def score_task(
 ) -> tuple[list[Judgment], TaskScore]:
     """Judgments under every scorer (the default's first) and the task score holding all of them."""
     by_scorer = {name: [judge_sample(task, model, s, preds.get(s.sample_id), name) for s in samples]
-                 for name in SCORERS}  # fmt: skip
+                 for name in scorer_names()}  # fmt: skip
     unknown = sorted(set(preds) - {s.sample_id for s in samples})
     if unknown:
         log.warning(
@@ -81,12 +81,12 @@ def write_scores(paths: RunPaths, judgments: list[Judgment], task_score: TaskSco
     atomic_write_jsonl(paths.judgments(model, task, mode), [j.model_dump(mode="json") for j in judgments])
     atomic_write_json(paths.task_score(model, task, mode), task_score.model_dump(mode="json"))
     log.info(
-        "%s %s %s: score %s (standard %s) over %d/%d samples (%d missing, %d failed)",
+        "%s %s %s: score %s (%s) over %d/%d samples (%d missing, %d failed)",
         model,
         task,
         mode.value,
         _points(task_score.score),
-        _points(task_score.variants[STANDARD].score if STANDARD in task_score.variants else None),
+        ", ".join(f"{name} {_points(variant.score)}" for name, variant in task_score.variants.items()),
         task_score.n_scored,
         task_score.n,
         task_score.n_missing,

@@ -9,8 +9,6 @@ from milebench.score.normalize import normalize
 from milebench.score.rouge_l import rouge_l_f
 from milebench.spec.task import ScorerKind, TaskSpec
 
-SCORER_NAME = "paper"
-
 
 class ScoringError(KitError, ValueError):
     """A sample the evaluator cannot judge (its own assertion fails); names the task and sample."""

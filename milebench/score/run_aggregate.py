@@ -13,8 +13,9 @@ import argparse
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from milebench.data.schema import QuantityLevel
 from milebench.errors import KitError
@@ -33,8 +34,7 @@ from milebench.score.aggregate import (
     coverage,
     pooled_levels,
 )
-from milebench.score.registry import DEFAULT_SCORER
-from milebench.score.standard import SCORER_NAME as STANDARD
+from milebench.score.registry import DEFAULT_SCORER, variant_scorers
 from milebench.score.uncertainty import Estimate, TaskSamples, bootstrap_table, point_columns, task_samples
 from milebench.score.verdict import Verdict, build_verdict
 from milebench.spec.base import Spec, describe_errors
@@ -48,6 +48,9 @@ log = logging.getLogger(__name__)
 
 SHOWN_IDS = 20
 """Sample ids listed per cell in an incompleteness message; the rest are counted."""
+AGGREGATE_FORMAT: Literal[2] = 2
+"""2: every variant scorer's columns under ``variants``; 1 (no ``format``): the standard scorer's alone,
+as ``standard`` and ``scorer_difference``, read as that one variant."""
 
 
 class IncompleteCell(Spec):
@@ -93,6 +96,15 @@ class IncompleteError(KitError, ValueError):
         )
 
 
+class VariantColumns(Spec):
+    """One model's columns under a scorer other than the default, and how far it moves each task."""
+
+    columns: dict[str, float | None] | None = Field(
+        description="The same columns under this scorer; null when no sample was judged by it."
+    )
+    difference: dict[str, float | None] = Field(description="Per task: this scorer minus paper.")
+
+
 class ModelAggregate(Spec):
     """One model in one mode: every main-table column with its interval, coverage and scorer gap."""
 
@@ -109,14 +121,23 @@ class ModelAggregate(Spec):
         "them), shown beside the official ones, never instead."
     )
     column_coverage: dict[str, float | None] = Field(description="Scored / expected samples per column.")
-    standard: dict[str, float | None] | None = Field(
-        description="The same columns under the standard scorer; null when no sample was judged by it."
+    variants: dict[str, VariantColumns] = Field(
+        description="Each registered scorer but the default, by name."
     )
-    scorer_difference: dict[str, float | None] = Field(description="Per task: standard minus paper.")
     levels: dict[QuantityLevel, LevelScore] = Field(description="Accuracy per image-quantity level (x100).")
     coverage: Coverage
     coverage_by_category: dict[Category, Coverage]
     failures: dict[FailureKind, int]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _format_1(cls, data: object) -> object:
+        """Format 1 held the standard scorer alone: read as that one variant."""
+        if isinstance(data, dict) and "scorer_difference" in data:
+            rest = {k: v for k, v in data.items() if k not in ("standard", "scorer_difference")}
+            standard = {"columns": data.get("standard"), "difference": data["scorer_difference"]}
+            return {**rest, "variants": {"standard": standard}}
+        return data
 
 
 class AdversarialDelta(Spec):
@@ -129,6 +150,7 @@ class AdversarialDelta(Spec):
 
 
 class RunAggregate(Spec):
+    format: Literal[2] = Field(default=AGGREGATE_FORMAT, description="Format version (AGGREGATE_FORMAT).")
     run: str
     complete: bool
     allow_incomplete: bool
@@ -140,6 +162,14 @@ class RunAggregate(Spec):
     incomplete: tuple[IncompleteCell, ...]
     models: tuple[ModelAggregate, ...]
     adversarial: tuple[AdversarialDelta, ...]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _format_1(cls, data: object) -> object:
+        """A file without ``format`` is format 1 (its models are read by ModelAggregate's reader)."""
+        if isinstance(data, dict) and "format" not in data:
+            return {"format": AGGREGATE_FORMAT, **data}
+        return data
 
     def model(self, model: str, mode: Mode) -> ModelAggregate:
         """One model's columns in one mode; a ``KeyError`` names what the aggregate lacks."""
@@ -276,8 +306,6 @@ def model_aggregate(
     present = [s for s in scores.values() if s is not None]
     samples = files.samples(model, mode, tasks, DEFAULT_SCORER)
     columns = bootstrap_table(samples, all_tasks, resamples, seed, confidence)
-    standard_samples = files.samples(model, mode, tasks, STANDARD)
-    standard = point_columns(standard_samples, all_tasks) if standard_samples else None
     scored_only = files.samples(model, mode, tasks, DEFAULT_SCORER, Denominator.SCORED_ONLY)
     failures: dict[FailureKind, int] = {}
     for found in present:
@@ -296,12 +324,30 @@ def model_aggregate(
         columns=columns,
         scored_only=point_columns(scored_only, all_tasks),
         column_coverage={column: column_coverage(column) for column in columns},
-        standard=standard,
-        scorer_difference={name: s.difference(STANDARD) for name, s in scores.items() if s is not None},
+        variants={
+            name: variant_columns(name, model, mode, tasks, all_tasks, files) for name in variant_scorers()
+        },
         levels=pooled_levels(present),
         coverage=coverage((score, expected[name]) for name, score in scores.items()),
         coverage_by_category=_category_coverage(scores, tasks, expected),
         failures=failures,
+    )
+
+
+def variant_columns(
+    scorer: str,
+    model: str,
+    mode: Mode,
+    tasks: Sequence[TaskSpec],
+    all_tasks: Sequence[TaskSpec],
+    files: RunFiles,
+) -> VariantColumns:
+    """One model's columns in one mode under the variant ``scorer``, and its difference per task."""
+    samples = files.samples(model, mode, tasks, scorer)
+    scores = {t.name: files.task_score(model, t.name, mode) for t in tasks}
+    return VariantColumns(
+        columns=point_columns(samples, all_tasks) if samples else None,
+        difference={name: s.difference(scorer) for name, s in scores.items() if s is not None},
     )
 
 

@@ -29,8 +29,6 @@ from milebench.spec.task import ScorerKind, TaskSpec
 if TYPE_CHECKING:
     from rouge_score.rouge_scorer import RougeScorer
 
-SCORER_NAME = "standard"
-
 
 @cache
 def _rouge() -> RougeScorer:

@@ -1,32 +1,41 @@
-"""Adapter families, found where they live: each adapter module states what it is in a literal ``ADAPTER``.
+"""Adapter families register by entry point and state what they are in their module's literal ``ADAPTER``.
 
-A module that runs a model family starts with a literal declaration (or a list of them), e.g.::
+A family is one module and one line of its distribution's metadata (the kit's own are in
+``pyproject.toml``, any installed distribution adds families the same way)::
+
+    [project.entry-points."milebench.adapters"]
+    hf-llava = "milebench.infer.hf_llava:HfLlavaAdapter"
+
+and the module declares that kind and class in a literal (or a list of them)::
 
     ADAPTER = {"kind": "hf-llava", "does": "generate", "entry": "HfLlavaAdapter", "execution": "generic",
                "tiny": {"family": "llava", "builder": "milebench.infer.tiny:build_tiny_llava"}}
 
-The declarations are read from the package's source files with ``ast`` and never imported: specs are
-validated by every CLI call and in images without torch, and an adapter module imports its model
-libraries. Adding a family is one module (and a spec); nothing else lists the kinds. The adapter class
-and the tiny builder are imported only when a model is run or built.
+The declarations are read from the module's source with ``ast`` and never imported: specs are validated
+by every CLI call and in images without torch, and an adapter module imports its model libraries. The
+adapter class and the tiny builder are imported only when a model is run or built.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.util
+import re
 from functools import cache
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, ValidationError
 
-from milebench.package_data import package_path
+from milebench.errors import KitError
 from milebench.spec.base import Spec, SpecError, field_errors
 
-PACKAGE = "milebench"
+ENTRY_POINTS = "milebench.adapters"
+"""The entry point group an adapter family registers in: ``kind = "module:Class"``."""
 DECLARATION = "ADAPTER"
 UNPORTED = "unported"
-"""The adapter of models that need their original code base: a kind no module declares."""
+"""The adapter of models that need their original code base: a kind no entry point may register."""
 
 PROXY_VARS = (
     "HTTPS_PROXY",
@@ -44,6 +53,13 @@ bundle variables are the image's own.)"""
 
 KIND = r"^[a-z0-9][a-z0-9-]*$"
 TARGET = r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$"
+
+
+class BadAdapter(KitError):
+    """An entry point of the group that names no declared adapter, or none at all (the kit's package
+    metadata missing or stale): named, with what fixes it."""
+
+    exit_status = 2
 
 
 class TinyBuilder(Spec):
@@ -106,12 +122,8 @@ def _literal(path: Path, text: str) -> object | None:
     return None
 
 
-def _module_name(root: Path, path: Path) -> str:
-    parts = path.relative_to(root).with_suffix("").parts
-    return ".".join([PACKAGE, *(parts[:-1] if parts[-1] == "__init__" else parts)])
-
-
-def _declared_in(root: Path, path: Path) -> list[DeclaredAdapter]:
+def declarations_in(path: Path) -> list[AdapterDeclaration]:
+    """What the module at ``path`` declares in its literal ``ADAPTER`` (one declaration or a list)."""
     text = path.read_text(encoding="utf-8")
     if f"{DECLARATION} =" not in text:  # most modules: skip parsing
         return []
@@ -122,28 +134,61 @@ def _declared_in(root: Path, path: Path) -> list[DeclaredAdapter]:
     found = []
     for i, item in enumerate(items):
         try:
-            declaration = AdapterDeclaration.model_validate(item)
+            found.append(AdapterDeclaration.model_validate(item))
         except ValidationError as err:
             where = DECLARATION if len(items) == 1 and not isinstance(value, list) else f"{DECLARATION}.{i}"
             raise SpecError(
                 path, [(f"{where}.{field}", message) for field, message in field_errors(err)]
             ) from None
-        found.append(DeclaredAdapter(module=_module_name(root, path), path=path, declaration=declaration))
     return found
+
+
+def _source(point: EntryPoint) -> tuple[str, str, Path]:
+    """The module, class and source file an entry point names, found without importing the module."""
+    module, sep, name = point.value.partition(":")
+    if not sep or not re.fullmatch(TARGET, point.value):
+        raise BadAdapter(f"{_named(point)}: not `module:Class`")
+    try:
+        found = importlib.util.find_spec(module)
+    except ImportError as err:
+        raise BadAdapter(f"{_named(point)}: its package cannot be imported ({err})") from None
+    if found is None or found.origin is None or not found.origin.endswith(".py"):
+        raise BadAdapter(f"{_named(point)}: no module {module!r} with a source file is installed")
+    return module, name, Path(found.origin)
+
+
+def _named(point: EntryPoint) -> str:
+    return f"entry point {point.name} = {point.value!r} of group {ENTRY_POINTS}"
+
+
+def _registered(point: EntryPoint) -> DeclaredAdapter:
+    """The declaration an entry point registers: its module's ``ADAPTER`` of that kind and class."""
+    module, name, path = _source(point)
+    for declaration in declarations_in(path):
+        if declaration.kind == point.name and declaration.entry == name:
+            return DeclaredAdapter(module=module, path=path, declaration=declaration)
+    raise SpecError(
+        path, [(DECLARATION, f"declares no kind {point.name!r} of class {name!r} ({_named(point)})")]
+    )
 
 
 @cache
 def declared_adapters() -> dict[str, DeclaredAdapter]:
-    """Every adapter declared in the package, by kind; a kind declared twice, or ``unported``, is refused."""
-    root = package_path(PACKAGE)
+    """Every registered adapter by kind, from the entry points of :data:`ENTRY_POINTS` (read, never
+    imported); a kind registered twice, or ``unported``, is refused."""
     found: dict[str, DeclaredAdapter] = {}
-    for path in sorted(root.rglob("*.py")):
-        for declared in _declared_in(root, path):
-            kind = declared.declaration.kind
-            if kind == UNPORTED or kind in found:
-                other = f"also declared in {found[kind].path}" if kind in found else "reserved"
-                raise SpecError(path, [(f"{DECLARATION}.kind", f"{kind!r} is {other}")])
-            found[kind] = declared
+    values: dict[str, str] = {}
+    for point in sorted(entry_points(group=ENTRY_POINTS), key=lambda p: (p.name, p.value)):
+        if point.name == UNPORTED or point.name in found:
+            other = f"also registered as {values[point.name]!r}" if point.name in found else "reserved"
+            raise BadAdapter(f"{_named(point)}: {point.name!r} is {other}")
+        found[point.name] = _registered(point)
+        values[point.name] = point.value
+    if not found:
+        raise BadAdapter(
+            f"no adapter among the entry points of group {ENTRY_POINTS}: the kit's package metadata is "
+            "missing or stale; reinstall the kit (pip install -e .)"
+        )
     return found
 
 

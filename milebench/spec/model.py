@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, StrictBool, StrictInt, model_validator
+from pydantic import AfterValidator, Field, StrictBool, StrictInt, model_validator
+from pydantic_core import PydanticCustomError
 
-from milebench.spec.adapters import UNPORTED, adapter_kinds, tiny_families
+from milebench.spec.adapters import KIND, UNPORTED, adapter_kinds, tiny_families
 from milebench.spec.base import Number, Spec
 from milebench.spec.context import (
     BUDGET_FIELDS,
@@ -36,21 +38,28 @@ class Section(StrEnum):
     """A user's own model (a served endpoint, a checkpoint); never part of the paper's table."""
 
 
-if TYPE_CHECKING:  # code names no kind but ``unported``: every other one is data, found in its module
+def _registered(kind: str, known: Iterable[str], what: str) -> str:
+    """``kind`` if it is among ``known`` (read when a spec loads, so an installed family counts)."""
+    names = sorted(known)
+    if kind not in names:
+        raise PydanticCustomError(
+            f"unknown_{what.replace(' ', '_')}",
+            "unknown {what} {kind}; known: {known}",
+            {"what": what, "kind": repr(kind), "known": ", ".join(names)},
+        )
+    return kind
 
-    class AdapterKind(StrEnum):
-        UNPORTED = UNPORTED
 
-else:
-    AdapterKind = StrEnum(
-        "AdapterKind",
-        {kind.upper().replace("-", "_"): kind for kind in (*adapter_kinds("generate"), UNPORTED)},
-        module=__name__,
-    )
-AdapterKind.__doc__ = (
-    "Model families the engine knows, as their modules declare them (milebench.spec.adapters); "
-    "``unported`` models need their original code base."
-)
+AdapterKind = Annotated[
+    str,
+    Field(
+        pattern=KIND,
+        description="A registered adapter family (an entry point of group milebench.adapters; checked "
+        "when the spec loads), or ``unported``: the model needs its original code base.",
+    ),
+    AfterValidator(lambda kind: _registered(kind, (*adapter_kinds("generate"), UNPORTED), "adapter")),
+]
+"""Model families the engine knows, as they are registered (milebench.spec.adapters)."""
 
 
 class ImageInput(StrEnum):
@@ -128,10 +137,11 @@ class BuiltinModel(Spec):
     kind: Literal["builtin"]
 
 
-if TYPE_CHECKING:
-    TinyFamily = str
-else:
-    TinyFamily = Literal[tuple(sorted(tiny_families()))]
+TinyFamily = Annotated[
+    str,
+    Field(pattern=KIND, description="A tiny family a registered adapter declares."),
+    AfterValidator(lambda family: _registered(family, tiny_families(), "tiny family")),
+]
 """The tiny families the adapters declare."""
 
 
@@ -286,7 +296,7 @@ class ModelSpec(Spec):
             for name in REQUIRED_FIELDS
             if getattr(self, name) is None and not self.builtin and not explained(name)
         ]
-        if self.adapter is AdapterKind.UNPORTED:
+        if self.adapter == UNPORTED:
             unknown.append("adapter")
         if unknown and not self.notes:
             raise ValueError(f"notes must explain the unknown or unported fields: {', '.join(unknown)}")

@@ -13,7 +13,7 @@ def execution_of(spec: ModelSpec) -> Execution | None:
     """The choices ``spec`` runs with: its own, else its adapter's defaults; None where not applicable."""
     if spec.execution is not None:
         return spec.execution
-    found = declared(spec.adapter.value)
+    found = declared(spec.adapter)
     return GENERIC if found is not None and found.declaration.execution == "generic" else None
 
 

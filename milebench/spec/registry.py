@@ -1,10 +1,11 @@
 """Load every spec of a specs folder once and check the references between them.
 
-The default folder is the one the package ships (``milebench/specs/``); ``--specs`` names another. A
-folder with its own ``paper.yaml`` is whole, as the shipped one; one without is an overlay of the shipped
-folder: its tasks, models and runs are added to the shipped ones (a file of the same name replaces the
-shipped file), and every other file (the paper spec, the locks) is its own where it has one, else the
-shipped one. A user keeps their models and runs in their own folder and the kit's tasks and paper."""
+The default folder is the one the package ships (``specs/`` at the top of the tree, installed as
+``milebench.specs``); ``--specs`` names another. A folder with its own ``paper.yaml`` is whole, as the
+shipped one; one without is an overlay of the shipped folder: its tasks, models and runs are added to the
+shipped ones (a file of the same name replaces the shipped file), and every other file (the paper spec,
+the locks) is its own where it has one, else the shipped one. A user keeps their models and runs in their
+own folder and the kit's tasks and paper."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from milebench.spec.run import RunSpec
 from milebench.spec.task import TaskSpec
 from milebench.spec.weights_lock import WEIGHTS_LOCK, pin_weights
 
-DEFAULT_SPECS = package_path("milebench", "specs")
+DEFAULT_SPECS = package_path("milebench.specs")
 PAPER = "paper.yaml"
 _limit: list[int] = []
 """The command line's ``--limit`` (Snakemake's ``--config limit=N``), when given: it replaces the limit of

@@ -5,9 +5,10 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Literal, TypeVar
 
-from pydantic import AfterValidator, Discriminator, Field, StrictBool, StrictInt, Tag, model_validator
+from pydantic import AfterValidator, Discriminator, Field, StrictBool, StrictInt, Tag
 
 from milebench.spec.base import Number, Spec
+from milebench.spec.deployment import IMAGE_REGISTRY, Deployment, DockerJobs
 
 RUN_NAME = r"^[a-z0-9][a-z0-9_-]*$"
 """A run's name: a folder name of its results and reports, never a path."""
@@ -79,24 +80,6 @@ class CombinedSource(StrEnum):
 
     UPSTREAM = "upstream"
     KIT = "kit"
-
-
-class Runtime(StrEnum):
-    """Where inference jobs run: the host's Python, the model family's Docker image (Docker SDK), or
-    Snakemake's own container support (Apptainer, images pulled from ``image_registry``; HPC)."""
-
-    LOCAL = "local"
-    DOCKER = "docker"
-    APPTAINER = "apptainer"
-
-
-class DockerJobs(StrEnum):
-    """Which jobs runtime docker runs in images: inference only (each model in its family's image, the
-    other stages on the host), or every job (the other stages in the kit image, a tiny model's weights in
-    its family's)."""
-
-    INFER = "infer"
-    ALL = "all"
 
 
 T = TypeVar("T")
@@ -237,25 +220,20 @@ class RunSpec(Spec):
         description="An inference job whose share of failed samples exceeds this exits non-zero.",
     )
 
-    runtime: Runtime = Field(
-        default=Runtime.LOCAL,
-        description="local: the host's Python; docker: each model family's image via the Docker engine; "
-        "apptainer: Snakemake's container support (run with --software-deployment-method apptainer).",
+    runtime: Deployment | None = Field(
+        default=None,
+        exclude=True,
+        description="Moved: where jobs run is the workflow's `--config deployment=...`, not the run spec's. "
+        "Read only so the specs of archived bundles still load; planning a run that sets it is refused.",
     )
-    docker_jobs: DockerJobs = Field(
-        default=DockerJobs.INFER,
-        description="Runtime docker: infer runs each model in its family's image and the other stages on "
-        "the host; all runs every job in an image: fixture, fetch, preprocess, score, aggregate and report "
-        "in the kit's, a tiny model's weights in its family's (they need torch). The specs folder in use is "
-        "mounted read-only at its path. Runtime apptainer always runs every job in an image (Snakemake's "
-        "container support).",
+    docker_jobs: DockerJobs | None = Field(
+        default=None, exclude=True, description="Moved to `--config docker_jobs=...`, as runtime."
     )
     image_registry: str | None = Field(
         default=None,
-        pattern=r"^(docker|oras|library|shub)://\S+[^/]$",
-        description="Runtime apptainer: where the family images are pushed, as an Apptainer URI prefix "
-        "(docker://ghcr.io/<org>/milebench gives docker://ghcr.io/<org>/milebench/<family>:<tag>, the tag "
-        "printed by `milebench image uri`); null: local SIF files results/images/<family>.sif.",
+        exclude=True,
+        pattern=IMAGE_REGISTRY,
+        description="Moved to `--config image_registry=...`, as runtime.",
     )
 
     audit: AuditPlan | None = Field(
@@ -268,12 +246,6 @@ class RunSpec(Spec):
     @property
     def out(self) -> str:
         return self.output_dir or f"results/{self.name}"
-
-    @model_validator(mode="after")
-    def _docker_jobs_need_docker(self) -> RunSpec:
-        if self.docker_jobs is DockerJobs.ALL and self.runtime is not Runtime.DOCKER:
-            raise ValueError(f"docker_jobs: all runs jobs under runtime docker, not {self.runtime.value}")
-        return self
 
 
 def has_verdict(run: RunSpec) -> bool:

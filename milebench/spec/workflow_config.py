@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from milebench.spec.base import Spec, SpecError, validate_mapping
+from milebench.spec.deployment import IMAGE_REGISTRY, MOVED, Deployment, DockerJobs
 from milebench.spec.registry import DEFAULT_SPECS
+from milebench.spec.run import RunSpec
 
 SOURCE = "--config"
 
@@ -24,6 +26,23 @@ class WorkflowConfig(Spec):
     archive_options: str = ""
     limit: int | None = Field(default=None, ge=1)
     """At most this many samples per task (the run spec's ``limit``, replaced)."""
+    deployment: Deployment = Deployment.LOCAL
+    """Where jobs run (MileBench): the host's Python, each model family's Docker image, or Snakemake's
+    container support (run with ``--software-deployment-method apptainer``)."""
+    docker_jobs: DockerJobs = DockerJobs.INFER
+    """Deployment docker: infer runs each model in its family's image and the other stages on the host;
+    all runs every job in an image (the stages in the kit's, a tiny model's weights in its family's)."""
+    image_registry: str | None = Field(default=None, pattern=IMAGE_REGISTRY)
+    """Deployment apptainer: the Apptainer URI prefix the family images are pushed under
+    (``milebench image uri`` prints each); null: local SIF files results/images/<family>.sif."""
+
+    @model_validator(mode="after")
+    def _docker_jobs_need_docker(self) -> WorkflowConfig:
+        if self.docker_jobs is DockerJobs.ALL and self.deployment is not Deployment.DOCKER:
+            raise ValueError(
+                f"docker_jobs=all runs jobs under deployment=docker, not {self.deployment.value}"
+            )
+        return self
 
 
 def workflow_config(config: Mapping[str, object]) -> WorkflowConfig:
@@ -34,3 +53,20 @@ def workflow_config(config: Mapping[str, object]) -> WorkflowConfig:
         keys = ", ".join(known)
         raise SpecError(SOURCE, [(key, f"unknown key; the workflow reads {keys}") for key in unknown])
     return validate_mapping(SOURCE, dict(config), WorkflowConfig)
+
+
+def moved_settings(run: RunSpec, path: Path) -> SpecError | None:
+    """Why a run spec that still says where its jobs run cannot be planned: the workflow's config says it
+    now, and a spec's ``runtime: docker`` silently run on the host would be a surprise. None without any."""
+    stated = {field: getattr(run, field) for field in MOVED if getattr(run, field) is not None}
+    if not stated:
+        return None
+    problems = [
+        (
+            field,
+            f"moved out of the run spec: run with `--config {MOVED[field]}={value}` (or a profile's "
+            f"config:) and remove it here",
+        )
+        for field, value in stated.items()
+    ]
+    return SpecError(path, problems)

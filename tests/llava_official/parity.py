@@ -30,7 +30,7 @@ from transformers import (
     LlavaProcessor,
 )
 
-from milebench.fixture.prepared import prepared_fixture
+from milebench.benchmarks.milebench.fixture.prepared import prepared_fixture
 from milebench.paths import RunPaths
 from milebench.preprocess.regime import regime_for
 from milebench.records import PreparedSample

@@ -5,7 +5,7 @@ from milebench.spec.benchmark import Benchmark
 BENCHMARK = Benchmark(
     name="mmlongembed",
     specs="mmlongembed",
-    rules="rules/mmlongembed.smk",
+    rules="milebench.benchmarks.mmlongembed:rules.smk",
     run_model="milebench.benchmarks.mmlongembed.spec:EmbedRunSpec",
     commands="milebench.benchmarks.mmlongembed.cli:add_commands",
     title="MMLongEmbed",

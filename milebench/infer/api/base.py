@@ -32,6 +32,7 @@ from milebench.infer.images import reading_image
 from milebench.paths import RunPaths
 from milebench.records import IMAGE_PLACEHOLDER, FailureKind, PreparedSample
 from milebench.spec.model import ApiModel, ModelSpec
+from milebench.spec.policy import RunPolicy
 
 log = logging.getLogger(__name__)
 
@@ -106,8 +107,17 @@ class ApiAdapter(ABC):
     default_url: ClassVar[str]
     version = "1"
 
-    def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path, with_key: bool = True) -> None:
-        """``with_key=False`` builds requests without sending any (``render-input``): no key is read."""
+    def __init__(
+        self,
+        spec: ModelSpec,
+        paths: RunPaths,
+        data_root: Path,
+        with_key: bool = True,
+        *,
+        policy: RunPolicy | None = None,
+    ) -> None:
+        """``with_key=False`` builds requests without sending any (``render-input``): no key is read. The
+        provider's own window applies, whatever the ``policy``."""
         weights = spec.weights
         if not isinstance(weights, ApiModel) or weights.provider != self.provider:
             raise AdapterError(

@@ -22,7 +22,9 @@ from milebench.plan import cells, job_per_cell, mode_tasks, model_regimes, prepa
 from milebench.preprocess.regime import tokenizer_dirs
 from milebench.spec.model import TinyWeights
 from milebench.spec.registry import load_specs, spec_hash
-from milebench.spec.run import DockerJobs, Mode, Runtime, has_verdict
+from milebench.spec.deployment import Deployment, DockerJobs
+from milebench.spec.run import Mode, has_verdict
+from milebench.spec.workflow_config import moved_settings
 from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod
 
@@ -52,19 +54,23 @@ AUDITED = [job.model for job in AUDITS.batch]
 FAMILIES = sorted({KIT_FAMILY} | {m.container for m in [*MODELS.values(), *AUDITED] if m.container})
 
 
-if RUN.runtime is Runtime.APPTAINER:
+# Where jobs run is the workflow's config (`--config deployment=...`), never the run spec's.
+MOVED = moved_settings(RUN, SPECS_DIR / "runs" / f"{RUN.name}.yaml")
+if MOVED is not None:
+    sys.exit(str(MOVED))
+if CONFIG.deployment is Deployment.APPTAINER:
     if DeploymentMethod.APPTAINER not in workflow.deployment_settings.deployment_method:
-        raise ValueError(
-            f"{SPECS_DIR}/runs/{RUN.name}.yaml: runtime: apptainer: run Snakemake with "
-            "--software-deployment-method apptainer (or use runtime local or docker)"
+        sys.exit(
+            "--config: deployment=apptainer: run Snakemake with --software-deployment-method apptainer "
+            "(or use deployment local or docker)"
         )
     MB = Untracked(f"python -m milebench --specs {SPECS_DIR}{LIMIT}")
-IMAGES = {name: image_uri(name, RUN.image_registry) for name in FAMILIES}
+IMAGES = {name: image_uri(name, CONFIG.image_registry) for name in FAMILIES}
 
-DOCKER = RUN.runtime is Runtime.DOCKER
-# docker_jobs: all: every job runs in an image too: the stages in the kit's, a tiny model's weights (built
+DOCKER = CONFIG.deployment is Deployment.DOCKER
+# docker_jobs=all: every job runs in an image too: the stages in the kit's, a tiny model's weights (built
 # with torch) in its family's, as its inference; images are built on the host.
-ALL_IN_IMAGES = DOCKER and RUN.docker_jobs is DockerJobs.ALL
+ALL_IN_IMAGES = DOCKER and CONFIG.docker_jobs is DockerJobs.ALL
 KIT_IMAGE = stage_image(KIT_FAMILY)
 KIT_MB = stage_mb(KIT_FAMILY)
 # The run's numbers (groups, overall columns, intervals) and, with multi-image scores, its verdict.
@@ -423,7 +429,7 @@ rule audit:
 
 
 # A batch audit answers its samples alone and in shuffled batches (`milebench audit batch`): it loads the
-# model as inference does, in the model's family image under runtime docker.
+# model as inference does, in the model's family image under deployment docker.
 for index, batch_job in enumerate(AUDITS.batch):
 
     rule:
