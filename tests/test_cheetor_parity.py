@@ -169,13 +169,17 @@ def original_side(built: Setup, adapter: HfCheetorAdapter, out: Path) -> dict[st
 
 def driver_observed(built: Setup, tokenizer: Any, out: Path) -> dict[str, Observed]:
     """What a Q-Former model's original-code driver wrote in ``out`` (``results.json``: text, input_ids,
-    new_ids, answer, probe; ``tensors.pt``: ``task/sample_id`` -> its tensors), in the kit's form: the
-    BOS that starts an embeddings-only ``generate``'s output dropped, the answer mapped by ``answer_of``."""
+    new_ids, answer, probe, or the ``failure`` that stopped the sample; ``tensors.pt``: ``task/sample_id``
+    -> its tensors), in the kit's form: the BOS that starts an embeddings-only ``generate``'s output
+    dropped, the answer mapped by ``answer_of``; a failed sample has no text, ids or answer but its error."""
     results = {f"{r['task']}/{r['sample_id']}": r for r in json.loads((out / "results.json").read_text())}
     tensors = torch.load(out / "tensors.pt")
     observed = {}
     for sample in built.samples:
         got, vision = results[key(sample)], tensors[key(sample)]
+        if "failure" in got:
+            observed[key(sample)] = Observed(sample, "", [], vision, [], got["failure"])
+            continue
         bos, *new_ids = got["new_ids"]
         assert bos == tokenizer.bos_token_id, key(sample)
         observed[key(sample)] = Observed(

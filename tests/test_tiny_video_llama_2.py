@@ -1,6 +1,7 @@
 """The tiny Video-LLaMA-2: seeded, in the original's layout, loaded as the real parts are, and answering
 every fixture task; a checkpoint that does not fit the spec or the architecture, or lacks a part, is one
-error naming the model spec and the file; the video-frames variant, not implemented, is refused by name."""
+error naming the model spec and the file; the video-frames variant reads all pictures as one video and
+names the frame limit past its frame positions."""
 
 from __future__ import annotations
 
@@ -10,15 +11,21 @@ import pytest
 import torch
 from tiny_checks import answers_every_fixture_task, same_seed_same_checkpoint, tiny_port
 
+from milebench.benchmarks.milebench.fixture.prepared import prepared_fixture
 from milebench.infer import hf_cheetor
 from milebench.infer.adapter import AdapterError
+from milebench.infer.hf_minigpt_v2 import IMAGE_ID
+from milebench.infer.hf_video_llama_2 import HfVideoLlama2Adapter
+from milebench.infer.prompt_templates import VIDEO_LLAMA_VIDEO
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import build_tiny
 from milebench.infer.tiny_cheetor import BLIP2_FILE
 from milebench.infer.tiny_minigpt_v2 import EVA_FILE, TOKENIZER_MODEL
-from milebench.infer.tiny_video_llama_2 import CHECKPOINT_FILE
+from milebench.infer.tiny_video_llama_2 import CHECKPOINT_FILE, tiny_video_llama_shape
 from milebench.paths import RunPaths
+from milebench.records import FailureKind
 from milebench.spec.model import ModelSpec
+from milebench.spec.registry import load_specs
 
 NAME = "tiny-video-llama-2"
 
@@ -80,15 +87,44 @@ def test_a_checkpoint_that_does_not_fit_the_architecture_names_the_file(tmp_path
         load_adapter(spec(), paths, paths.data_root)
 
 
-def test_the_video_frames_variant_is_refused_by_name(tmp_path: Path) -> None:
-    paths = built(tmp_path)
+def frames_spec() -> ModelSpec:
+    """The tiny port under the video-frames variant: all of a sample's pictures as one video."""
     execution = spec().execution
     assert execution is not None
-    frames = spec().model_copy(
-        update={"execution": execution.model_copy(update={"image_sequence": "video_frames"})}
-    )
-    with pytest.raises(AdapterError, match=r"image_sequence.*video_frames"):
-        load_adapter(frames, paths, paths.data_root)
+    return spec().model_copy(update={"execution": execution.with_variant("video-frames")})
+
+
+@pytest.mark.slow
+def test_the_video_frames_variant_answers_within_the_frame_positions_and_names_the_limit_past_them(
+    tmp_path: Path,
+) -> None:
+    """A sample with at most max_frame_pos pictures is answered, one with more fails as context overflow
+    naming the sample and the limit (the mini-MileBench has both)."""
+    limit = tiny_video_llama_shape(16).max_frame_pos
+    predictions = answers_every_fixture_task(frames_spec(), tmp_path, lambda s: len(s.images) > limit)
+    failed = [p for p in predictions if p.failure is not None]
+    assert failed and len(failed) < len(predictions)
+    for prediction in failed:
+        detail = prediction.failure_detail or ""
+        assert prediction.failure is FailureKind.CONTEXT_OVERFLOW
+        assert f"'{NAME}': task {prediction.task}, sample {prediction.sample_id}: " in detail
+        assert f"the frame position embedding has {limit} (max_frame_pos)" in detail
+
+
+def test_the_video_frames_variant_counts_one_video_against_the_window(tmp_path: Path) -> None:
+    """One video placeholder and one image id for all pictures, a pixel row per picture, and the video's
+    query outputs (the spec's tokens per image) counted once in the input's length."""
+    paths = built(tmp_path)
+    (samples,) = prepared_fixture(paths, [load_specs().tasks["ALFRED"]], 1).values()
+    sample = samples[0]
+    assert len(sample.images) > 1
+    adapter = load_adapter(frames_spec(), paths, paths.data_root)
+    assert isinstance(adapter, HfVideoLlama2Adapter)
+    inputs = adapter.encode([sample])
+    ids = inputs["input_ids"][0].tolist()
+    assert adapter.render(sample).count(VIDEO_LLAMA_VIDEO) == 1 and ids.count(IMAGE_ID) == 1
+    assert inputs["pixel_values"].shape[0] == len(sample.images)
+    assert adapter.input_lengths(inputs) == [len(ids) - 1 + (spec().n_tokens_per_image or 0)]
 
 
 def test_a_tokenizer_whose_libraries_are_missing_names_the_spec_the_folder_and_the_install(

@@ -20,7 +20,7 @@ from milebench.infer.tiny import build_tiny
 from milebench.io import read_jsonl
 from milebench.paths import RunPaths
 from milebench.preprocess.regime import regime_for
-from milebench.records import Prediction
+from milebench.records import Prediction, PreparedSample
 from milebench.spec.model import ModelSpec
 from milebench.spec.registry import load_specs
 from milebench.spec.run import FixtureSource, Mode, RunSpec
@@ -95,8 +95,11 @@ def tiny_run(root: Path, spec: ModelSpec, sizes: Sequence[tuple[int, int]]) -> R
     return paths
 
 
-def answers_every_fixture_task(model: ModelSpec, root: Path) -> None:
-    """Every task of the mini-MileBench, prepared for the model's own regime, answered without failures."""
+def answers_every_fixture_task(
+    model: ModelSpec, root: Path, refused: Callable[[PreparedSample], bool] = lambda sample: False
+) -> list[Prediction]:
+    """Every task of the mini-MileBench, prepared for the model's own regime, answered without failures
+    but for the samples ``refused`` names; returns every prediction."""
     specs = load_specs()
     paths = RunPaths(out=root / "out", reports=root / "reports")
     build_tiny(model, paths.model_dir(model.name))
@@ -105,13 +108,17 @@ def answers_every_fixture_task(model: ModelSpec, root: Path) -> None:
     tasks = prepared_fixture(paths, list(specs.tasks.values()), 1, regime=regime)
     adapter = load_adapter(model, paths, paths.data_root)
     assert len(tasks) == 29
+    every = []
     for task, samples in tasks.items():
         out = root / "predictions" / f"{task}.jsonl"
         summary = run_model(adapter, model, samples, out)
-        assert (summary.total, summary.failed) == (len(samples), 0), task
+        assert (summary.total, summary.failed) == (len(samples), sum(map(refused, samples))), task
         predictions = [Prediction.model_validate(r) for r in read_jsonl(out)]
         assert [p.sample_id for p in predictions] == [s.sample_id for s in samples]
-        assert all(p.response is not None and p.input_tokens for p in predictions), task
+        answered = [p for p, s in zip(predictions, samples, strict=True) if not refused(s)]
+        assert all(p.response is not None and p.input_tokens for p in answered), task
+        every += predictions
+    return every
 
 
 def tiny_port(paper_model: str, adapter: str, family: str, n_tokens: int = 16, seed: int = 0) -> ModelSpec:

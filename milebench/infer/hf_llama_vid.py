@@ -54,11 +54,11 @@ from milebench.infer.llama_vid_model import (
     QFormerShape,
 )
 from milebench.infer.minigpt_v2_model import EvaShape
-from milebench.infer.prompt_templates import FIXED_TEMPLATES
+from milebench.infer.prompt_templates import FIXED_TEMPLATES, without_pictures
 from milebench.infer.stopping import RecentTextStop, RowStop, without_stop_keyword
 from milebench.infer.tiny_llama_vid import BERT_DIR, read_eva_shape
 from milebench.paths import RunPaths
-from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
+from milebench.records import PreparedSample
 from milebench.spec.execution import Decoding, ImageBackend, ImageSequence, PromptTemplate, Tokenization
 from milebench.spec.model import ModelSpec, TinyWeights, UrlWeights
 
@@ -144,7 +144,7 @@ def part_files(spec: ModelSpec, paths: RunPaths, folder: Path, config: LlamaConf
 def question(sample: PreparedSample) -> str:
     """The sample's prompt with its image placeholders taken out: the pictures reach the model as one
     video in front of it."""
-    return sample.prompt.replace(IMAGE_PLACEHOLDER, "")
+    return without_pictures(sample.prompt)
 
 
 class HfLlamaVidAdapter(HfLlavaAdapter):

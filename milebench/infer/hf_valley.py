@@ -44,7 +44,7 @@ from milebench.infer.adapter import AdapterError, AdapterOptions
 from milebench.infer.hf_image_text_to_text import DTYPE_ARGUMENT, PIL_IMAGE_PROCESSOR
 from milebench.infer.hf_llava import HfLlavaAdapter
 from milebench.infer.hf_vila import tower_place
-from milebench.infer.prompt_templates import FIXED_TEMPLATES, VALLEY_STOP
+from milebench.infer.prompt_templates import FIXED_TEMPLATES, VALLEY_STOP, without_pictures
 from milebench.infer.stopping import NewTextStop, RowStop
 from milebench.infer.valley_model import (
     DUMMY_WIDTH,
@@ -60,7 +60,7 @@ from milebench.infer.valley_model import (
     ValleyTokens,
 )
 from milebench.paths import RunPaths
-from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
+from milebench.records import PreparedSample
 from milebench.spec.execution import Decoding, ImageBackend, ImageSequence, PromptTemplate, Tokenization
 from milebench.spec.model import ModelSpec
 
@@ -108,7 +108,7 @@ def video_tokens(frames: int) -> str:
 
 def user_message(sample: PreparedSample) -> str:
     """The script's query with the sample's question, its video (and any image token) written out."""
-    question = sample.prompt.replace(IMAGE_PLACEHOLDER, "")
+    question = without_pictures(sample.prompt)
     written = video_tokens(len(sample.images))
     return f"{VIDEO_TOKEN} {question}".replace(VIDEO_TOKEN, written).replace(IMAGE_TOKEN, written)
 

@@ -18,12 +18,20 @@ benchmark's token limits):
   slow tokenizer decodes them with the special tokens kept, cut at ``</s>``, the text after the last
   ``ASSISTANT:``, stripped.
 
-The ``video-frames`` variant of the spec (every picture a frame of one video) is not implemented: the
-adapter supports ``image_sequence: images`` only and refuses it by name.
+The ``video-frames`` variant (``image_sequence: video_frames``) runs ``Chat.upload_video_without_audio``
+instead: the sample's pictures, in order, are the frames of one video written ``<Video><ImageHere></Video> ``
+first in the user's message, the prompt without its placeholders after it (``Chat.ask``), all frames through
+one ``encode_videoQformer_visual`` (32 tokens for the whole sequence). The original loads a video file with
+decord (``load_video``: frames resized to 224 px, and a message of their timestamps); the kit gives it the
+pictures at that point, each resized as ``Blip2ImageEvalProcessor`` resizes (224 px, bicubic), with no
+timestamp message (pictures have no time), and ``alpro_video_eval``'s transform gives the same pixels as the
+picture transform. The frame position embedding has ``max_frame_pos`` rows: a sample with more pictures
+fails on its own as context overflow, naming the limit (the original's lookup raises ``IndexError``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
@@ -32,10 +40,13 @@ from transformers import BatchFeature
 
 from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_cheetor import QFormerLlamaAdapter
+from milebench.infer.hf_minigpt_v2 import IMAGE_ID
+from milebench.infer.prompt_templates import video_llama_2_video
 from milebench.infer.tiny_cheetor import BLIP2_FILE
 from milebench.infer.tiny_minigpt_v2 import EVA_FILE
 from milebench.infer.tiny_video_llama_2 import CHECKPOINT_FILE, read_shape
 from milebench.infer.video_llama_2_model import VideoLlama, VideoLlamaShape
+from milebench.records import PreparedSample
 from milebench.spec.execution import Decoding, ImagePreprocessing, ImageSequence, PromptTemplate, Tokenization
 
 if TYPE_CHECKING:
@@ -68,15 +79,15 @@ ASSISTANT = "ASSISTANT:"
 
 
 class HfVideoLlama2Adapter(QFormerLlamaAdapter[VideoLlamaShape]):
-    """LLaVA's prompting and batching with Video-LLaMA-2's turn, per-piece ids, one-frame videos, the
-    answer's cut and decoding."""
+    """LLaVA's prompting and batching with Video-LLaMA-2's turn, per-piece ids, one-frame videos (or one
+    video of all pictures), the answer's cut and decoding."""
 
     supported: ClassVar[dict[str, frozenset[Any]]] = {
         "prompt_template": frozenset({PromptTemplate.VIDEO_LLAMA_2_CHAT}),
         "image_preprocessing": frozenset({ImagePreprocessing.PROCESSOR}),
         "tokenization": frozenset({Tokenization.PER_CHUNK}),
         "decoding": frozenset({Decoding.PER_SAMPLE}),
-        "image_sequence": frozenset({ImageSequence.IMAGES}),
+        "image_sequence": frozenset(ImageSequence),
     }
     part_names = (EVA_FILE, BLIP2_FILE, CHECKPOINT_FILE)
     needed = NEEDED
@@ -109,11 +120,63 @@ class HfVideoLlama2Adapter(QFormerLlamaAdapter[VideoLlamaShape]):
             raise AdapterError(f"model spec {self.spec.name!r}: max_context_len is Chat.answer's max_length")
         return max(budget - self.spec.generation.max_new_tokens, 0)
 
+    @property
+    def one_video(self) -> bool:
+        """The ``video-frames`` reading: all of a sample's pictures as the frames of one video."""
+        return self.execution.image_sequence is ImageSequence.VIDEO_FRAMES
+
+    def render(self, sample: PreparedSample) -> str:
+        if self.one_video:
+            return video_llama_2_video(sample.prompt)
+        return super().render(sample)
+
+    def encode(self, samples: Sequence[PreparedSample]) -> BatchFeature:
+        """The batch as LLaVA's per-chunk encoding makes it, with each row's picture count beside it (one
+        image id stands for a whole video in the ``video-frames`` reading)."""
+        inputs = super().encode(samples)
+        inputs["frames"] = torch.tensor([len(sample.images) for sample in samples])
+        return inputs
+
+    def images_per_row(self, inputs: BatchFeature) -> list[int]:
+        """Pixel rows per sample: its pictures, one image id each or one video of them all."""
+        return [int(n) for n in inputs["frames"].tolist()]
+
+    def split_rows(self, inputs: BatchFeature) -> Iterator[BatchFeature]:
+        for i, row in enumerate(super().split_rows(inputs)):
+            row["frames"] = inputs["frames"][i : i + 1]
+            yield row
+
+    def input_lengths(self, inputs: BatchFeature) -> list[int]:
+        """Each row's length against the window: every image id (a picture or a video) becomes the video
+        Q-Former's query outputs."""
+        extra = self.features_per_image - 1
+        lengths = [int(n) for n in inputs["attention_mask"].sum(dim=1).tolist()]
+        ids = inputs["input_ids"]
+        return [n + int((row == IMAGE_ID).sum()) * extra for n, row in zip(lengths, ids, strict=True)]
+
+    def overflowing(self, samples: Sequence[PreparedSample], inputs: BatchFeature) -> dict[int, str]:
+        """Beyond the strict variant's refusals, every sample with more frames than the frame position
+        embedding has rows (``max_frame_pos``): the original's lookup fails there (``IndexError``)."""
+        found = super().overflowing(samples, inputs)
+        limit = self.processor.shape.max_frame_pos
+        for i, sample in enumerate(samples):
+            if self.one_video and len(sample.images) > limit:
+                found[i] = (
+                    f"model spec {self.spec.name!r}: task {sample.task}, sample {sample.sample_id}: "
+                    f"{len(sample.images)} pictures as the frames of one video, but the frame position "
+                    f"embedding has {limit} (max_frame_pos)"
+                )
+        return found
+
     def generate_inputs(self, inputs: BatchFeature) -> dict[str, Any]:
-        """The sample's embeddings, each picture a one-frame video, cut as ``Chat.answer`` cuts them."""
+        """The sample's embeddings, each picture a one-frame video (or all of them one video), cut as
+        ``Chat.answer`` cuts them."""
         (ids,) = inputs["input_ids"]
         pixels = inputs.get("pixel_values")
-        videos = [] if pixels is None else [picture[None] for picture in pixels]
+        if pixels is None:
+            videos = []
+        else:
+            videos = [pixels] if self.one_video else [picture[None] for picture in pixels]
         with self.autocast():
             embeds = self.video_llama.context_embeds(self.chunks(ids), videos)
         expanded = self.expanded(ids)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from milebench.records import IMAGE_PLACEHOLDER
 from milebench.spec.execution import PromptTemplate
 
 LLAVA_LLAMA_2_SYSTEM = (
@@ -117,12 +118,33 @@ VIDEO_LLAMA_SYSTEM = (
 """The system text ``demo_video.py`` sets on ``conv_llava_llama_2`` before an image or a video upload."""
 
 
-def video_llama_2_chat(prompt: str) -> str:
-    """Video-LLaMA-2's ``conv_llava_llama_2`` with ``demo_video.py``'s system text, its one user message
-    joined as ``Chat.ask`` joins a question to an uploaded picture, each picture at its placeholder;
-    ``get_prompt`` strips the leading ``<s>`` separator, so the text starts at ``[INST]``."""
-    message = joined_message(prompt, VIDEO_LLAMA_IMAGE)
+VIDEO_LLAMA_VIDEO = "<Video><ImageHere></Video> "
+"""How Video-LLaMA's ``Chat.upload_video_without_audio`` writes a video into the user's message (its
+``load_video`` message after it, which the kit leaves empty: MileBench's pictures have no timestamps)."""
+
+
+def video_llama_2_turn(message: str) -> str:
+    """``conv_llava_llama_2`` with ``demo_video.py``'s system text and one user message; ``get_prompt``
+    strips the leading ``<s>`` separator, so the text starts at ``[INST]``."""
     return f"[INST] <<SYS>>\n{VIDEO_LLAMA_SYSTEM}\n<</SYS>>\n\n{message} [/INST]"
+
+
+def video_llama_2_chat(prompt: str) -> str:
+    """Video-LLaMA-2's turn with its one user message joined as ``Chat.ask`` joins a question to an
+    uploaded picture, each picture at its placeholder."""
+    return video_llama_2_turn(joined_message(prompt, VIDEO_LLAMA_IMAGE))
+
+
+def video_llama_2_video(prompt: str) -> str:
+    """Video-LLaMA-2's turn after ``Chat.upload_video_without_audio`` and ``Chat.ask``: the one video
+    (all of the sample's pictures) first, then the prompt with its placeholders taken out, joined by a
+    space as ``Chat.ask`` joins a question to an upload."""
+    return video_llama_2_turn(joined_message(IMAGE_PLACEHOLDER + without_pictures(prompt), VIDEO_LLAMA_VIDEO))
+
+
+def without_pictures(prompt: str) -> str:
+    """The prompt with its image placeholders taken out: the pictures reach a video model as one video."""
+    return prompt.replace(IMAGE_PLACEHOLDER, "")
 
 
 VIDEOCHAT2_IMAGE = "<Image><ImageHere></Image>\n"

@@ -31,6 +31,16 @@ PyPI wheel of torchvision 0.28 links CUDA libraries, absent with the CPU torch) 
 pictures never reach it). Beside each answer it writes ``probe``: ``Chat.answer``'s decoding steps on the
 generated ids without byte tokens, with special tokens put in (text, ``<s>``, text, ``</s>``, text), so the
 decoding is compared also where a random answer's bytes are not text.
+
+With ``--frames`` (the ``video-frames`` reading) each sample is answered through the video path instead:
+``Chat.upload_video_without_audio`` (its ``vis_processor.transform``, ``encode_videoQformer_visual`` over
+all frames, ``<Video><ImageHere></Video> `` and the message of ``load_video``), then ``Chat.ask`` with the
+prompt without its placeholders, then ``Chat.answer``. Only ``load_video`` is replaced, at the point where
+it returns: MileBench's pictures are no video file for decord, so the sample's pictures are returned as the
+loaded frames, (C, T, H, W) float as ``load_video`` returns them, each resized to the ``height`` and
+``width`` it is called with as ``Blip2ImageEvalProcessor`` resizes (Pillow, bicubic), and the message is
+empty (pictures have no timestamps). A sample whose upload raises ``IndexError`` (more frames than the
+frame position embedding has rows) is written with that error as its ``failure`` and the pixels it got.
 """
 
 from __future__ import annotations
@@ -42,7 +52,9 @@ import sys
 import types
 from pathlib import Path
 
+import numpy as np
 import torch
+from PIL import Image
 
 BYTE = re.compile(r"<0x[0-9A-F]{2}>")
 SYSTEM = (
@@ -52,14 +64,30 @@ SYSTEM = (
 """``demo_video.py``'s ``chat_state.system`` for an image or a video upload."""
 
 
+def pictures_as_loaded(paths: list[str], height: int, width: int) -> torch.Tensor:
+    """What ``load_video`` returns for a video whose frames are these pictures: (C, T, H, W), float."""
+    frames = [
+        torch.from_numpy(np.array(Image.open(path).convert("RGB").resize((width, height), Image.BICUBIC)))
+        for path in paths
+    ]
+    return torch.stack(frames).permute(3, 0, 1, 2).float()
+
+
 def run(
-    code: Path, model_dir: Path, samples: list[dict], max_new_tokens: int, max_length: int, out: Path
+    code: Path,
+    model_dir: Path,
+    samples: list[dict],
+    max_new_tokens: int,
+    max_length: int,
+    out: Path,
+    frames: bool,
 ) -> None:
     sys.modules["torchvision._meta_registrations"] = types.ModuleType("torchvision._meta_registrations")
     audio = types.ModuleType("video_llama.models.ImageBind.data")
     audio.load_and_transform_audio_data = None
     sys.modules["video_llama.models.ImageBind.data"] = audio
     sys.path.insert(0, str(code))
+    import video_llama.conversation.conversation_video as conversation_video
     import video_llama.models.blip2 as blip2
     import video_llama.models.video_llama as video_llama
     from omegaconf import OmegaConf
@@ -111,6 +139,21 @@ def run(
         return pixels
 
     chat.image_vis_processor = recording_processor
+    transform = vis_processor.transform
+
+    def recording_transform(video):
+        pixels = transform(video)
+        seen["pixels"] = list(pixels.permute(1, 0, 2, 3))
+        return pixels
+
+    vis_processor.transform = recording_transform
+    pictures = {f"{s['task']}/{s['sample_id']}": s["images"] for s in samples}
+
+    def loaded_pictures(video_path, height, width, return_msg, **_):
+        assert return_msg
+        return pictures_as_loaded(pictures[video_path], height, width), ""
+
+    conversation_video.load_video = loaded_pictures
     get_context_emb = chat.get_context_emb
 
     def recording_context(conv, img_list):
@@ -131,20 +174,26 @@ def run(
     results, tensors = [], {}
     for sample in samples:
         seen.clear()
-        question = sample["prompt"].replace("<ImageHere><ImageHere>", "<ImageHere>\n<ImageHere>\n")
-        pieces = question.split("<ImageHere>")
+        key = f"{sample['task']}/{sample['sample_id']}"
         conv = conv_llava_llama_2.copy()
         conv.system = SYSTEM
         img_list: list = []
         with torch.no_grad():
-            for i, piece in enumerate(pieces):
-                if piece.strip():
-                    chat.ask(piece, conv)
-                if i < len(pieces) - 1:
-                    chat.upload_img(sample["images"][i], conv, img_list)
-                    if len(conv.messages) > 1 and conv.messages[-2][0] == conv.roles[0]:
-                        conv.messages[-2][1] = " ".join([conv.messages[-2][1], conv.messages[-1][1]])
-                        del conv.messages[-1]
+            if frames:
+                try:
+                    chat.upload_video_without_audio(key, conv, img_list)
+                except IndexError as err:
+                    failure = f"{type(err).__name__}: {err}"
+                    results.append(
+                        {"task": sample["task"], "sample_id": sample["sample_id"], "failure": failure}
+                    )
+                    tensors[key] = {"pixel_values": torch.stack(seen["pixels"])}
+                    continue
+                question = sample["prompt"].replace("<ImageHere>", "")
+                if question.strip():
+                    chat.ask(question, conv)
+            else:
+                ask_with_pictures(chat, conv, img_list, sample)
             answer, _ = chat.answer(conv, img_list, max_new_tokens=max_new_tokens, max_length=max_length)
         segments = [
             model.llama_tokenizer(seg, return_tensors="pt", add_special_tokens=i == 0).input_ids[0].tolist()
@@ -154,7 +203,6 @@ def run(
         plain = [i for i in seen["output"][1:] if not BYTE.fullmatch(tokenizer.convert_ids_to_tokens(i))]
         probe = [*plain, tokenizer.bos_token_id, *plain[:4], tokenizer.eos_token_id, *plain[:2]]
         probe_text = tokenizer.decode(torch.tensor(probe), add_special_tokens=False)
-        key = f"{sample['task']}/{sample['sample_id']}"
         results.append(
             {
                 "task": sample["task"],
@@ -174,6 +222,21 @@ def run(
     (out / "results.json").write_text(json.dumps(results))
 
 
+def ask_with_pictures(chat, conv, img_list: list, sample: dict) -> None:
+    """``Chat.ask`` for each text piece that is not blank and ``Chat.upload_img`` for each picture, in the
+    prompt's order, a picture's message joined to the user's message before it."""
+    question = sample["prompt"].replace("<ImageHere><ImageHere>", "<ImageHere>\n<ImageHere>\n")
+    pieces = question.split("<ImageHere>")
+    for i, piece in enumerate(pieces):
+        if piece.strip():
+            chat.ask(piece, conv)
+        if i < len(pieces) - 1:
+            chat.upload_img(sample["images"][i], conv, img_list)
+            if len(conv.messages) > 1 and conv.messages[-2][0] == conv.roles[0]:
+                conv.messages[-2][1] = " ".join([conv.messages[-2][1], conv.messages[-1][1]])
+                del conv.messages[-1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -186,9 +249,12 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, required=True)
     parser.add_argument("--max-length", type=int, required=True, help="Chat.answer's max_length.")
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--frames", action="store_true", help="All pictures as one video (Chat.upload_video_without_audio)."
+    )
     args = parser.parse_args()
     samples = json.loads(args.samples.read_text())
-    run(args.code, args.model, samples, args.max_new_tokens, args.max_length, args.out)
+    run(args.code, args.model, samples, args.max_new_tokens, args.max_length, args.out, args.frames)
 
 
 if __name__ == "__main__":
