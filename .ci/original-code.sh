@@ -2,16 +2,18 @@
 # The original code of the ported models, for the live comparison of the parity tests
 # (tests/test_yi_vl_parity.py, tests/test_mantis_parity.py, tests/test_minigpt_v2_parity.py,
 # tests/test_vila_parity.py, tests/test_llama_vid_parity.py, tests/test_cheetor_parity.py,
-# tests/test_video_llama_2_parity.py, tests/test_valley_parity.py), which run it in .venv-llava
-# (.ci/llava-official.sh), .venv-minigpt-v2 (.ci/minigpt-v2-official.sh), .venv-vila (.ci/vila-official.sh),
-# .venv-llama-vid (.ci/llama-vid-official.sh), .venv-cheetor (.ci/cheetor-official.sh), .venv-video-llama-2
-# (.ci/video-llama-2-official.sh) or .venv-valley (.ci/valley-official.sh): the VL folder of github.com/01-ai/Yi,
+# tests/test_video_llama_2_parity.py, tests/test_valley_parity.py, tests/test_lwm_parity.py), which run it
+# in .venv-llava (.ci/llava-official.sh), .venv-minigpt-v2 (.ci/minigpt-v2-official.sh), .venv-vila
+# (.ci/vila-official.sh), .venv-llama-vid (.ci/llama-vid-official.sh), .venv-cheetor
+# (.ci/cheetor-official.sh), .venv-video-llama-2 (.ci/video-llama-2-official.sh), .venv-valley
+# (.ci/valley-official.sh) or .venv-lwm (.ci/lwm-official.sh): the VL folder of github.com/01-ai/Yi,
 # the mantis package of github.com/TIGER-AI-Lab/Mantis, the minigpt4 package and eval_configs of
 # github.com/Vision-CAIR/MiniGPT-4, the llava package of github.com/Efficient-Large-Model/VILA (the code base
 # of VILA's first release; github.com/NVlabs/VILA took it over from 2024-05-13 without this history), the
 # llamavid package of github.com/dvlab-research/LLaMA-VID, the cheetah package and eval_configs of
-# github.com/DCDmllm/Cheetah, the video_llama package and eval_configs of github.com/DAMO-NLP-SG/Video-LLaMA
-# and the valley package of github.com/RupertLuo/Valley, each at the commit the kit follows, unpacked into
+# github.com/DCDmllm/Cheetah, the video_llama package and eval_configs of github.com/DAMO-NLP-SG/Video-LLaMA,
+# the valley package of github.com/RupertLuo/Valley and the lwm package of github.com/LargeWorldModel/LWM,
+# each at the commit the kit follows, unpacked into
 # .original-code/ (git-ignored). Nothing of it enters the kit. Takes seconds. The commits below are the ones
 # the golden fixtures (tests/golden/parity/) were recorded from; changing one fails the golden comparison
 # until the live test re-records them (MILEBENCH_RECORD_PARITY=1). Where GitHub cannot be reached it says so
@@ -27,6 +29,7 @@ LLAMA_VID=d1074f3662a772d1b3c723416af59314ba593f67 # 2024-01-10, the last change
 CHEETAH=bc9f3ad3e622bfe4e7f2316d50226a75d102ca71 # 2023-08-11, the last change to Cheetah/cheetah/ (HEAD: READMEs)
 VIDEO_LLAMA=ae12557b8510a7cc94baa3d3aea58ea07f6de76a # 2023-11-14, the code base as the paper found it
 VALLEY=ffd7c452270932d76e5159b923243a49f0af2c78  # 2024-02-22, the code base as the paper found it (HEAD: README only)
+LWM=59d4dbe38b5bc660421d76c5ce38f1b6c6fd926a     # 2024-03-02, the code base as the paper found it (JAX)
 
 fetch() {  # owner/name commit folder-in-repo target
   rm -rf "$4" && mkdir -p "$4"
@@ -67,4 +70,6 @@ fetch dvlab-research/LLaMA-VID "$LLAMA_VID" llamavid .original-code/LLaMA-VID/ll
   { echo "original code: Video-LLaMA-2 unavailable; its live parity comparison will skip"; rm -rf .original-code/Video-LLaMA; }
 fetch RupertLuo/Valley "$VALLEY" valley .original-code/Valley/valley ||
   { echo "original code: Valley unavailable; its live parity comparison will skip"; rm -rf .original-code/Valley; }
+fetch LargeWorldModel/LWM "$LWM" lwm .original-code/LWM/lwm ||
+  { echo "original code: LWM unavailable; its live parity comparison will skip"; rm -rf .original-code/LWM; }
 exit 0
