@@ -2,18 +2,19 @@
 # The original code of the ported models, for the live comparison of the parity tests
 # (tests/test_yi_vl_parity.py, tests/test_mantis_parity.py, tests/test_minigpt_v2_parity.py,
 # tests/test_vila_parity.py, tests/test_llama_vid_parity.py, tests/test_cheetor_parity.py,
-# tests/test_video_llama_2_parity.py, tests/test_valley_parity.py, tests/test_videochat2_parity.py), which run it in .venv-llava
-# (.ci/llava-official.sh), .venv-minigpt-v2 (.ci/minigpt-v2-official.sh), .venv-vila (.ci/vila-official.sh),
-# .venv-llama-vid (.ci/llama-vid-official.sh), .venv-cheetor (.ci/cheetor-official.sh), .venv-video-llama-2
-# (.ci/video-llama-2-official.sh), .venv-valley (.ci/valley-official.sh) or .venv-videochat2
-# (.ci/videochat2-official.sh): the VL folder of github.com/01-ai/Yi,
+# tests/test_video_llama_2_parity.py, tests/test_valley_parity.py, tests/test_videochat2_parity.py,
+# tests/test_lwm_parity.py), which run it in .venv-llava (.ci/llava-official.sh), .venv-minigpt-v2
+# (.ci/minigpt-v2-official.sh), .venv-vila (.ci/vila-official.sh), .venv-llama-vid (.ci/llama-vid-official.sh),
+# .venv-cheetor (.ci/cheetor-official.sh), .venv-video-llama-2 (.ci/video-llama-2-official.sh), .venv-valley
+# (.ci/valley-official.sh), .venv-videochat2 (.ci/videochat2-official.sh) or .venv-lwm (.ci/lwm-official.sh):
+# the VL folder of github.com/01-ai/Yi,
 # the mantis package of github.com/TIGER-AI-Lab/Mantis, the minigpt4 package and eval_configs of
 # github.com/Vision-CAIR/MiniGPT-4, the llava package of github.com/Efficient-Large-Model/VILA (the code base
 # of VILA's first release; github.com/NVlabs/VILA took it over from 2024-05-13 without this history), the
 # llamavid package of github.com/dvlab-research/LLaMA-VID, the cheetah package and eval_configs of
-# github.com/DCDmllm/Cheetah, the video_llama package and eval_configs of github.com/DAMO-NLP-SG/Video-LLaMA
-# the valley package of github.com/RupertLuo/Valley and the video_chat2 folder of
-# github.com/OpenGVLab/Ask-Anything, each at the commit the kit follows, unpacked into
+# github.com/DCDmllm/Cheetah, the video_llama package and eval_configs of github.com/DAMO-NLP-SG/Video-LLaMA,
+# the valley package of github.com/RupertLuo/Valley, the video_chat2 folder of github.com/OpenGVLab/Ask-Anything
+# and the lwm package of github.com/LargeWorldModel/LWM, each at the commit the kit follows, unpacked into
 # .original-code/ (git-ignored). Nothing of it enters the kit. Takes seconds. The commits below are the ones
 # the golden fixtures (tests/golden/parity/) were recorded from; changing one fails the golden comparison
 # until the live test re-records them (MILEBENCH_RECORD_PARITY=1). Where GitHub cannot be reached it says so
@@ -30,6 +31,7 @@ CHEETAH=bc9f3ad3e622bfe4e7f2316d50226a75d102ca71 # 2023-08-11, the last change t
 VIDEO_LLAMA=ae12557b8510a7cc94baa3d3aea58ea07f6de76a # 2023-11-14, the code base as the paper found it
 VALLEY=ffd7c452270932d76e5159b923243a49f0af2c78  # 2024-02-22, the code base as the paper found it (HEAD: README only)
 ASK_ANYTHING=46c76723ad03005aa30d23cff423f90ce8801ff7 # 2024-04-06, VideoChat2 as the paper found it
+LWM=59d4dbe38b5bc660421d76c5ce38f1b6c6fd926a     # 2024-03-02, the code base as the paper found it (JAX)
 
 fetch() {  # owner/name commit folder-in-repo target
   rm -rf "$4" && mkdir -p "$4"
@@ -72,4 +74,6 @@ fetch RupertLuo/Valley "$VALLEY" valley .original-code/Valley/valley ||
   { echo "original code: Valley unavailable; its live parity comparison will skip"; rm -rf .original-code/Valley; }
 fetch OpenGVLab/Ask-Anything "$ASK_ANYTHING" video_chat2 .original-code/Ask-Anything/video_chat2 ||
   { echo "original code: VideoChat2 unavailable; its live parity comparison will skip"; rm -rf .original-code/Ask-Anything; }
+fetch LargeWorldModel/LWM "$LWM" lwm .original-code/LWM/lwm ||
+  { echo "original code: LWM unavailable; its live parity comparison will skip"; rm -rf .original-code/LWM; }
 exit 0

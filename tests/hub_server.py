@@ -83,8 +83,9 @@ def model_repo_id(spec: ModelSpec) -> str:
 
 PORTS_RUN = "ports"
 """The run of the ported families' tiny checkpoints."""
-LARGE_FILES = ("*.safetensors", "*.bin", "*.pth", "*.pt")
-"""Weight files, committed to git-lfs as the hub stores them."""
+LARGE_FILES = ("*.safetensors", "*.bin", "*.pth", "*.pt", "params", "vqgan")
+"""Weight files, committed to git-lfs as the hub stores them (LWM's ``params`` and ``vqgan`` have no
+extension)."""
 
 
 def ported_hub_models(specs: Specs) -> list[ModelSpec]:

@@ -114,11 +114,13 @@ def test_family_lock_pins_every_requirement_with_a_hash(name: str) -> None:
     assert len(blocks) == len(requirement_lines) > 0
     assert pinned["rouge"] == "1.0.1" and "pydantic" in pinned and "setuptools" in pinned
     paper_era = ("llava15", "qwen-vl-chat", "minigpt-v2", "llama-vid", "cheetor", "video-llama-2", "valley")
-    if name in (*paper_era, "videochat2"):
+    if name in (*paper_era, "videochat2", "lwm"):
         assert pinned["transformers"] == "4.37.2" and pinned["torch"] == "2.1.2"
         assert pinned["numpy"].startswith("1.")
     if name == "qwen-vl-chat":
         assert pinned["torchvision"] == "0.16.2" and {"tiktoken", "einops"} <= set(pinned)
+    if name == "lwm":
+        assert pinned["jax"] == pinned["jaxlib"] == "0.4.23" and {"flax", "tux", "msgpack"} <= set(pinned)
     if name == "hf-current":
         assert "torch" in pinned and "transformers" in pinned
 

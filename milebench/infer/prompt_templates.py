@@ -198,6 +198,19 @@ def valley(prompt: str) -> str:
     return f"{VALLEY_SYSTEM}\n\n{VALLEY_STOP}{greeting} Human: {prompt} \n{VALLEY_STOP}"
 
 
+LWM_SYSTEM = "<s>You are a helpful assistant. USER: "
+"""The start of ``construct_input``'s first text piece, BOS written as text."""
+LWM_VISION_START = "<vision>"
+LWM_VISION_END = "</vision>"
+LWM_ASSISTANT = " ASSISTANT:"
+"""``construct_input``'s last piece, after the visions."""
+
+
+def lwm(prompt: str) -> str:
+    """``construct_input``'s text with ``prompt`` (its visions already written in it)."""
+    return f"{LWM_SYSTEM}{prompt}{LWM_ASSISTANT}"
+
+
 def user_assistant(prompt: str) -> str:
     return f"USER: {prompt} ASSISTANT:"
 
@@ -218,6 +231,7 @@ FIXED_TEMPLATES: dict[PromptTemplate, Callable[[str], str]] = {
     PromptTemplate.OPEN_FLAMINGO: plain,
     PromptTemplate.OPEN_FLAMINGO_CHUNKED: open_flamingo_chunked,
     PromptTemplate.VALLEY: valley,
+    PromptTemplate.LWM: lwm,
     PromptTemplate.USER_ASSISTANT: user_assistant,
     PromptTemplate.PLAIN: plain,
 }

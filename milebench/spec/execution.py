@@ -77,6 +77,11 @@ class PromptTemplate(StrEnum):
     there! How can I help you today? \n###`` (its user ``Hi!`` holds no ``<video>``, so build_inputs drops
     it) and `` Human: {prompt} \n###``, the prompt's video already written as its tokens; no assistant
     turn is opened. The stop keyword is ``###``."""
+    LWM = "lwm"
+    """LWM's ``Sampler.construct_input`` (github.com/LargeWorldModel/LWM, ``lwm/vision_chat.py``): the ids of
+    ``<s>You are a helpful assistant. USER: {prompt}\n`` (the prompt without its image placeholders), then
+    each vision as ``<vision>``, its VQGAN codes with ``<eof>``/``<eov>`` and ``</vision>``, then
+    `` ASSISTANT:``, each piece tokenized on its own."""
     QWEN_CHAT = "qwen_chat"
     """Qwen-VL-Chat's ``chat``: a chatml turn built by the checkpoint's remote code."""
     ALLAVA = "allava"
