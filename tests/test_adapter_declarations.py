@@ -18,6 +18,7 @@ from package_copy import PACKAGE, run_with
 
 from milebench.spec.adapters import DECLARATION, ENTRY_POINTS, declarations_in, declared, declared_adapters
 from milebench.spec.base import SpecError
+from milebench.spec.registry import DEFAULT_SPECS
 
 ADAPTER_LITERAL = {
     "kind": "toy-echo",
@@ -36,7 +37,7 @@ class ToyEchoAdapter:
 
     version = "1"
 
-    def __init__(self, spec, paths, data_root):
+    def __init__(self, spec, paths, data_root, *, policy=None):
         self.name = spec.name
 
     def generate(self, samples):
@@ -137,7 +138,7 @@ def test_a_family_outside_the_kit_is_found_validated_and_answers_a_sample(tmp_pa
     assert found["answer"] == "toy:7"
     assert found["environment"] == ["TOY_ECHO_KEY"]
     assert found["generic"] and found["built"]
-    committed = (PACKAGE / "specs" / "schemas" / "model.schema.json").read_text(encoding="utf-8")
+    committed = (DEFAULT_SPECS / "schemas" / "model.schema.json").read_text(encoding="utf-8")
     assert found["schema"] == committed  # a new family leaves the published schema as it is
 
 

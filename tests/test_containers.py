@@ -132,7 +132,8 @@ OUTSIDE_KIT = {
     "rocrate": "milebench archive and verify run on the host, beside the engine",
     "cyclonedx": "the SBOM tool is mounted into each image for one run, never installed in it",
     "vllm": "the vllm execution backend runs in its own family image (containers/vllm)",
-    "sentencepiece": "the tiny MiniGPT-v2's SentencePiece tokenizer is built in the torch families",
+    "sentencepiece": "MiniGPT-v2's tiny and LWM's tokenizers are SentencePiece, read in the torch families",
+    "msgpack": "LWM's params are tux's streaming msgpack, read in its family image (containers/lwm)",
     "open_flamingo": "OpenFlamingo's original code runs in its family image (containers/open-flamingo)",
     "open_clip": "OpenFlamingo's vision encoder, installed with it in containers/open-flamingo",
 }

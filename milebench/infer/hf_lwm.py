@@ -22,14 +22,14 @@ import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Unpack, cast
 
 import numpy as np
 import torch
 from PIL import Image
 from transformers import BatchFeature
 
-from milebench.infer.adapter import AdapterError
+from milebench.infer.adapter import AdapterError, AdapterOptions
 from milebench.infer.hf_image_text_to_text import HfImageTextToTextAdapter
 from milebench.infer.hf_llava import left_pad
 from milebench.infer.image_preprocessing import ImageStep
@@ -189,9 +189,11 @@ class HfLwmAdapter(HfImageTextToTextAdapter):
     }
     processor: LwmProcessor
 
-    def __init__(self, spec: ModelSpec, paths: RunPaths, data_root: Path, *, with_model: bool = True) -> None:
+    def __init__(
+        self, spec: ModelSpec, paths: RunPaths, data_root: Path, **options: Unpack[AdapterOptions]
+    ) -> None:
         self.run_paths = paths
-        super().__init__(spec, paths, data_root, with_model=with_model)
+        super().__init__(spec, paths, data_root, **options)
         per_image = self.image_seq
         if spec.n_tokens_per_image is not None and spec.n_tokens_per_image != per_image:
             raise AdapterError(
