@@ -75,6 +75,18 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return f"{text} (default: {shown.replace('%', '%%')})".lstrip()
 
 
+class KitParser(argparse.ArgumentParser):
+    """An unknown command is answered with the commands ``--help`` lists, not the ones only rules call."""
+
+    listed: list[str]
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        if isinstance(action, argparse._SubParsersAction) and value not in action.choices:
+            names = ", ".join(self.listed)
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r} (choose from {names})")
+        super()._check_value(action, value)
+
+
 def _run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", default="smoke", help="Run spec name (specs/runs/<name>.yaml).")
 
@@ -234,7 +246,7 @@ def _show_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = KitParser(
         prog="milebench",
         description="The MileBench reproducibility kit: one command per stage of a run.",
         epilog=EXAMPLES,
@@ -264,6 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="One of the commands below; `milebench COMMAND --help` lists its options.",
     )
     groups = {title: parser.add_argument_group(title, text) for title, text in COMMAND_GROUPS.items()}
+    parser.listed = []
 
     def add(
         name: str, target: str, help: str, group: argparse._ArgumentGroup | None
@@ -273,6 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, description=help, formatter_class=HelpFormatter)
         if group is not None:
             group._group_actions.append(argparse.Action([], dest=name, help=help))
+            parser.listed.append(name)
         p.add_argument("--specs", type=Path, default=argparse.SUPPRESS, help=SPECS_HELP)
         p.set_defaults(target=target)
         return p

@@ -80,6 +80,17 @@ def test_internal_commands_are_hidden_but_still_run(capsys: pytest.CaptureFixtur
     assert "usage: milebench container-infer" in capsys.readouterr().out
 
 
+def test_an_unknown_command_is_answered_with_the_listed_ones_only(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["nope"])
+    assert done.value.code == 2
+    error = capsys.readouterr().err
+    offered = re.search(r"invalid choice: 'nope' \(choose from (.*)\)", error)
+    assert offered is not None, error
+    assert set(offered[1].split(", ")) == set(subparsers(PARSER).choices) - HIDDEN
+    assert "Traceback" not in error
+
+
 def test_every_option_with_a_default_states_it() -> None:
     """Flags state theirs too (off); a required option has none."""
     silent = []
