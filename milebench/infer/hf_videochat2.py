@@ -200,10 +200,11 @@ class HfVideoChat2Adapter(QFormerLlamaAdapter[VideoChat2Shape]):
         return ids
 
     def encode(self, samples: Sequence[PreparedSample]) -> BatchFeature:
-        """The batch as LLaVA's per-chunk encoding makes it, with each row's picture count beside it (one
-        image id stands for a whole video in the ``video-frames`` reading)."""
+        """The batch as LLaVA's per-chunk encoding makes it; in the ``video-frames`` reading with each
+        row's picture count beside it (one image id stands for a whole video)."""
         inputs = super().encode(samples)
-        inputs["frames"] = torch.tensor([len(sample.images) for sample in samples])
+        if self.one_video:
+            inputs["frames"] = torch.tensor([len(sample.images) for sample in samples])
         return inputs
 
     def assemble(self, rows: Sequence[tuple[list[int], list[Image.Image]]]) -> BatchFeature:
@@ -219,17 +220,23 @@ class HfVideoChat2Adapter(QFormerLlamaAdapter[VideoChat2Shape]):
         return BatchFeature(features)
 
     def images_per_row(self, inputs: BatchFeature) -> list[int]:
-        """Pixel rows per sample: its pictures, one image id each or one video of them all."""
+        """Pixel rows per sample: one per image id, or in the ``video-frames`` reading the video's
+        frames."""
+        if not self.one_video:
+            return super().images_per_row(inputs)
         return [int(n) for n in inputs["frames"].tolist()]
 
     def split_rows(self, inputs: BatchFeature) -> Iterator[BatchFeature]:
         for i, row in enumerate(super().split_rows(inputs)):
-            row["frames"] = inputs["frames"][i : i + 1]
+            if self.one_video:
+                row["frames"] = inputs["frames"][i : i + 1]
             yield row
 
     def input_lengths(self, inputs: BatchFeature) -> list[int]:
-        """Each row's length against the window: every image id (a picture or a video) becomes the
+        """Each row's length against the window: every image id (a picture, or the one video) becomes the
         Q-Former's 96 query outputs."""
+        if not self.one_video:
+            return super().input_lengths(inputs)
         extra = self.features_per_image - 1
         lengths = [int(n) for n in inputs["attention_mask"].sum(dim=1).tolist()]
         ids = inputs["input_ids"]

@@ -102,14 +102,16 @@ def sinusoid_table(positions: int, width: int) -> torch.Tensor:
     return torch.tensor(table, dtype=torch.float).unsqueeze(0)
 
 
-def video_table(patches: int, width: int, frames: int) -> torch.Tensor:
-    """``Chat.get_sinusoid_encoding_table`` as ``Chat.upload_video`` calls it for ``frames`` frames: the
-    table of ``CHECKPOINT_FRAMES`` frames of ``patches`` positions, resized along time to ``frames`` by
-    linear interpolation (each patch position's ``width`` values over the frames). Its spatial resizing
-    never runs: the upload asks for the model's own grid (``(224 // 16) ** 2`` positions a frame)."""
-    table = sinusoid_table(CHECKPOINT_FRAMES * patches, width)
+def along_time(table: torch.Tensor, frames: int) -> torch.Tensor:
+    """``Chat.get_sinusoid_encoding_table`` as ``Chat.upload_video`` calls it for ``frames`` frames, from
+    ``table``, the table of ``CHECKPOINT_FRAMES`` frames (``sinusoid_table`` of their positions): resized
+    along time to ``frames`` by linear interpolation (each patch position's values over the frames). Its
+    spatial resizing never runs: the upload asks for the model's own grid (``(224 // 16) ** 2`` positions a
+    frame)."""
     if frames == CHECKPOINT_FRAMES:
         return table
+    width = table.shape[-1]
+    patches = table.shape[1] // CHECKPOINT_FRAMES
     table = table.reshape(-1, CHECKPOINT_FRAMES, patches, width).permute(0, 2, 3, 1)
     table = table.reshape(-1, width, CHECKPOINT_FRAMES)
     table = nn.functional.interpolate(table, size=frames, mode="linear")
@@ -191,13 +193,16 @@ class UmtEncoder(nn.Module):
 
     def pos_table(self, frames: int = 1) -> torch.Tensor:
         """``img_pos_embed`` for one frame (``encode_img``'s ``use_image`` is ``T == 1``), else the video
-        table of ``frames`` frames (made once per count)."""
+        table of ``frames`` frames (the four-frame table made once, each count's resizing once)."""
         table = self.img_pos_embed
         assert isinstance(table, torch.Tensor)
         if frames == 1:
             return table
         if frames not in self.video_tables:
-            self.video_tables[frames] = video_table(self.shape.patches, self.shape.embed_dim, frames)
+            if CHECKPOINT_FRAMES not in self.video_tables:
+                four = sinusoid_table(CHECKPOINT_FRAMES * self.shape.patches, self.shape.embed_dim)
+                self.video_tables[CHECKPOINT_FRAMES] = four
+            self.video_tables[frames] = along_time(self.video_tables[CHECKPOINT_FRAMES], frames)
         return self.video_tables[frames].to(table.device)
 
     def forward(self, frames: torch.Tensor) -> torch.Tensor:
