@@ -18,24 +18,44 @@ token limits):
   vocabulary); the answer is the ids decoded as its slow tokenizer decodes them, cut at ``###``, the text
   after the last ``Assistant:``, stripped.
 
-The ``video-frames`` variant of the spec (every picture a frame of one video, ``Chat.upload_video``) is not
-implemented: the adapter supports ``image_sequence: images`` only and refuses it by name.
+The ``video-frames`` variant (``image_sequence: video_frames``) runs ``Chat.upload_video`` instead, as
+``demo.py`` feeds a video upload and then a question: the sample's pictures, in order, are the frames of one
+video written ``<Video><VideoHere></Video>\n`` as the first ``Human`` message, the prompt without its
+placeholders one more after it (``Chat.ask``), and ``get_context_emb`` splits the text at ``<VideoHere>``
+(``videochat2_video``). The original decodes a video file at that point (``Chat.load_video``: decord,
+``num_segments`` frames picked by ``get_index``); the kit gives the pictures as the decoded frames, every
+picture once (``num_segments`` the picture count), and applies ``load_video``'s own transform to them
+(``VideoFrames``: the shorter side resized to 224 px, bicubic, a centred 224 px crop, CLIP's
+normalisation), not ``upload_img``'s square resize. All frames go through one ``encode_img`` with the
+instruction ``Watch the video and answer the question.``: the UMT position table of four frames resized
+along time to the frame count (``get_sinusoid_encoding_table``; a one-picture video is a one-frame input
+and takes the picture table, ``encode_img``'s ``use_image``), 96 tokens for the whole sequence. The
+original has no frame limit (the table resizes to any count): the only limit is the window, counted and
+enforced as in the paper's reading (``input_lengths``: each image id its 96 positions).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
+import numpy as np
 import torch
+from PIL import Image
 from tokenizers import BertWordPieceTokenizer
 from transformers import BatchFeature
 
 from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_cheetor import QFormerLlamaAdapter
+from milebench.infer.hf_llava import left_pad
+from milebench.infer.hf_minigpt_v2 import CLIP_MEAN, CLIP_STD, IMAGE_ID
+from milebench.infer.prompt_templates import VIDEOCHAT2_VIDEO_MARKER, videochat2_video
 from milebench.infer.stopping import RowStop
 from milebench.infer.tiny_videochat2 import BERT_VOCAB_FILE, CHECKPOINT_FILE, UMT_FILE, read_shape
 from milebench.infer.videochat2_model import VideoChat2, VideoChat2Shape
+from milebench.records import PreparedSample
 from milebench.spec.execution import Decoding, ImagePreprocessing, ImageSequence, PromptTemplate, Tokenization
 
 if TYPE_CHECKING:
@@ -58,6 +78,8 @@ NEEDED = {
 reproducible."""
 IMAGE_INSTRUCTION = "Observe the image and answer the question."
 """What ``Chat.upload_img`` gives ``encode_img`` for the Q-Former's text input."""
+VIDEO_INSTRUCTION = "Watch the video and answer the question."
+"""What ``Chat.upload_video`` gives it."""
 STOP_IDS = ((835,), (2277, 29937))
 """``Chat.__init__``'s stop words: ``###`` as Vicuna's tokenizer writes it, one id or two."""
 ASSISTANT = "Assistant:"
@@ -75,16 +97,50 @@ class StopIds(RowStop):
         return any(len(ids) >= len(stop) and tuple(ids[-len(stop) :]) == stop for stop in STOP_IDS)
 
 
+@dataclass(frozen=True)
+class VideoFrames:
+    """``Chat.load_video``'s transform of a video's decoded frames, computed as its code computes it on PIL
+    pictures: ``GroupScale`` (torchvision's ``Resize``: the shorter side to ``image_size``, the longer
+    ``int(image_size * long / short)``, PIL's bicubic), ``GroupCenterCrop`` (the crop's corner rounded from
+    the halved margins), ``Stack`` and ``ToTorchFormatTensor`` (bytes / 255 in float32), ``GroupNormalize``
+    (each channel minus the mean, over the std); returns (frames, 3, H, W)."""
+
+    image_size: int
+    image_mean: tuple[float, ...] = CLIP_MEAN
+    image_std: tuple[float, ...] = CLIP_STD
+
+    def frame(self, picture: Image.Image) -> np.ndarray:
+        side = self.image_size
+        width, height = picture.size
+        short, long = sorted((width, height))
+        scaled = (side, int(side * long / short)) if width <= height else (int(side * long / short), side)
+        if scaled != (width, height):
+            picture = picture.resize(scaled, Image.Resampling.BICUBIC)
+        width, height = picture.size
+        top, left = round((height - side) / 2.0), round((width - side) / 2.0)
+        return np.array(picture.convert("RGB").crop((left, top, left + side, top + side)), dtype=np.uint8)
+
+    def __call__(self, images: Sequence[Image.Image], return_tensors: str = "pt") -> dict[str, torch.Tensor]:
+        stacked = np.concatenate([self.frame(picture) for picture in images], axis=2)
+        tensor = torch.from_numpy(stacked).permute(2, 0, 1).contiguous().float().div(255)
+        for channel, mean, std in zip(
+            tensor, self.image_mean * len(images), self.image_std * len(images), strict=True
+        ):
+            channel.sub_(mean).div_(std)
+        return {"pixel_values": tensor.view(len(images), 3, self.image_size, self.image_size)}
+
+
 class HfVideoChat2Adapter(QFormerLlamaAdapter[VideoChat2Shape]):
-    """LLaVA's prompting and batching with VideoChat2's conversation, per-piece ids, one-frame pictures with
-    the Q-Former's instruction, its stop ids and the answer's cut and decoding."""
+    """LLaVA's prompting and batching with VideoChat2's conversation, per-piece ids, one-frame pictures (or
+    one video of all pictures) with the Q-Former's instruction, its stop ids and the answer's cut and
+    decoding."""
 
     supported: ClassVar[dict[str, frozenset[Any]]] = {
         "prompt_template": frozenset({PromptTemplate.VIDEOCHAT2}),
         "image_preprocessing": frozenset({ImagePreprocessing.PROCESSOR}),
         "tokenization": frozenset({Tokenization.PER_CHUNK}),
         "decoding": frozenset({Decoding.PER_SAMPLE}),
-        "image_sequence": frozenset({ImageSequence.IMAGES}),
+        "image_sequence": frozenset(ImageSequence),
     }
     part_names = (UMT_FILE, CHECKPOINT_FILE, BERT_VOCAB_FILE)
     needed = NEEDED
@@ -105,21 +161,86 @@ class HfVideoChat2Adapter(QFormerLlamaAdapter[VideoChat2Shape]):
         for name in (UMT_FILE, CHECKPOINT_FILE):
             self.load_part(model, name)
         self.videochat2 = model
-        self.instruction = self.instruction_ids()
+        self.instruction = self.instruction_ids(VIDEO_INSTRUCTION if self.one_video else IMAGE_INSTRUCTION)
         return cast("GenerativeModel", llama)
 
-    def instruction_ids(self) -> torch.Tensor:
+    @property
+    def one_video(self) -> bool:
+        """The ``video-frames`` reading: all of a sample's pictures as the frames of one video."""
+        return self.execution.image_sequence is ImageSequence.VIDEO_FRAMES
+
+    def instruction_ids(self, instruction: str) -> torch.Tensor:
         """``Blip2Base.init_tokenizer``'s BERT tokenizer (lower-casing WordPiece over the vocabulary,
-        ``[DEC]`` added, which the instruction never holds) on ``IMAGE_INSTRUCTION``: ``[CLS]``, the
+        ``[DEC]`` added, which the instruction never holds) on the upload's instruction: ``[CLS]``, the
         words, ``[SEP]``."""
         vocab = self.parts[BERT_VOCAB_FILE]
         if not vocab.is_file():
             raise AdapterError(f"model spec {self.spec.name!r}: no BERT vocabulary at {vocab}")
         tokenizer = BertWordPieceTokenizer(str(vocab), lowercase=True)
-        ids = tokenizer.encode(IMAGE_INSTRUCTION).ids
+        ids = tokenizer.encode(instruction).ids
         if tokenizer.token_to_id("[UNK]") in ids:
-            raise AdapterError(f"model spec {self.spec.name!r}: {vocab} lacks words of {IMAGE_INSTRUCTION!r}")
+            raise AdapterError(f"model spec {self.spec.name!r}: {vocab} lacks words of {instruction!r}")
         return torch.tensor(ids)
+
+    def render(self, sample: PreparedSample) -> str:
+        if self.one_video:
+            return videochat2_video(sample.prompt)
+        return super().render(sample)
+
+    def token_ids(self, text: str) -> list[int]:
+        """BOS, then each piece's ids with ``IMAGE_ID`` between pieces; a text with a video is split at its
+        ``<VideoHere>`` only, as ``get_context_emb`` splits it."""
+        if VIDEOCHAT2_VIDEO_MARKER not in text:
+            return super().token_ids(text)
+        tokenizer = self.processor.tokenizer
+        ids = [tokenizer.bos_token_id]
+        for i, piece in enumerate(text.split(VIDEOCHAT2_VIDEO_MARKER)):
+            ids += [IMAGE_ID] if i else []
+            ids += list(tokenizer(piece, add_special_tokens=False).input_ids)
+        return ids
+
+    def encode(self, samples: Sequence[PreparedSample]) -> BatchFeature:
+        """The batch as LLaVA's per-chunk encoding makes it; in the ``video-frames`` reading with each
+        row's picture count beside it (one image id stands for a whole video)."""
+        inputs = super().encode(samples)
+        if self.one_video:
+            inputs["frames"] = torch.tensor([len(sample.images) for sample in samples])
+        return inputs
+
+    def assemble(self, rows: Sequence[tuple[list[int], list[Image.Image]]]) -> BatchFeature:
+        """The paper's reading: LLaVA's batch. The ``video-frames`` reading: each row's pictures through
+        ``load_video``'s transform as one video's frames, the rows' frames in row order."""
+        if not self.one_video:
+            return super().assemble(rows)
+        features: dict[str, Any] = left_pad([ids for ids, _ in rows], self.processor.tokenizer.pad_token_id)
+        transform = VideoFrames(self.processor.shape.image_size)
+        videos = [transform(pictures)["pixel_values"] for _, pictures in rows if pictures]
+        if videos:
+            features["pixel_values"] = torch.cat(videos)
+        return BatchFeature(features)
+
+    def images_per_row(self, inputs: BatchFeature) -> list[int]:
+        """Pixel rows per sample: one per image id, or in the ``video-frames`` reading the video's
+        frames."""
+        if not self.one_video:
+            return super().images_per_row(inputs)
+        return [int(n) for n in inputs["frames"].tolist()]
+
+    def split_rows(self, inputs: BatchFeature) -> Iterator[BatchFeature]:
+        for i, row in enumerate(super().split_rows(inputs)):
+            if self.one_video:
+                row["frames"] = inputs["frames"][i : i + 1]
+            yield row
+
+    def input_lengths(self, inputs: BatchFeature) -> list[int]:
+        """Each row's length against the window: every image id (a picture, or the one video) becomes the
+        Q-Former's 96 query outputs."""
+        if not self.one_video:
+            return super().input_lengths(inputs)
+        extra = self.features_per_image - 1
+        lengths = [int(n) for n in inputs["attention_mask"].sum(dim=1).tolist()]
+        ids = inputs["input_ids"]
+        return [n + int((row == IMAGE_ID).sum()) * extra for n, row in zip(lengths, ids, strict=True)]
 
     def stopper(self, inputs: BatchFeature) -> RowStop | None:
         """``Chat.answer``'s stop rule, judged after the prompt ``generate`` is given (each picture's
@@ -127,12 +248,15 @@ class HfVideoChat2Adapter(QFormerLlamaAdapter[VideoChat2Shape]):
         return StopIds(int(self.expanded(inputs["input_ids"][0]).shape[0]))
 
     def generate_inputs(self, inputs: BatchFeature) -> dict[str, Any]:
-        """The sample's embeddings, each picture a one-frame input."""
+        """The sample's embeddings, each picture a one-frame input (or all of them one video)."""
         (ids,) = inputs["input_ids"]
         pixels = inputs.get("pixel_values")
-        pictures = [] if pixels is None else list(pixels)
+        if pixels is None:
+            visuals = []
+        else:
+            visuals = [pixels] if self.one_video else [picture[None] for picture in pixels]
         with self.autocast():
-            embeds = self.videochat2.context_embeds(self.chunks(ids), pictures, self.instruction)
+            embeds = self.videochat2.context_embeds(self.chunks(ids), visuals, self.instruction)
         expanded = self.expanded(ids)[None]
         return {
             "input_ids": expanded,

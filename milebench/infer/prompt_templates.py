@@ -164,6 +164,23 @@ def videochat2(prompt: str) -> str:
     return "###" + "".join(f"Human: {message}###" for message in messages) + "Assistant:"
 
 
+VIDEOCHAT2_VIDEO_MARKER = "<VideoHere>"
+"""Where ``Chat.get_context_emb`` splits a text that holds a video (and then only there)."""
+VIDEOCHAT2_VIDEO = f"<Video>{VIDEOCHAT2_VIDEO_MARKER}</Video>\n"
+"""How VideoChat2's ``Chat.upload_video`` writes a video as a user message."""
+
+
+def videochat2_video(prompt: str) -> str:
+    """VideoChat2's conversation after ``demo.py``'s video upload and one question: the video
+    (``Chat.upload_video``, all of the sample's pictures; none without pictures) as the first ``Human``
+    message, then the prompt with its placeholders taken out as one more (``Chat.ask``, where not blank),
+    then the open ``Assistant:``."""
+    question = without_pictures(prompt)
+    messages = [VIDEOCHAT2_VIDEO] if IMAGE_PLACEHOLDER in prompt else []
+    messages += [question + "\n"] if question.strip() else []
+    return "###" + "".join(f"Human: {message}###" for message in messages) + "Assistant:"
+
+
 OPEN_FLAMINGO_IMAGE_TOKEN = "<image>"
 """The media token OpenFlamingo's ``create_model_and_transforms`` adds to the tokenizer."""
 OPEN_FLAMINGO_END_OF_CHUNK = "<|endofchunk|>"

@@ -2,9 +2,10 @@
 ``video_chat2/models``: ``videochat2_it.py``, ``blip2/vit.py``, ``blip2/Qformer.py``, ``blip2/blip2.py``),
 over transformers' Llama.
 
-``VideoChat2_it.encode_img`` for a picture (a one-frame input, ``use_image``): the UMT-L ViT
-(``PretrainVisionTransformer``: a Conv3d patch embedding with tubelet 1, the fixed sine-cosine table of one
-frame, ``depth + return_index + 1`` blocks, no final norm as ``build_vit`` builds it), ``vision_layernorm``,
+``VideoChat2_it.encode_img`` for a picture (a one-frame input, ``use_image``) or a video (``T`` frames): the
+UMT-L ViT (``PretrainVisionTransformer``: a Conv3d patch embedding with tubelet 1, the fixed sine-cosine
+table of one frame, or for a video the table ``Chat.upload_video`` sets, ``depth + return_index + 1`` blocks,
+no final norm as ``build_vit`` builds it), ``vision_layernorm`` over every frame's patches,
 then the Q-Former with 32 query tokens and 64 ``extra_query_tokens`` read together with the instruction's
 BERT ids (``qformer_text_input``: the queries and the text share each self-attention; cross-attention and
 the query feed-forward act on the queries, the text feed-forward on the text), and ``llama_proj`` of the 96
@@ -31,6 +32,9 @@ LORA_PREFIX = "llama_model.base_model.model."
 """Where peft's wrapper puts the language model's own names in the checkpoint."""
 LORA_KEY = re.compile(r"^(?P<target>.+)\.lora_(?P<half>[AB])(?:\.default)?\.weight$")
 """A LoRA half: ``<module>.lora_A.default.weight`` (peft 0.3.0's names) or without the adapter name."""
+CHECKPOINT_FRAMES = 4
+"""``Chat.get_sinusoid_encoding_table``'s ``ckpt_num_frame``: the frames the video table is made for before
+it is resized to a video's frame count (its ``pre_n_position`` 784, four frames of 14 x 14 patches)."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,22 @@ def sinusoid_table(positions: int, width: int) -> torch.Tensor:
     return torch.tensor(table, dtype=torch.float).unsqueeze(0)
 
 
+def along_time(table: torch.Tensor, frames: int) -> torch.Tensor:
+    """``Chat.get_sinusoid_encoding_table`` as ``Chat.upload_video`` calls it for ``frames`` frames, from
+    ``table``, the table of ``CHECKPOINT_FRAMES`` frames (``sinusoid_table`` of their positions): resized
+    along time to ``frames`` by linear interpolation (each patch position's values over the frames). Its
+    spatial resizing never runs: the upload asks for the model's own grid (``(224 // 16) ** 2`` positions a
+    frame)."""
+    if frames == CHECKPOINT_FRAMES:
+        return table
+    width = table.shape[-1]
+    patches = table.shape[1] // CHECKPOINT_FRAMES
+    table = table.reshape(-1, CHECKPOINT_FRAMES, patches, width).permute(0, 2, 3, 1)
+    table = table.reshape(-1, width, CHECKPOINT_FRAMES)
+    table = nn.functional.interpolate(table, size=frames, mode="linear")
+    return table.reshape(1, patches, width, frames).permute(0, 3, 1, 2).flatten(1, 2)
+
+
 class UmtAttention(nn.Module):
     """``vit.Attention``: one bias-free ``qkv`` with ``q_bias`` and ``v_bias`` (no key bias), scaled
     queries."""
@@ -157,26 +177,38 @@ class UmtPatchEmbed(nn.Module):
 
 
 class UmtEncoder(nn.Module):
-    """``PretrainVisionTransformerEncoder`` on pictures (``use_image``): the one-frame table
-    ``img_pos_embed``."""
+    """``PretrainVisionTransformerEncoder`` on pictures (``use_image``: the one-frame table
+    ``img_pos_embed``) and on videos (``pos_embed`` as ``Chat.upload_video`` sets it for the frame
+    count)."""
 
     def __init__(self, shape: UmtShape) -> None:
         super().__init__()
+        self.shape = shape
         self.patch_embed = UmtPatchEmbed(shape)
         self.blocks = nn.ModuleList(UmtBlock(shape) for _ in range(shape.blocks))
         self.register_buffer(
             "img_pos_embed", sinusoid_table(shape.patches, shape.embed_dim), persistent=False
         )
+        self.video_tables: dict[int, torch.Tensor] = {}
 
-    def pos_table(self) -> torch.Tensor:
+    def pos_table(self, frames: int = 1) -> torch.Tensor:
+        """``img_pos_embed`` for one frame (``encode_img``'s ``use_image`` is ``T == 1``), else the video
+        table of ``frames`` frames (the four-frame table made once, each count's resizing once)."""
         table = self.img_pos_embed
         assert isinstance(table, torch.Tensor)
-        return table
+        if frames == 1:
+            return table
+        if frames not in self.video_tables:
+            if CHECKPOINT_FRAMES not in self.video_tables:
+                four = sinusoid_table(CHECKPOINT_FRAMES * self.shape.patches, self.shape.embed_dim)
+                self.video_tables[CHECKPOINT_FRAMES] = four
+            self.video_tables[frames] = along_time(self.video_tables[CHECKPOINT_FRAMES], frames)
+        return self.video_tables[frames].to(table.device)
 
     def forward(self, frames: torch.Tensor) -> torch.Tensor:
         """``frames``: (batch, 3, time, H, W); returns (batch, time * patches, width)."""
         x = self.patch_embed.proj(frames).flatten(2).transpose(1, 2)
-        x = x + self.pos_table().type_as(x)
+        x = x + self.pos_table(frames.shape[2]).type_as(x)
         for block in self.blocks:
             x = block(x)
         return x
@@ -335,11 +367,11 @@ class VideoChat2(nn.Module):
         return out
 
     def encode_img(self, pixels: torch.Tensor, instruction: torch.Tensor) -> torch.Tensor:
-        """``encode_img`` of one picture (3, H, W) as a one-frame input with the instruction's BERT ids:
-        ViT, ``vision_layernorm``, the Q-Former over the 96 queries and the text, ``llama_proj`` of the
-        query outputs."""
+        """``encode_img`` of ``T`` frames (T, 3, H, W), one picture a one-frame input, with the
+        instruction's BERT ids: ViT, ``vision_layernorm``, the Q-Former over the 96 queries and the text,
+        ``llama_proj`` of the query outputs."""
         device = self.llama_proj.weight.device
-        frames = pixels.to(device)[None, :, None]
+        frames = pixels.to(device).permute(1, 0, 2, 3)[None]
         features = self.vision_layernorm(self.vision_encoder.encoder(frames))
         queries = torch.cat([self.query_tokens, self.extra_query_tokens], dim=1)
         output = self.qformer.bert(instruction.to(device)[None], queries, features)
@@ -347,14 +379,15 @@ class VideoChat2(nn.Module):
         return projected
 
     def context_embeds(
-        self, chunks: list[torch.Tensor], pixels: list[torch.Tensor], instruction: torch.Tensor
+        self, chunks: list[torch.Tensor], visuals: list[torch.Tensor], instruction: torch.Tensor
     ) -> torch.Tensor:
-        """``Chat.get_context_emb`` for one sample: each chunk's ids embedded, one picture's projected
-        queries between two chunks, each picture encoded on its own as ``Chat.upload_img`` does."""
-        if len(pixels) != len(chunks) - 1:
-            raise AdapterError(f"{len(chunks) - 1} image placeholders but {len(pixels)} pictures")
+        """``Chat.get_context_emb`` for one sample: each chunk's ids embedded, one upload's projected
+        queries between two chunks, each upload (a picture as one frame, as ``Chat.upload_img`` gives it,
+        or a video's frames, as ``Chat.upload_video``) encoded on its own."""
+        if len(visuals) != len(chunks) - 1:
+            raise AdapterError(f"{len(chunks) - 1} image placeholders but {len(visuals)} pictures")
         pieces: list[torch.Tensor] = []
-        for chunk, picture in zip(chunks[:-1], pixels, strict=True):
+        for chunk, picture in zip(chunks[:-1], visuals, strict=True):
             pieces += [self.embed_tokens(chunk), self.encode_img(picture, instruction)]
         pieces.append(self.embed_tokens(chunks[-1]))
         return torch.cat([piece.to(pieces[0].dtype) for piece in pieces])

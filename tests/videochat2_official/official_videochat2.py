@@ -25,6 +25,19 @@ package's ``__init__`` (its training datasets; ``conversation.py`` reads only
 ``dataset/video_transforms.py``). Beside each answer it writes ``probe``: ``Chat.answer``'s decoding steps on
 the generated ids without byte tokens, with special tokens put in, so the decoding is compared also where a
 random answer's bytes are not text.
+
+With ``--frames`` (the ``video-frames`` reading) each sample is answered as ``demo.py`` answers a video
+upload and a question: ``Chat.upload_video`` on a fresh conversation (``load_video``'s transform,
+``get_sinusoid_encoding_table`` set as the ViT's ``pos_embed``, ``encode_img`` with ``Watch the video and
+answer the question.``, ``<Video><VideoHere></Video>``), then ``Chat.ask`` with the prompt without its
+placeholders, then ``Chat.answer``. Replaced, for MileBench's pictures and the tiny checkpoint: decord's
+``VideoReader`` reads the sample's pictures (each opened with PIL as RGB) as the decoded frames, and
+``get_index`` picks every one of them once (``num_segments`` the picture count; its spread over a longer
+video would repeat or skip pictures); ``get_sinusoid_encoding_table`` is called with the tiny ViT's sizes
+(its ``n_position`` and ``pre_n_position`` for the tiny patch grid, ``d_hid`` its width) where
+``upload_video`` passes UMT-L's (``(224 // 16) ** 2`` patches a frame, width 1024 by default), its code
+otherwise the original's with its checkpoint grid constant (14) set to the tiny grid, so that, as for
+UMT-L, the grid asked for is the checkpoint's and only the resizing along time runs.
 """
 
 from __future__ import annotations
@@ -36,13 +49,72 @@ import sys
 import types
 from pathlib import Path
 
+import numpy as np
 import torch
+from PIL import Image
 
 BYTE = re.compile(r"<0x[0-9A-F]{2}>")
 INSTRUCTION_FILE = "bert-base-uncased-vocab.txt"
+UMT_GRID = 14
+"""``get_sinusoid_encoding_table``'s checkpoint grid (``P = 14``), UMT-L's 224 px at 16 px patches."""
 
 
-def run(code: Path, model_dir: Path, samples: list[dict], max_new_tokens: int, out: Path) -> None:
+class Pictures:
+    """decord's ``VideoReader`` as ``load_video`` uses it, over a sample's pictures: its length, each frame
+    as an array (``asnumpy``), an average frame rate (read only for ``load_video``'s message, which
+    ``upload_video`` drops)."""
+
+    def __init__(self, paths: list[str]) -> None:
+        self.frames = [np.array(Image.open(path).convert("RGB")) for path in paths]
+
+    def __len__(self) -> int:
+        return len(self.frames)
+
+    def __getitem__(self, index: int) -> types.SimpleNamespace:
+        frame = self.frames[int(index)]
+        return types.SimpleNamespace(asnumpy=lambda: frame)
+
+    def get_avg_fps(self) -> float:
+        return 1.0
+
+
+def video_path(conversation, chat, pictures: dict[str, list[str]], vit: dict) -> None:
+    """``Chat.upload_video`` on MileBench's pictures and the tiny ViT (the module docstring's
+    replacements)."""
+    conversation.VideoReader = lambda key, ctx: Pictures(pictures[key])
+
+    def every_frame(num_frames, num_segments):
+        assert num_frames == num_segments
+        return np.arange(num_segments)
+
+    chat.get_index = every_frame
+    grid = vit["image_size"] // vit["patch_size"]
+    original = conversation.Chat.get_sinusoid_encoding_table
+    code = original.__code__
+    assert code.co_consts.count(UMT_GRID) == 1
+    consts = tuple(grid if c == UMT_GRID and type(c) is int else c for c in code.co_consts)
+    tiny = types.FunctionType(
+        code.replace(co_consts=consts), original.__globals__, original.__name__, original.__defaults__
+    )
+
+    def tiny_table(n_position, cur_frame):
+        assert n_position == UMT_GRID**2 * cur_frame
+        patches = grid**2
+        return tiny(
+            chat,
+            n_position=patches * cur_frame,
+            d_hid=vit["embed_dim"],
+            cur_frame=cur_frame,
+            ckpt_num_frame=4,
+            pre_n_position=patches * 4,
+        )
+
+    chat.get_sinusoid_encoding_table = tiny_table
+
+
+def run(
+    code: Path, model_dir: Path, samples: list[dict], max_new_tokens: int, out: Path, frames: bool
+) -> None:
     sys.modules["torchvision._meta_registrations"] = types.ModuleType("torchvision._meta_registrations")
     dataset = types.ModuleType("dataset")
     dataset.__path__ = [str(code / "dataset")]
@@ -52,7 +124,6 @@ def run(code: Path, model_dir: Path, samples: list[dict], max_new_tokens: int, o
     import models.blip2.blip2 as blip2
     import models.videochat2_it as videochat2_it
     from peft import LoraConfig, TaskType, get_peft_model
-    from PIL import Image
     from transformers import BertTokenizer
     from utils.config import Config
 
@@ -108,7 +179,7 @@ def run(code: Path, model_dir: Path, samples: list[dict], max_new_tokens: int, o
     encode_img = model.encode_img
 
     def recording_encode(image, instruction):
-        seen.setdefault("pixels", []).append(image[0, 0].clone())
+        seen.setdefault("pixels", []).extend(image[0].clone())
         return encode_img(image, instruction)
 
     model.encode_img = recording_encode
@@ -132,24 +203,27 @@ def run(code: Path, model_dir: Path, samples: list[dict], max_new_tokens: int, o
 
     from utils.easydict import EasyDict
 
+    if frames:
+        video_path(conversation, chat, {f"{s['task']}/{s['sample_id']}": s["images"] for s in samples}, vit)
     results, tensors = [], {}
     for sample in samples:
         seen.clear()
-        question = sample["prompt"].replace("<ImageHere><ImageHere>", "<ImageHere>\n<ImageHere>\n")
-        pieces = question.split("<ImageHere>")
         conv = EasyDict({"system": "", "roles": ("Human", "Assistant"), "messages": [], "sep": "###"})
         img_list: list = []
         with torch.no_grad():
-            for i, piece in enumerate(pieces):
-                if piece.strip():
-                    chat.ask(piece, conv)
-                if i < len(pieces) - 1:
-                    image = Image.open(sample["images"][i]).convert("RGB")
-                    chat.upload_img(image, conv, img_list)
+            if frames:
+                key = f"{sample['task']}/{sample['sample_id']}"
+                chat.upload_video(key, conv, img_list, num_segments=len(sample["images"]))
+                question = sample["prompt"].replace("<ImageHere>", "")
+                if question.strip():
+                    chat.ask(question, conv)
+            else:
+                ask_with_pictures(chat, conv, img_list, sample)
             answer, _, _ = chat.answer(conv, img_list, max_new_tokens=max_new_tokens)
+        marker = "<VideoHere>" if "<VideoHere>" in seen["prompt"] else "<ImageHere>"
         segments = [
             model.llama_tokenizer(seg, return_tensors="pt", add_special_tokens=i == 0).input_ids[0].tolist()
-            for i, seg in enumerate(seen["prompt"].split("<ImageHere>"))
+            for i, seg in enumerate(seen["prompt"].split(marker))
         ]
         tokenizer = model.llama_tokenizer
         plain = [i for i in seen["output"][1:] if not BYTE.fullmatch(tokenizer.convert_ids_to_tokens(i))]
@@ -175,6 +249,18 @@ def run(code: Path, model_dir: Path, samples: list[dict], max_new_tokens: int, o
     (out / "results.json").write_text(json.dumps(results))
 
 
+def ask_with_pictures(chat, conv, img_list: list, sample: dict) -> None:
+    """``Chat.ask`` for each text piece that is not blank and ``Chat.upload_img`` for each picture, in the
+    prompt's order."""
+    question = sample["prompt"].replace("<ImageHere><ImageHere>", "<ImageHere>\n<ImageHere>\n")
+    pieces = question.split("<ImageHere>")
+    for i, piece in enumerate(pieces):
+        if piece.strip():
+            chat.ask(piece, conv)
+        if i < len(pieces) - 1:
+            chat.upload_img(Image.open(sample["images"][i]).convert("RGB"), conv, img_list)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--code", type=Path, required=True, help="A video_chat2 folder of Ask-Anything.")
@@ -184,9 +270,12 @@ def main() -> None:
     )
     parser.add_argument("--max-new-tokens", type=int, required=True)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--frames", action="store_true", help="All pictures as one video (Chat.upload_video)."
+    )
     args = parser.parse_args()
     samples = json.loads(args.samples.read_text())
-    run(args.code, args.model, samples, args.max_new_tokens, args.out)
+    run(args.code, args.model, samples, args.max_new_tokens, args.out, args.frames)
 
 
 if __name__ == "__main__":
