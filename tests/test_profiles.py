@@ -13,6 +13,7 @@ from mini_specs import linked_specs
 
 from milebench.job_resources import infer_resources, params_billions
 from milebench.plan import job_per_cell
+from milebench.spec.benchmark import benchmarks
 from milebench.spec.registry import load_specs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -102,7 +103,7 @@ def test_profile_dry_runs_with_per_job_gpu_requests(profile: str, specs_dir: Pat
 def test_cluster_profiles_keep_fetch_and_report_local(profile: str) -> None:
     config = yaml.safe_load((REPO / "profiles" / profile / "config.yaml").read_text())
     assert config["executor"] == profile
-    snakefile = (REPO / "rules" / "milebench.smk").read_text()
+    snakefile = benchmarks()["milebench"].rules_file(REPO).read_text()
     local = re.search(r"localrules:\n((?:    \w+,\n)+)", snakefile)
     assert local is not None
     assert {"fetch", "report", "fixture", "aggregate"} <= {r.strip(" ,") for r in local.group(1).split()}
