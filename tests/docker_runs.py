@@ -135,12 +135,13 @@ def torch_wheel(dest: Path) -> Path | None:
 
 
 def cpu_checkout_at(root: Path, wheel: Path) -> tuple[Path, Path]:
-    """A copy of the kit (package, Snakefile, rules, families) in ``root`` whose hf-current family installs
-    ``wheel``, with the kit and hf-current images built on the local base: (checkout, records)."""
-    for name in ("milebench", "rules", "containers"):
+    """A copy of the kit (package, specs, build files, Snakefile, rules, families) in ``root`` whose
+    hf-current family installs ``wheel``, with the kit and hf-current images built on the local base:
+    (checkout, records)."""
+    image.copy_kit_source(REPO, root)
+    for name in ("rules", "containers"):
         shutil.copytree(REPO / name, root / name, ignore=image.SKIP)
-    for name in ("Snakefile", "pyproject.toml", "README.md"):
-        shutil.copy2(REPO / name, root / name)
+    shutil.copy2(REPO / "Snakefile", root / "Snakefile")
     with_cpu_torch(root / "containers" / "hf-current", wheel)
     commit_checkout(root)
     records = root / image.RECORDS_DIR
