@@ -11,6 +11,12 @@ it): ``bash .ci/original-code.sh`` unpacks its ``lwm`` package at the commit the
 (``bash .ci/lwm-official.sh`` makes ``.venv-lwm``; ``MILEBENCH_LWM_PYTHON`` names another). Without them
 only the live comparison skips; with them and ``MILEBENCH_RECORD_PARITY=1`` it re-records the fixture (it
 runs first, so the golden comparison then reads the new one). Both sides run float32 on the CPU.
+
+The ``video-frames`` variant is compared the same way with the original's video path (the driver's
+``--frames``: ``_read_process_vision`` given the sample's pictures as the frames decord would decode, so
+it keeps ``max_n_frames`` of them by its own ``np.linspace``), the frames and codes those of the pictures
+kept, and held to its own fixture ``tests/golden/parity/lwm-video-frames.json``; ``-k paper`` or
+``-k video-frames`` with ``MILEBENCH_RECORD_PARITY=1`` re-records one reading's fixture only.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from pathlib import Path
 import pytest
 from llava_official.parity import REPO, run_original
 from parity_golden import (
+    Meta,
     Observed,
     Setup,
     assert_matches,
@@ -33,8 +40,9 @@ from parity_golden import (
 )
 from tiny_checks import tiny_port
 
-from milebench.infer.hf_lwm import HfLwmAdapter
+from milebench.infer.hf_lwm import MAX_N_FRAMES, HfLwmAdapter
 from milebench.infer.registry import load_adapter
+from milebench.spec.execution import PAPER
 from milebench.spec.model import ModelSpec
 
 FAMILY = "lwm"
@@ -48,16 +56,31 @@ TOKENS_PER_PICTURE = 257
 WINDOW = 12288
 """The tiny model's ``max_sequence_length``: the original's causal mask and rotary table end there, and the
 longest fixture prompt, padded as the Sampler pads it, with its new tokens fits."""
+FRAMES = "video-frames"
 
 
-def parity_spec() -> ModelSpec:
+def parity_spec(variant: str = PAPER) -> ModelSpec:
     model = tiny_port("lwm", "hf-lwm", "lwm", n_tokens=TOKENS_PER_PICTURE)
+    assert model.execution is not None
     return model.model_copy(
         update={
             "max_context_len": WINDOW,
             "generation": model.generation.model_copy(update={"max_new_tokens": MAX_NEW_TOKENS}),
+            "execution": model.execution.with_variant(variant),
         }
     )
+
+
+def family(variant: str) -> str:
+    """The golden fixture of a reading: the paper's keeps the family's name."""
+    return FAMILY if variant == PAPER else f"{FAMILY}-{variant}"
+
+
+def meta(built: Setup, variant: str) -> Meta:
+    """The run's meta; a variant's names the variant among the settings."""
+    if variant == PAPER:
+        return built.meta
+    return built.meta.model_copy(update={"settings": {**built.meta.settings, "variant": variant}})
 
 
 @pytest.fixture(scope="module")
@@ -73,10 +96,18 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Setup:
     )
 
 
+@pytest.fixture(scope="module", params=[PAPER, pytest.param(FRAMES, marks=pytest.mark.slow)])
+def variant(request: pytest.FixtureRequest) -> str:
+    """The paper's reading (each picture one vision) and the video-frames one (one vision of the frames
+    kept; slow: the kit's side of it takes about half a minute on two cores, the VQGAN and generation)."""
+    value: str = request.param
+    return value
+
+
 @pytest.fixture(scope="module")
-def kit(built: Setup) -> dict[str, Observed]:
+def kit(built: Setup, variant: str) -> dict[str, Observed]:
     """The kit adapter's outputs on every sample."""
-    adapter = load_adapter(parity_spec(), built.paths, built.paths.data_root)
+    adapter = load_adapter(parity_spec(variant), built.paths, built.paths.data_root)
     assert isinstance(adapter, HfLwmAdapter)
     observed = {}
     for sample in built.samples:
@@ -93,13 +124,14 @@ def kit(built: Setup) -> dict[str, Observed]:
     return observed
 
 
-def original_side(built: Setup, out: Path) -> dict[str, Observed]:
+def original_side(built: Setup, variant: str, out: Path) -> dict[str, Observed]:
     """LWM's code run on every sample."""
     run_original(
         PYTHON,
         DRIVER,
         *("--code", str(CODE), "--model", str(built.original), "--samples", str(built.listed)),
         *("--max-new-tokens", str(MAX_NEW_TOKENS), "--out", str(out)),
+        *(["--frames"] if variant == FRAMES else []),
     )
     codes = json.loads((out / "codes.json").read_text())
     observed = {}
@@ -122,18 +154,29 @@ def codes_tensor(codes: list[list[int]]) -> object:
     return torch.tensor(codes, dtype=torch.int64).reshape(len(codes), -1)
 
 
-def test_kit_matches_original_code_live(built: Setup, kit: dict[str, Observed], tmp_path: Path) -> None:
+def test_kit_matches_original_code_live(
+    built: Setup, variant: str, kit: dict[str, Observed], tmp_path: Path
+) -> None:
+    """Live: the original code on the same checkpoint and samples; re-records the reading's fixture when
+    asked (``-k`` selects one reading: ``paper`` or ``video-frames``)."""
     require_original(
         PYTHON.is_file() and (CODE / "lwm" / "vision_chat.py").is_file(),
         "the live comparison needs LWM's environment (`bash .ci/lwm-official.sh`, or "
         f"{PYTHON_VAR}) and its code (`bash .ci/original-code.sh`, or MILEBENCH_LWM_CODE naming a "
         "checkout of github.com/LargeWorldModel/LWM); the golden comparison runs without",
     )
-    compare_live(FAMILY, original_side(built, tmp_path), kit, built.meta, PYTHON)
+    original = original_side(built, variant, tmp_path)
+    compare_live(family(variant), original, kit, meta(built, variant), PYTHON)
 
 
-def test_kit_matches_golden_fixture(built: Setup, kit: dict[str, Observed]) -> None:
+def test_kit_matches_golden_fixture(built: Setup, variant: str, kit: dict[str, Observed]) -> None:
+    """Golden: every fixture task is covered, and the kit matches the recorded original field for field;
+    in the video-frames reading a sample with more pictures than ``max_n_frames`` gives that many frames."""
     assert len(kit) == len(built.samples)
-    assert_matches(FAMILY, kit, built.meta)
-    pictures = [observed.vision["codes"].shape[0] for observed in kit.values()]
-    assert max(pictures) > 1, "some sample gives the model several pictures"
+    assert_matches(family(variant), kit, meta(built, variant))
+    frames = {k: observed.vision["codes"].shape[0] for k, observed in kit.items()}
+    assert max(frames.values()) > 1, "some sample gives the model several pictures"
+    if variant == FRAMES:
+        kept = {f"{s.task}/{s.sample_id}": min(len(s.images), MAX_N_FRAMES) for s in built.samples}
+        assert frames == kept
+        assert any(len(s.images) > MAX_N_FRAMES for s in built.samples), "some sample's frames are picked"

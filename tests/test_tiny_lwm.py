@@ -1,8 +1,9 @@
 """The tiny random-weight LWM through the hf-lwm adapter, run with lwm's own execution: LWM's files
 (streaming params, pickled VQGAN, VideoLLaMAConfig's JSON, tokenizer.model), construct_input's ids with
-one vision of 256 codes and <eov> per picture (or one vision of all pictures under the video-frames
-variant), the vision table where the mask is set, and one named error for a checkpoint or budget that does
-not fit. Its answers on every fixture task are held to the original code by test_lwm_parity."""
+one vision of 256 codes and <eov> per picture (or one vision of the frames _read_process_vision keeps of
+a video of them under the video-frames variant, each closed by <eov>), the vision table where the mask is
+set, and one named error for a checkpoint or budget that does not fit. Its answers on every fixture task
+are held to the original code by test_lwm_parity."""
 
 from __future__ import annotations
 
@@ -18,14 +19,16 @@ from parity_golden import checkpoint_sha256
 from picture_samples import picture_sample
 from tiny_checks import tiny_port, tiny_run
 
-from milebench.infer.adapter import AdapterError
-from milebench.infer.hf_lwm import LWM_7B, HfLwmAdapter, LwmTokenizer
+from milebench.infer.adapter import AdapterError, SampleFailure
+from milebench.infer.hf_lwm import LWM_7B, MAX_N_FRAMES, HfLwmAdapter, LwmTokenizer
 from milebench.infer.lwm_model import EOF, EOV, LwmForCausalLM, llama_config
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import build_tiny
 from milebench.paths import RunPaths
-from milebench.spec.execution import ImageSequence
+from milebench.records import FailureKind
 from milebench.spec.model import ModelSpec
+from milebench.spec.policy import RunPolicy
+from milebench.spec.run import ContextOverflow
 
 NAME = "tiny-lwm"
 SIZES = [(40, 24), (32, 32), (20, 50)]
@@ -79,21 +82,45 @@ def test_each_picture_is_one_vision_of_its_codes_and_eov(adapter: HfLwmAdapter) 
     assert adapter.render(sample).endswith("</vision> ASSISTANT:")
 
 
-def test_the_video_frames_variant_is_one_vision_with_eof_between(paths: RunPaths) -> None:
+def video(max_context_len: int | None = None) -> ModelSpec:
     model = spec()
     assert model.execution is not None
-    video = model.model_copy(
-        update={
-            "execution": model.execution.model_copy(update={"image_sequence": ImageSequence.VIDEO_FRAMES})
-        }
+    changes: dict[str, Any] = {"execution": model.execution.with_variant("video-frames")}
+    return model.model_copy(
+        update=changes | ({"max_context_len": max_context_len} if max_context_len else {})
     )
-    loaded = load_adapter(video, paths, paths.data_root)
+
+
+def test_the_video_frames_variant_is_one_vision_each_frame_closed_by_eov(paths: RunPaths) -> None:
+    loaded = load_adapter(video(), paths, paths.data_root)
     assert isinstance(loaded, HfLwmAdapter)
     inputs = loaded.encode([picture_sample(0, 3)])
     ids, mask = inputs["input_ids"][0].tolist(), inputs["vision_mask"][0].tolist()
     vision = [ids[i] for i, on in enumerate(mask) if on]
-    assert vision[PER_PICTURE - 1 :: PER_PICTURE] == [EOF, EOF, EOV]
+    assert vision[PER_PICTURE - 1 :: PER_PICTURE] == [EOV, EOV, EOV] and EOF not in vision
     assert loaded.render(picture_sample(0, 3)).count("<vision>") == 1
+
+
+def test_the_video_frames_variant_keeps_max_n_frames_as_the_original_picks_them(paths: RunPaths) -> None:
+    loaded = load_adapter(video(), paths, paths.data_root)
+    assert isinstance(loaded, HfLwmAdapter)
+    three = picture_sample(0, 3)
+    ten = three.model_copy(
+        update={"images": (three.images * 4)[:10], "image_sha256": (three.image_sha256 * 4)[:10]}
+    )
+    assert loaded.kept(ten) == [0, 1, 2, 3, 5, 6, 7, 9]  # np.linspace(0, 9, 8, dtype=int)
+    inputs = loaded.encode([ten])
+    assert inputs["codes"].shape == (MAX_N_FRAMES, 256) and inputs["pixel_values"].shape[0] == MAX_N_FRAMES
+    assert sum(inputs["vision_mask"][0].tolist()) == MAX_N_FRAMES * PER_PICTURE
+    assert "<vision>0 1 2 3 5 6 7 9</vision> ASSISTANT:" in loaded.render(ten)
+
+
+def test_a_video_past_the_window_fails_as_context_overflow_naming_it(paths: RunPaths) -> None:
+    strict = RunPolicy(context_overflow=ContextOverflow.REFUSE)
+    loaded = load_adapter(video(max_context_len=600), paths, paths.data_root, strict)
+    (answer,) = loaded.generate([picture_sample(0, 3)])
+    assert isinstance(answer, SampleFailure) and answer.kind is FailureKind.CONTEXT_OVERFLOW
+    assert "exceeds max_context_len 600" in answer.detail
 
 
 def test_vision_positions_read_the_vision_table(adapter: HfLwmAdapter) -> None:

@@ -6,8 +6,9 @@ In MileBench's worker pattern (greedy decoding with the benchmark's token limits
 
 - each picture is ``_process_frame``'d (short side to 256, centre crop, scaled to [-1, 1]) and encoded by
   the VQGAN into 256 codes, as ``_read_process_vision`` reads an image file: one frame, closed by
-  ``<eov>`` (``image_sequence: images``); under ``video_frames`` all pictures are the frames of one
-  vision, ``<eof>`` between them, as that function reads a video;
+  ``<eov>`` (``image_sequence: images``); under ``video_frames`` the pictures are the frames of one
+  vision, as that function reads a video: of more than ``max_n_frames`` (8) it keeps 8 picked by
+  ``np.linspace``, and each frame, encoded on its own, is closed by ``<eov>`` too;
 - ``construct_input``'s pieces, each tokenized on its own without BOS (``add_bos_token=False``; the first
   piece writes ``<s>`` as text): ``<s>You are a helpful assistant. USER: {question}\\n`` with the prompt's
   image placeholders taken out, then per vision ``<vision>``, its codes (the vision mask set, so they
@@ -83,6 +84,9 @@ LWM_7B: dict[str, Any] = {
 """The release's config, which its files do not hold: ``LLAMA_STANDARD_CONFIGS['7b']`` (``lwm/llama.py``)
 with the README's settings of the 1M models (``max_sequence_length`` 1048576, ``theta`` 50000000) and
 ``VideoLLaMAConfig``'s ``vision_vocab_size``."""
+MAX_N_FRAMES = 8
+"""``--max_n_frames`` of ``scripts/run_vision_chat.sh`` (and the flag's default in ``lwm/vision_chat.py``):
+``_read_process_vision`` keeps that many frames of a longer video, picked by ``np.linspace``."""
 SPECIAL = ("<s>", "</s>", "<unk>")
 """The tokenizer's special tokens, which its text is split at (transformers 4.29's slow tokenizer)."""
 CLEANUPS = (
@@ -198,7 +202,7 @@ class HfLwmAdapter(HfImageTextToTextAdapter):
         if spec.n_tokens_per_image is not None and spec.n_tokens_per_image != per_image:
             raise AdapterError(
                 f"model spec {spec.name!r}: n_tokens_per_image {spec.n_tokens_per_image}, but each picture "
-                f"is {per_image} tokens (its VQGAN codes and <eof> or <eov>)"
+                f"is {per_image} tokens (its VQGAN codes and <eov>)"
             )
 
     def folder(self, source: str) -> Path:
@@ -267,9 +271,19 @@ class HfLwmAdapter(HfImageTextToTextAdapter):
         side = self.processor.vqgan.shape.resolution // 16
         return int(side * side + 1)
 
+    def kept(self, sample: PreparedSample) -> list[int]:
+        """The pictures the model sees: all, or under ``video_frames`` the frames ``_read_process_vision``
+        keeps of a video of them (``max_n_frames`` by ``np.linspace`` when there are more)."""
+        n = len(sample.images)
+        if self.execution.image_sequence is ImageSequence.VIDEO_FRAMES and n > MAX_N_FRAMES:
+            return [int(k) for k in np.linspace(0, n - 1, MAX_N_FRAMES, dtype=int).tolist()]
+        return list(range(n))
+
     def input_images(self, sample: PreparedSample) -> tuple[list[Image.Image], list[ImageStep]]:
-        """The pictures as ``_process_frame`` receives them (RGB); its steps are the kit's own."""
-        return self.load_images(sample), []
+        """The pictures as ``_process_frame`` receives them (RGB), those kept only; its steps are the kit's
+        own."""
+        pictures = self.load_images(sample)
+        return [pictures[k] for k in self.kept(sample)], []
 
     def frames(self, sample: PreparedSample) -> torch.Tensor:
         """The frames fed to the VQGAN, ``(pictures, 256, 256, 3)`` in [-1, 1]."""
@@ -283,20 +297,21 @@ class HfLwmAdapter(HfImageTextToTextAdapter):
         return torch.cat([encoder.codes(frame[None].to(device)).reshape(1, -1).cpu() for frame in frames])
 
     def visions(self, codes: torch.Tensor) -> list[list[int]]:
-        """The token lists of the sample's visions: one per picture, or one of all under video_frames."""
+        """The token lists of the sample's visions: one per picture, or one of the frames kept under
+        video_frames."""
         frames = codes.tolist()
         if self.execution.image_sequence is ImageSequence.VIDEO_FRAMES:
             return [vision_tokens(frames)] if frames else []
         return [vision_tokens([frame]) for frame in frames]
 
     def render(self, sample: PreparedSample) -> str:
-        """The text ``construct_input`` tokenizes, each vision written as ``<vision>`` and its pictures'
-        numbers."""
-        n = len(sample.images)
-        if self.execution.image_sequence is ImageSequence.VIDEO_FRAMES and n:
-            written = f"{LWM_VISION_START}{' '.join(map(str, range(n)))}{LWM_VISION_END}"
+        """The text ``construct_input`` tokenizes, each vision written as ``<vision>`` and the numbers of
+        its pictures (under ``video_frames`` those kept)."""
+        kept = self.kept(sample)
+        if self.execution.image_sequence is ImageSequence.VIDEO_FRAMES and kept:
+            written = f"{LWM_VISION_START}{' '.join(map(str, kept))}{LWM_VISION_END}"
         else:
-            written = "".join(f"{LWM_VISION_START}{k}{LWM_VISION_END}" for k in range(n))
+            written = "".join(f"{LWM_VISION_START}{k}{LWM_VISION_END}" for k in kept)
         return FIXED_TEMPLATES[self.execution.prompt_template](f"{question(sample)}\n{written}")
 
     def ids_and_mask(self, sample: PreparedSample, codes: torch.Tensor) -> tuple[list[int], list[bool]]:

@@ -32,9 +32,10 @@ FRAME_SIZE = 256
 """``_read_process_vision``: every frame resized and centre-cropped to 256 x 256."""
 CODES_PER_FRAME = 256
 EOF = 8192
-"""The token after each frame but the last."""
+"""``_read_process_vision``'s token after a frame that is not the last of its encoding batch; its batches
+are one frame each (``B = 1``), so the chat path never writes it."""
 EOV = 8193
-"""The token after the last frame of a vision."""
+"""The token after the last frame of an encoding batch: after every frame in the chat path."""
 VISION_START = "<vision>"
 VISION_END = "</vision>"
 GROUPS = 32
@@ -77,11 +78,11 @@ def process_frame(image: Image.Image, size: int = FRAME_SIZE) -> np.ndarray:
 
 
 def vision_tokens(codes: list[list[int]]) -> list[int]:
-    """``_read_process_vision``'s tokens of one vision: each frame's codes, ``<eof>`` between frames,
-    ``<eov>`` after the last."""
+    """``_read_process_vision``'s tokens of one vision: each frame's codes closed by ``<eov>``, since its
+    loop encodes one frame per batch (``B = 1``) and each is the last of its batch (a video's frames too)."""
     out: list[int] = []
-    for n, frame in enumerate(codes):
-        out += [*frame, EOV if n == len(codes) - 1 else EOF]
+    for frame in codes:
+        out += [*frame, EOV]
     return out
 
 

@@ -80,7 +80,7 @@ class PromptTemplate(StrEnum):
     LWM = "lwm"
     """LWM's ``Sampler.construct_input`` (github.com/LargeWorldModel/LWM, ``lwm/vision_chat.py``): the ids of
     ``<s>You are a helpful assistant. USER: {prompt}\n`` (the prompt without its image placeholders), then
-    each vision as ``<vision>``, its VQGAN codes with ``<eof>``/``<eov>`` and ``</vision>``, then
+    each vision as ``<vision>``, its VQGAN codes (each frame closed by ``<eov>``) and ``</vision>``, then
     `` ASSISTANT:``, each piece tokenized on its own."""
     QWEN_CHAT = "qwen_chat"
     """Qwen-VL-Chat's ``chat``: a chatml turn built by the checkpoint's remote code."""

@@ -19,6 +19,14 @@ tiny VQGAN's sizes given to ``VQGANConfig.get_default_config`` through its own `
 ``inspect.getargspec`` (gone in Python 3.11) as ``getfullargspec``, ``jnp.DeviceArray`` (gone in JAX 0.4.23,
 in an annotation) as ``jax.Array``, and ``load_trainstate_checkpoint`` without ``max_buffer_size`` (a read
 buffer size its release lacks).
+
+With ``--frames`` (the kit's ``video-frames`` variant) each sample is one vision through
+``_read_process_vision``'s video path: the sample's pictures stand in for the frames decord would decode
+(``decord.VideoReader`` replaced by a reader of a listing of the pictures, each frame the picture as an RGB
+array at its own size), so that function picks ``max_n_frames`` of them (8, run_vision_chat.sh's flag) by
+its ``np.linspace`` when there are more, ``_process_frame``s and encodes them one at a time and closes
+each with its end token; the frames fed to the VQGAN are those its ``encode`` was called with. The prompt
+writes the vision as the numbers of the pictures kept.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import json
 import math
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -41,7 +50,38 @@ def shim() -> None:
     jnp.DeviceArray = jax.Array
 
 
-def run(code: Path, model_dir: Path, samples: list[dict], max_new_tokens: int, out: Path) -> None:
+class Listing:
+    """What stands in for ``decord.VideoReader``: a video whose frames are the pictures a file lists;
+    ``last`` keeps the frame ids ``_read_process_vision`` asked for."""
+
+    last: ClassVar[list[int]] = []
+
+    def __init__(self, f, ctx=None):
+        from PIL import Image
+
+        self.frames = [np.asarray(Image.open(p).convert("RGB")) for p in json.loads(f.read())]
+
+    def __len__(self) -> int:
+        return len(self.frames)
+
+    def get_batch(self, ids):
+        Listing.last = list(ids)
+        return Decoded([self.frames[i] for i in ids])
+
+
+class Decoded:
+    """``get_batch``'s answer: the frames, each at its picture's size."""
+
+    def __init__(self, frames):
+        self.frames = frames
+
+    def asnumpy(self):
+        return self.frames
+
+
+def run(
+    code: Path, model_dir: Path, samples: list[dict], max_new_tokens: int, out: Path, frames_mode: bool
+) -> None:
     shim()
     sys.path.insert(0, str(code))
     import jax
@@ -49,7 +89,6 @@ def run(code: Path, model_dir: Path, samples: list[dict], max_new_tokens: int, o
     from jax.experimental.pjit import pjit
     from jax.sharding import PartitionSpec as PS
     from lwm import vqgan
-    from PIL import Image
     from transformers import GenerationConfig
     from tux import StreamingCheckpointer
 
@@ -107,25 +146,43 @@ def run(code: Path, model_dir: Path, samples: list[dict], max_new_tokens: int, o
 
     forward = pjit(generate, in_shardings=(sampler.model_ps, PS()), out_shardings=PS())
     results, pixels, all_codes = [], {}, {}
-    for sample in samples:
+    vision_chat.decord.VideoReader = Listing
+    max_n_frames = vision_chat.FLAGS.max_n_frames
+    fed: list[np.ndarray] = []
+    encode = sampler.vqgan.encode
+
+    def recording(pixel_values):
+        fed.append(np.asarray(pixel_values))
+        return encode(pixel_values)
+
+    sampler.vqgan.encode = recording
+    per_frame = sampler.n_tokens_per_frame
+    for n, sample in enumerate(samples):
         question = sample["prompt"].replace("<ImageHere>", "")
-        frames = [sampler._process_frame(Image.open(p).convert("RGB"), 256) for p in sample["images"]]
         text_1 = f"<s>You are a helpful assistant. USER: {question}\n"
         tokens, vm = list(tokenizer.encode(text_1)), [False] * len(tokenizer.encode(text_1))
         start, end = tokenizer.encode("<vision>"), tokenizer.encode("</vision>")
+        fed.clear()
+        if frames_mode:
+            listing = out / f"{n}.frames"  # neither .png nor .jpg: read as a video
+            listing.write_text(json.dumps(sample["images"]))
+            visions = [sampler._read_process_vision(str(listing), max_n_frames)] if sample["images"] else []
+            written = [" ".join(map(str, Listing.last))] if sample["images"] else []
+        else:
+            visions = [sampler._read_process_vision(path, 8) for path in sample["images"]]
+            written = [str(k) for k in range(len(visions))]
         codes = []
-        for path in sample["images"]:
-            vision = sampler._read_process_vision(path, 8)
-            codes.append(vision[:-1])
+        for vision in visions:
+            codes += [vision[k : k + per_frame - 1] for k in range(0, len(vision), per_frame)]
             tokens += start + vision + end
             vm += [False] * len(start) + [True] * len(vision) + [False] * len(end)
         tail = tokenizer.encode(" ASSISTANT:")
         tokens += tail
         vm += [False] * len(tail)
-        # construct_input's length (its max_n_frames the sample's pictures), or the tokens' if more
-        length = max(
-            len(sample["images"]) * sampler.n_tokens_per_frame + sampler.min_buffer_size, len(tokens) + 1
-        )
+        # construct_input's length (its max_n_frames the sample's pictures, or the flag's for a video), or
+        # the tokens' if more
+        frames_limit = max_n_frames if frames_mode else len(sample["images"])
+        length = max(frames_limit * per_frame + sampler.min_buffer_size, len(tokens) + 1)
         length = int(math.ceil(length / sampler.block_size) * sampler.block_size)
         batch = {
             "input_ids": np.zeros((1, length), dtype=int),
@@ -146,16 +203,14 @@ def run(code: Path, model_dir: Path, samples: list[dict], max_new_tokens: int, o
             {
                 "task": sample["task"],
                 "sample_id": sample["sample_id"],
-                "prompt": text_1
-                + "".join(f"<vision>{n}</vision>" for n in range(len(frames)))
-                + " ASSISTANT:",
+                "prompt": text_1 + "".join(f"<vision>{w}</vision>" for w in written) + " ASSISTANT:",
                 "input_ids": tokens,
                 "vision_mask": vm,
                 "new_ids": output,
                 "answer": text,
             }
         )
-        pixels[key] = torch.from_numpy(np.stack(frames))
+        pixels[key] = torch.from_numpy(np.concatenate(fed) if fed else np.zeros((0, 256, 256, 3), np.float32))
         all_codes[key] = codes
     torch.save(pixels, out / "pixels.pt")
     (out / "codes.json").write_text(json.dumps(all_codes))
@@ -171,6 +226,9 @@ def main() -> None:
     )
     parser.add_argument("--max-new-tokens", type=int, required=True)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--frames", action="store_true", help="All pictures as the frames of one video (video-frames)."
+    )
     args = parser.parse_args()
     run(
         args.code.resolve(),
@@ -178,6 +236,7 @@ def main() -> None:
         json.loads(args.samples.read_text()),
         args.max_new_tokens,
         args.out.resolve(),
+        args.frames,
     )
 
 
