@@ -1,11 +1,14 @@
 """Session fixtures, made once for every test file that needs them: for the Docker tests the kit image and a
 CPU build of hf-current, and a run whose every job ran in them (Docker builds and container starts are
-slow: minutes each on a vfs engine); for the hub tests a real hub server."""
+slow: minutes each on a vfs engine); for the hub tests a real hub server. And the CPU thread settings,
+which a stage run in-process changes (``--threads``): kept per test, and fixed for the parity tests."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,9 +17,51 @@ from docker_runs import LOCAL_BASE, BoxedRun, cpu_checkout_at, run_boxed, torch_
 from hub_server import OLAH, Olah, build_mirrors, ported_hub_models
 from unavailable import unavailable
 
+from milebench.infer.threads import THREAD_VARIABLES
 from milebench.spec.model import TinyWeights
 from milebench.spec.registry import load_specs
 from milebench.spec.run import FixtureSource
+
+
+def torch_threads() -> int | None:
+    """torch's intra-op threads, where a test has imported torch."""
+    return sys.modules["torch"].get_num_threads() if "torch" in sys.modules else None
+
+
+def set_torch_threads(threads: int | None) -> None:
+    if threads is not None and "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
+
+
+@pytest.fixture(autouse=True)
+def thread_settings_kept() -> Iterator[None]:
+    """A test that runs a stage in-process with ``--threads`` (``limit_threads``) leaves the settings as
+    it found them: later tests must not run at its thread count."""
+    variables = {name: os.environ.get(name) for name in THREAD_VARIABLES}
+    threads = torch_threads()
+    yield
+    for name, value in variables.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    set_torch_threads(threads)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def parity_threads(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A parity test's module runs the kit at ``PARITY_THREADS`` threads, as its fixtures were recorded:
+    some families' float results (VideoChat2's input embeddings) change bytes with the thread count."""
+    if not request.module.__name__.endswith("_parity"):
+        yield
+        return
+    import torch
+    from llava_official.parity import PARITY_THREADS
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(PARITY_THREADS)
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="session")

@@ -14,10 +14,12 @@ code is present and ``MILEBENCH_RECORD_PARITY=1`` is set; never by hand. The sam
 kit against a live original run and against a fixture, so both say what differs in the same words:
 which sample, which field, the first differing position.
 
-Bytes are compared exactly, not rounded: the tiny checkpoints run float32 on the CPU, and the kit's ids,
-pixel bytes and generated ids come out identical with 1 and 2 CPU threads. What a fixture cannot pin is
-the environment that builds the checkpoint and the pictures; a mismatch message shows both environments,
-and a different checkpoint shows as ``meta: checkpoint_sha256``.
+Bytes are compared exactly, not rounded: the tiny checkpoints run float32 on the CPU, at ``PARITY_THREADS``
+CPU threads on both sides (the kit's in the tests' ``parity_threads`` fixture, the original's through
+``run_original``'s environment): ids, pixel bytes and generated ids come out the same at any thread count,
+but some families' float tensors (VideoChat2's input embeddings) change bytes with it. What a fixture
+cannot pin is the environment that builds the checkpoint and the pictures; a mismatch message shows both
+environments, and a different checkpoint shows as ``meta: checkpoint_sha256``.
 
 A port's test: ``set_up`` builds what both sides read (``Setup``); a module fixture gives the kit's
 ``Observed`` per sample in the original's form; the live test calls ``require_original`` (skips, saying

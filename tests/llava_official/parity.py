@@ -184,9 +184,21 @@ def for_tokenizers_0_15(folder: Path) -> None:
     (folder / "tokenizer_config.json").write_text(json.dumps(config))
 
 
+PARITY_THREADS = 2
+"""The CPU threads of both sides of a parity comparison (and of every golden fixture's recording)."""
+
+
 def run_original(python: Path, driver: Path, *args: str) -> None:
-    """Run an original-code driver in the official environment; its output is shown when it fails."""
-    done = subprocess.run([str(python), str(driver), *args], capture_output=True, text=True, check=False)
+    """Run an original-code driver in the official environment at ``PARITY_THREADS`` threads; its output
+    is shown when it fails."""
+    threads = dict.fromkeys(("OMP_NUM_THREADS", "MKL_NUM_THREADS"), str(PARITY_THREADS))
+    done = subprocess.run(
+        [str(python), str(driver), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, **threads},
+    )
     if done.returncode:
         raise RuntimeError(f"{driver.name} failed:\n{done.stdout}\n{done.stderr}")
 
