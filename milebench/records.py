@@ -16,6 +16,11 @@ IMAGE_PLACEHOLDER = "<ImageHere>"
 """The model-neutral image placeholder (the official literal); adapters map it to their own token."""
 
 
+def option_label(index: int) -> str:
+    """The letter the official prompt puts before option ``index`` (0-based): ``chr(65 + index)``."""
+    return chr(ord("A") + index)
+
+
 class TruncationRecord(Spec):
     """What of a sample a model's context let through: images, text pieces and tokens kept and dropped.
 

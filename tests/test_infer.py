@@ -29,9 +29,8 @@ from milebench.infer.time_limit import cut_by_time_limit
 from milebench.io import read_jsonl
 from milebench.paths import RunPaths
 from milebench.preprocess import commands as preprocess_commands
-from milebench.preprocess.prompt import option_label
 from milebench.record_files import RecordError, read_prepared
-from milebench.records import FailureKind, Prediction, PreparedSample, WindowExcess
+from milebench.records import FailureKind, Prediction, PreparedSample, WindowExcess, option_label
 from milebench.spec.model import BatchRule, Generation
 from milebench.spec.paper import ContaminationTable, ImageQuantityTable, MainTable, PaperSpec
 from milebench.spec.policy import RunPolicy, run_policy

@@ -56,7 +56,6 @@ def write_outputs(out: Path, record: BatchAudit | DriftAudit, markdown: str) -> 
 def batch_command(args: argparse.Namespace) -> int:
     from milebench.audit.trace import traced
     from milebench.infer.registry import load_adapter
-    from milebench.preprocess.commands import task_spec
     from milebench.preprocess.regime import model_regime
 
     specs = load_specs(args.specs)
@@ -72,7 +71,7 @@ def batch_command(args: argparse.Namespace) -> int:
         if execution is not None and args.variant != PAPER:
             spec = spec.model_copy(update={"execution": execution.with_variant(args.variant)})
     mode = Mode(args.mode)
-    tasks = {name: task_spec(specs, name) for name in args.task}
+    tasks = {name: specs.task(name) for name in args.task}
     paths = RunPaths.for_run(run, base=args.root)
     regime = model_regime(specs, run, spec.name, mode).id
     samples = [

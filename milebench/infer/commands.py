@@ -13,7 +13,6 @@ from milebench.infer.adapter import AdapterError, Preflight
 from milebench.infer.cell import CellJob
 from milebench.infer.threads import limit_threads, split_threads
 from milebench.paths import RunPaths
-from milebench.preprocess.commands import task_spec
 from milebench.preprocess.regime import model_regime
 from milebench.spec.policy import run_policy
 from milebench.spec.registry import load_specs
@@ -67,7 +66,7 @@ def infer(args: argparse.Namespace) -> int:
     paths = RunPaths.for_run(run, base=args.root)
     spec = specs.loaded_model(run, args.model)
     policy = run_policy(run, spec)
-    tasks = [task_spec(specs, name) for name in args.task]
+    tasks = [specs.task(name) for name in args.task]
     mode = Mode(args.mode)
     model_threads, input_workers = split_threads(args.threads)
     limit_threads(model_threads)

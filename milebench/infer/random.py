@@ -7,8 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from milebench.paths import RunPaths
-from milebench.preprocess.prompt import option_label
-from milebench.records import PreparedSample
+from milebench.records import PreparedSample, option_label
 from milebench.spec.model import ModelSpec
 from milebench.spec.policy import RunPolicy
 

@@ -22,7 +22,6 @@ from milebench.infer.api.base import ApiAdapter
 from milebench.infer.input_view import InputAdapter, InputView, ShowsInput
 from milebench.infer.registry import adapter_class
 from milebench.paths import RunPaths
-from milebench.preprocess.commands import task_spec
 from milebench.preprocess.regime import model_regime
 from milebench.record_files import RecordError, read_prepared
 from milebench.records import PreparedSample
@@ -94,7 +93,7 @@ def render_request(args: argparse.Namespace, cls: type[ApiAdapter]) -> int:
     run = specs.run(args.run)
     paths = RunPaths.for_run(run)
     spec = specs.loaded_model(run, args.model)
-    task = task_spec(specs, args.task)
+    task = specs.task(args.task)
     try:
         found = prepared_sample(specs, run, spec.name, task.name, Mode(args.mode), args.sample)
         adapter = cls(spec, paths, paths.data_root, with_key=False)
@@ -123,7 +122,7 @@ def render_input(args: argparse.Namespace) -> int:
     run = specs.run(args.run)
     paths = RunPaths.for_run(run)
     spec = specs.loaded_model(run, args.model)
-    task = task_spec(specs, args.task)
+    task = specs.task(args.task)
     mode = Mode(args.mode)
     cls = adapter_class(spec)
     if issubclass(cls, ApiAdapter):

@@ -16,18 +16,13 @@ from milebench.preprocess.regime import run_regimes, tokenizer_dirs
 from milebench.preprocess.subset import subset
 from milebench.preprocess.tokenizer import TokenizerError
 from milebench.spec.base import SpecError, validate_mapping
-from milebench.spec.names import by_name
-from milebench.spec.registry import Specs, load_specs
+from milebench.spec.registry import load_specs
 from milebench.spec.run import Mode
 from milebench.spec.samples import warn_if_short
 from milebench.spec.task import TaskSpec
 from milebench.stage_inputs import command, require
 
 log = logging.getLogger(__name__)
-
-
-def task_spec(specs: Specs, name: str) -> TaskSpec:
-    return by_name(specs.tasks, name, "task", specs.root / "tasks")
 
 
 def read_task_file(path: Path) -> TaskFile:
@@ -54,7 +49,7 @@ def preprocess(args: argparse.Namespace) -> int:
     specs = load_specs(args.specs)
     run = specs.run(args.run)
     paths = RunPaths.for_run(run, base=args.root)
-    task = task_spec(specs, args.task)
+    task = specs.task(args.task)
     mode = Mode(args.mode)
     regimes = run_regimes(specs, run, mode)
     if args.regime not in regimes:

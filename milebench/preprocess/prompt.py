@@ -26,7 +26,7 @@ from milebench.errors import KitError
 from milebench.image_files import image_problem
 from milebench.io import sha256_file, sha256_text
 from milebench.preprocess.truncate import Budget, fit_context
-from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
+from milebench.records import IMAGE_PLACEHOLDER, PreparedSample, option_label
 from milebench.spec.run import MAX_IMAGE_PIXELS, Mode
 from milebench.spec.task import TaskSpec
 
@@ -49,11 +49,6 @@ class Where:
 
     def error(self, message: str) -> PreprocessError:
         return PreprocessError(f"{self.file}: task {self.task}, sample {self.sample_id}: {message}")
-
-
-def option_label(index: int) -> str:
-    """The letter the official prompt puts before option ``index`` (0-based): ``chr(65 + index)``."""
-    return chr(ord("A") + index)
 
 
 def choice_block(choices: Sequence[str], labelled: bool) -> str:

@@ -64,6 +64,9 @@ class Specs:
     def model(self, name: str) -> ModelSpec:
         return by_name(self.models, name, "model", self.root / "models")
 
+    def task(self, name: str) -> TaskSpec:
+        return by_name(self.tasks, name, "task", self.root / "tasks")
+
     def loaded_model(self, run: RunSpec, name: str) -> ModelSpec:
         """The model as a job of ``run`` loads it: the run's execution variant and, for a hub model whose
         spec names no revision, the weights lock's commit."""
