@@ -36,7 +36,16 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 MUTANTS = REPO / "mutants"
-PACKAGES = ("score", "preprocess", "data", "spec")
+PACKAGES = (
+    "score",
+    "preprocess",
+    "data",
+    "spec",
+    "benchmarks/milebench/score",
+    "benchmarks/milebench/preprocess",
+    "benchmarks/milebench/data",
+)
+"""Folders under ``milebench/``: the core's, then MileBench's own (its judges, prompts and data checks)."""
 VERDICT_MODULES = ("aggregate", "run_aggregate", "uncertainty", "verdict")
 """The verdict and aggregation (inside ``score/``), shown on a line of their own."""
 
@@ -114,7 +123,7 @@ def survivors(packages: Iterable[str]) -> list[str]:
 
 
 def sample_path(package: str) -> Path:
-    return MUTANTS / f"{package}.sample"
+    return MUTANTS / f"{package.replace('/', '.')}.sample"
 
 
 def draw_sample(package: str, size: int) -> list[str]:
@@ -134,7 +143,7 @@ def run_package(package: str, max_children: int, pending: bool, sample: int | No
     """
     started = time.monotonic()
     if not pending and sample is None:
-        run_mutmut([f"milebench.{package}.*"], max_children)
+        run_mutmut([f"milebench.{package.replace('/', '.')}.*"], max_children)
     else:
         found = results(package)
         chosen = draw_sample(package, sample) if sample is not None else list(found)

@@ -19,11 +19,11 @@ from pathlib import Path
 from mini_inputs import FILLER_WORDS
 from PIL import Image, ImageDraw
 
+from milebench.benchmarks.milebench.preprocess import combine
+from milebench.benchmarks.milebench.preprocess.truncate import Budget, fit_context
 from milebench.infer.tiny import build_tokenizer
 from milebench.io import sha256_file
-from milebench.preprocess import combine
 from milebench.preprocess.tokenizer import HFTokenizer
-from milebench.preprocess.truncate import Budget, fit_context
 from milebench.records import IMAGE_PLACEHOLDER
 from milebench.spec.run import TruncationMode
 

@@ -34,8 +34,8 @@ from typing import Any
 from mini_inputs import FILLER_WORDS, bench_paths
 
 from milebench.benchmarks.milebench.fixture.prepared import prepared_fixture
+from milebench.benchmarks.milebench.score.commands import score_task
 from milebench.records import Prediction, PreparedSample
-from milebench.score.commands import score_task
 from milebench.score.registry import DEFAULT_SCORER, scorer
 from milebench.spec.registry import load_specs
 from milebench.spec.run import Mode

@@ -179,8 +179,8 @@ def _job_args(
 
 
 IMPORT_FORMATS = ("official", "lmms-eval", "vlmevalkit")
-"""The prediction files ``--format`` reads (``milebench.score.foreign.FORMATS``; named here so that the
-parser imports no scoring code)."""
+"""The prediction files ``--format`` reads (``milebench.benchmarks.milebench.score.foreign.FORMATS``; named
+here so that the parser imports no scoring code)."""
 
 
 def _official_args(p: argparse.ArgumentParser, required: bool) -> None:
@@ -374,7 +374,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     p = add(
-        "validate-data", "milebench.data.validate:command", "Check a data tree against the task specs.", data
+        "validate-data",
+        "milebench.benchmarks.milebench.data.validate:command",
+        "Check a data tree against the task specs.",
+        data,
     )
     p.add_argument("data_root", type=Path, help="The extracted MileBench/ folder.")
     p.add_argument(
@@ -392,7 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add(
         "preprocess",
-        "milebench.preprocess.commands:preprocess",
+        "milebench.benchmarks.milebench.preprocess.commands:preprocess",
         "Build prompts for one task and mode.",
         run,
     )
@@ -414,14 +417,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sample", type=int, required=True, help="The sample_id.")
 
     p = add(
-        "score", "milebench.commands.scoring:score", "Score one model's predictions for one task.", scoring
+        "score",
+        "milebench.benchmarks.milebench.scoring:score",
+        "Score one model's predictions for one task.",
+        scoring,
     )
     _job_args(p, model=True, task_required=False)
     _official_args(p, required=False)
 
     p = add(
         "show",
-        "milebench.score.show:show",
+        "milebench.benchmarks.milebench.score.show:show",
         "Print a run's per-sample logs (prompt, images, answer, gold, judgment), filtered.",
         scoring,
     )
@@ -429,7 +435,10 @@ def build_parser() -> argparse.ArgumentParser:
     _show_args(p)
 
     p = add(
-        "report", "milebench.report.commands:report", "Render the HTML and LaTeX report of a run.", report
+        "report",
+        "milebench.benchmarks.milebench.report.commands:report",
+        "Render the HTML and LaTeX report of a run.",
+        report,
     )
     _run_root_args(p)
 
@@ -447,7 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add(
         "compare",
-        "milebench.score.compare:compare_command",
+        "milebench.benchmarks.milebench.score.compare:compare_command",
         "Paired comparison of two models or runs.",
         scoring,
     )
@@ -517,7 +526,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add(
         "import-official",
-        "milebench.commands.scoring:import_official",
+        "milebench.benchmarks.milebench.scoring:import_official",
         "Import official pred.json files, or lmms-eval's or VLMEvalKit's prediction files.",
         scoring,
     )

@@ -13,6 +13,8 @@ from milebench.audit.batch import batch_audit, compare_sample, first_divergence
 from milebench.audit.stats import wilson_rate
 from milebench.audit.trace import Trace, row_length, traced
 from milebench.benchmarks.milebench.fixture.prepared import prepared_fixture
+from milebench.benchmarks.milebench.score.commands import score_task, write_scores
+from milebench.benchmarks.milebench.score.normalize import normalize
 from milebench.cli import main
 from milebench.infer.engine import run_model
 from milebench.infer.oracle import OracleAdapter
@@ -22,8 +24,6 @@ from milebench.io import atomic_write_jsonl, read_jsonl
 from milebench.paths import RunPaths
 from milebench.preprocess.regime import regime_for
 from milebench.records import Prediction, PreparedSample
-from milebench.score.commands import score_task, write_scores
-from milebench.score.normalize import normalize
 from milebench.score.registry import scorer
 from milebench.spec.model_execution import for_run
 from milebench.spec.registry import Specs, load_specs

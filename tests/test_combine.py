@@ -10,7 +10,7 @@ import PIL
 import pytest
 from PIL import Image
 
-from milebench.preprocess import combine
+from milebench.benchmarks.milebench.preprocess import combine
 
 GOLDEN = Path(__file__).parent / "golden" / "combine_official.json"
 CASES = [(1, 0), (2, 0), (3, 4), (5, 0)]

@@ -6,9 +6,16 @@ from html.parser import HTMLParser
 
 import pytest
 
-from milebench.report.fidelity import BUDGET, COLUMNS, Fidelity, FidelityRow, fidelity_rows, telling
-from milebench.report.render import render_html, render_tex
-from milebench.report.tables import Notes, Report
+from milebench.benchmarks.milebench.report.fidelity import (
+    BUDGET,
+    COLUMNS,
+    Fidelity,
+    FidelityRow,
+    fidelity_rows,
+    telling,
+)
+from milebench.benchmarks.milebench.report.render import render_html, render_tex
+from milebench.benchmarks.milebench.report.tables import Notes, Report
 from milebench.spec.execution import Aspect
 from milebench.spec.model import Section
 from milebench.spec.registry import Specs, load_specs

@@ -14,12 +14,12 @@ import pytest
 from mini_specs import MINI_TASKS
 from PIL import Image
 
+from milebench.benchmarks.milebench.data.validate import validate_tree
 from milebench.benchmarks.milebench.fixture.generate import write_tree
 from milebench.benchmarks.milebench.fixture.pack import LOCK_NAME, archive_name, pack_mirror
 from milebench.benchmarks.milebench.fixture.words import PARAPHRASE, paraphrase
 from milebench.cli import main
 from milebench.data.schema import TaskFile, quantity_level
-from milebench.data.validate import validate_tree
 from milebench.io import sha256_file
 from milebench.spec.data_lock import load_lock
 from milebench.spec.registry import load_specs

@@ -1,6 +1,7 @@
 """`import-official --format`: lmms-eval's `--log_samples` files and VLMEvalKit's prediction files give the
 same judgments as the official pred.json of the same answers; a malformed one is one named error, exit 2,
-and nothing written. The files are written here as those tools write them (see milebench.score.foreign)."""
+and nothing written. The files are written here as those tools write them (see
+milebench.benchmarks.milebench.score.foreign)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from test_import_official import setup  # noqa: F401
 from test_score_command import CHOICES, paths_of, specs_dir  # noqa: F401
 
 from milebench import cli
+from milebench.benchmarks.milebench.score.foreign import FORMATS
 from milebench.io import read_jsonl
-from milebench.score.foreign import FORMATS
 from milebench.spec.run import Mode
 
 ANSWERS = {0: "B", 1: "The answer is C."}

@@ -17,6 +17,7 @@ from mini_specs import builtin_model as model
 from mini_specs import task_spec
 from PIL import Image
 
+from milebench.benchmarks.milebench.preprocess import commands as preprocess_commands
 from milebench.infer import commands, engine, registry
 from milebench.infer.adapter import Adapter, AdapterError, SampleFailure, TokenUsage
 from milebench.infer.cell import failure_verdict
@@ -28,7 +29,6 @@ from milebench.infer.threads import THREAD_VARIABLES
 from milebench.infer.time_limit import cut_by_time_limit
 from milebench.io import read_jsonl
 from milebench.paths import RunPaths
-from milebench.preprocess import commands as preprocess_commands
 from milebench.record_files import RecordError, read_prepared
 from milebench.records import FailureKind, Prediction, PreparedSample, WindowExcess, option_label
 from milebench.spec.model import BatchRule, Generation

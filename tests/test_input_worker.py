@@ -14,6 +14,7 @@ from picture_samples import picture_sample
 from PIL import Image
 from tiny_checks import tiny_run, tiny_spec
 
+from milebench.benchmarks.milebench.preprocess.prompt import Where, hash_images
 from milebench.infer import prefetch
 from milebench.infer.adapter import BuildsInputs, InferenceError
 from milebench.infer.engine import run_model
@@ -23,7 +24,6 @@ from milebench.infer.registry import load_adapter
 from milebench.infer.threads import split_threads
 from milebench.io import read_jsonl
 from milebench.paths import RunPaths
-from milebench.preprocess.prompt import Where, hash_images
 from milebench.records import FailureKind, Prediction, PreparedSample
 from milebench.spec.model import BatchRule, Generation, ModelSpec
 from milebench.spec.run import MAX_IMAGE_PIXELS

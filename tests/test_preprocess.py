@@ -16,11 +16,11 @@ import pytest
 from PIL import Image
 
 from milebench.benchmarks.milebench.fixture.generate import write_tree
+from milebench.benchmarks.milebench.preprocess import commands
 from milebench.infer.tiny import build_tokenizer
 from milebench.io import read_jsonl
 from milebench.paths import UNLIMITED_REGIME, RunPaths
 from milebench.plan import model_regimes, prepare_jobs
-from milebench.preprocess import commands
 from milebench.preprocess.regime import model_regime
 from milebench.preprocess.tokenizer import TokenizerError, load_tokenizer
 from milebench.records import PreparedSample, TruncationRecord

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from milebench.benchmarks.milebench.preprocess import commands
+from milebench.benchmarks.milebench.preprocess.prompt import PreprocessError, build_sample
 from milebench.data.schema import TaskFile
 from milebench.io import read_jsonl, sha256_file, sha256_text
 from milebench.paths import RunPaths
-from milebench.preprocess import commands
-from milebench.preprocess.prompt import PreprocessError, build_sample
 from milebench.records import PreparedSample
 from milebench.spec.model import ModelSpec
 from milebench.spec.paper import ContaminationTable, ImageQuantityTable, MainTable, PaperSpec

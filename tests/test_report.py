@@ -13,13 +13,13 @@ import pytest
 import yaml
 
 from milebench import cli
+from milebench.benchmarks.milebench.preprocess.prepare import PrepareManifest, SkippedSample
+from milebench.benchmarks.milebench.report.commands import ScoreFileError, report
 from milebench.io import atomic_write_json, atomic_write_jsonl
 from milebench.paths import UNLIMITED_REGIME, RunPaths
 from milebench.plan import cells as plan_cells
-from milebench.preprocess.prepare import PrepareManifest, SkippedSample
 from milebench.preprocess.regime import UNLIMITED
 from milebench.records import FailureKind, Judgment
-from milebench.report.commands import ScoreFileError, report
 from milebench.report.render import latex_escape
 from milebench.score.aggregate import summarise
 from milebench.score.run_aggregate import aggregate

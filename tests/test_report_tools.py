@@ -15,15 +15,15 @@ import pytest
 import yaml
 from test_report import EVIL, TASKS, aggregate_and_report, dump, task_spec
 
+from milebench.benchmarks.milebench.preprocess.prepare import PrepareManifest, SkippedSample
+from milebench.benchmarks.milebench.report.commands import gather
+from milebench.benchmarks.milebench.report.needle import N_DEPTHS, needle_grid
+from milebench.benchmarks.milebench.report.tables import Report
+from milebench.benchmarks.milebench.report.truncation import seen_share
 from milebench.io import atomic_write_json, atomic_write_jsonl
 from milebench.paths import RunPaths
-from milebench.preprocess.prepare import PrepareManifest, SkippedSample
 from milebench.preprocess.regime import UNLIMITED
 from milebench.records import Judgment, PreparedSample, TruncationRecord
-from milebench.report.commands import gather
-from milebench.report.needle import N_DEPTHS, needle_grid
-from milebench.report.tables import Report
-from milebench.report.truncation import seen_share
 from milebench.score.aggregate import LevelScore, TaskScore, VariantScore
 from milebench.score.run_aggregate import write_aggregate
 from milebench.spec.model import BuiltinModel, ModelSpec, Section

@@ -17,14 +17,14 @@ from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from transformers import PreTrainedTokenizerFast
 from transformers.tokenization_python import PythonBackend
 
+from milebench.benchmarks.milebench.preprocess import combine, commands
+from milebench.benchmarks.milebench.preprocess.commands import read_task_file
+from milebench.benchmarks.milebench.preprocess.prepare import kit_pictures, load_budget, prepare_task
+from milebench.benchmarks.milebench.preprocess.prompt import PreprocessError, build_sample
 from milebench.data.schema import TaskFile
 from milebench.infer.tiny import build_tokenizer
 from milebench.io import read_jsonl
 from milebench.paths import UNLIMITED_REGIME, RunPaths
-from milebench.preprocess import combine, commands
-from milebench.preprocess.commands import read_task_file
-from milebench.preprocess.prepare import kit_pictures, load_budget, prepare_task
-from milebench.preprocess.prompt import PreprocessError, build_sample
 from milebench.preprocess.regime import (
     UNLIMITED,
     Regime,

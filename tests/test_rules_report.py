@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from milebench.report.tables import best_columns
+from milebench.benchmarks.milebench.report.tables import best_columns
 
 
 def test_values_equal_after_rounding_are_all_best() -> None:

@@ -16,15 +16,15 @@ from test_paper_scorer import make_task
 from test_score_aggregate_run import allow, fill
 from test_score_command import CHOICES, args, paths_of, prediction, sample, specs_dir  # noqa: F401
 
-from milebench.commands.scoring import import_official, score
+from milebench.benchmarks.milebench.score.commands import _points, judge_sample
+from milebench.benchmarks.milebench.score.compare import compare_command, format_table
+from milebench.benchmarks.milebench.score.official import OfficialFormatError
+from milebench.benchmarks.milebench.scoring import import_official, score
 from milebench.io import atomic_write_jsonl, read_jsonl
 from milebench.paths import UNLIMITED_REGIME, RunPaths
 from milebench.preprocess.regime import model_regime
 from milebench.provenance import DataRevision, read_provenance
 from milebench.records import FailureKind, Prediction, PreparedSample
-from milebench.score.commands import _points, judge_sample
-from milebench.score.compare import compare_command, format_table
-from milebench.score.official import OfficialFormatError
 from milebench.score.run_aggregate import (
     IncompleteCell,
     IncompleteError,
@@ -723,7 +723,7 @@ def test_score_logs_both_scorers_with_two_decimals(specs_dir: Path, caplog: pyte
     atomic_write_jsonl(paths.prepared("ActionSequence", Mode.MULTI_IMAGE), prepared)
     answers = [prediction("ActionSequence", 0, "B"), prediction("ActionSequence", 1, "A")]
     atomic_write_jsonl(paths.predictions("random", "ActionSequence", Mode.MULTI_IMAGE), answers)
-    with caplog.at_level(logging.INFO, logger="milebench.score.commands"):
+    with caplog.at_level(logging.INFO, logger="milebench.benchmarks.milebench.score.commands"):
         assert score(args(specs_dir, "ActionSequence")) == 0
     line = "random ActionSequence multi-image: score 33.33 (standard 33.33) over 2/3 samples"
     assert f"{line} (1 missing, 0 failed)" in caplog.messages
@@ -778,7 +778,7 @@ def test_predictions_of_unknown_samples_are_ignored_with_a_warning(
     atomic_write_jsonl(paths.prepared("ActionSequence", Mode.MULTI_IMAGE), prepared)
     answers = [prediction("ActionSequence", i, "B") for i in (0, 8, 9)]
     atomic_write_jsonl(paths.predictions("random", "ActionSequence", Mode.MULTI_IMAGE), answers)
-    with caplog.at_level(logging.WARNING, logger="milebench.score.commands"):
+    with caplog.at_level(logging.WARNING, logger="milebench.benchmarks.milebench.score.commands"):
         assert score(args(specs_dir, "ActionSequence")) == 0
     assert "random/multi-image/ActionSequence: ignoring predictions of unknown sample ids [8, 9]" in (
         caplog.messages

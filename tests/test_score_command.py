@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from milebench.commands.scoring import score
+from milebench.benchmarks.milebench.scoring import score
 from milebench.data.schema import quantity_level
 from milebench.io import atomic_write_jsonl
 from milebench.paths import RunPaths

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from mini_specs import MINI_TASKS
 
+from milebench.benchmarks.milebench.score import paper, standard
+from milebench.benchmarks.milebench.score.standard import extract_option, rouge_l, standard_normalize
 from milebench.records import PreparedSample
-from milebench.score import paper, standard
 from milebench.score.registry import DEFAULT_SCORER, BadScorer, scorer, scorer_names
-from milebench.score.standard import extract_option, rouge_l, standard_normalize
 from milebench.spec.run import Mode
 from milebench.spec.task import QuestionType, ScorerKind
 

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from milebench import cli
+from milebench.benchmarks.milebench.preprocess.subset import quotas, subset
 from milebench.data.schema import Sample, TaskInstance
-from milebench.preprocess.subset import quotas, subset
 from milebench.spec.base import SpecError
 from milebench.spec.registry import limit_runs, load_specs
 from milebench.spec.run import RunSpec, has_verdict

@@ -14,6 +14,8 @@ from PIL import Image
 from tiny_checks import same_seed_same_weights, weights_hash
 from transformers import AutoProcessor, LlavaForConditionalGeneration
 
+from milebench.benchmarks.milebench.preprocess import commands as preprocess_commands
+from milebench.benchmarks.milebench.preprocess.prompt import build_sample
 from milebench.data.schema import TaskFile
 from milebench.infer import commands
 from milebench.infer.adapter import AdapterError
@@ -22,8 +24,6 @@ from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import BUILDERS, LLAVA_HF_CHAT_TEMPLATE, build_tiny, build_tiny_llava
 from milebench.io import read_jsonl, sha256_file
 from milebench.paths import RunPaths
-from milebench.preprocess import commands as preprocess_commands
-from milebench.preprocess.prompt import build_sample
 from milebench.preprocess.regime import model_regime
 from milebench.record_files import read_prepared
 from milebench.records import IMAGE_PLACEHOLDER, FailureKind, Prediction, PreparedSample

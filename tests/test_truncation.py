@@ -6,9 +6,9 @@ import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
+from milebench.benchmarks.milebench.preprocess.truncate import Budget, fit_context
 from milebench.infer.tiny import build_tokenizer
 from milebench.preprocess.tokenizer import HFTokenizer
-from milebench.preprocess.truncate import Budget, fit_context
 from milebench.records import IMAGE_PLACEHOLDER as PH
 from milebench.spec.run import TruncationMode
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from mini_specs import MINI_TASKS
 
+from milebench.benchmarks.milebench.data.validate import Problem, validate_tree
 from milebench.benchmarks.milebench.fixture.generate import write_tree
 from milebench.cli import main
-from milebench.data.validate import Problem, validate_tree
 from milebench.spec.registry import load_specs
 
 SAMPLES = 3

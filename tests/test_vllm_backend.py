@@ -13,13 +13,13 @@ import yaml
 
 from milebench.audit.drift import Side, drift_audit
 from milebench.benchmarks.milebench.fixture.prepared import prepared_fixture
+from milebench.benchmarks.milebench.report.fidelity import shown
+from milebench.benchmarks.milebench.score.commands import score_task
 from milebench.infer.adapter import AdapterError
 from milebench.infer.registry import VLLM_ENVIRONMENT, adapter_class, adapter_environment, load_adapter
 from milebench.infer.tiny import build_tiny
 from milebench.paths import RunPaths
 from milebench.records import Prediction
-from milebench.report.fidelity import shown
-from milebench.score.commands import score_task
 from milebench.spec.base import SpecError
 from milebench.spec.execution import PAPER, Aspect, Backend
 from milebench.spec.model import ModelSpec

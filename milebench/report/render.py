@@ -1,4 +1,5 @@
-"""Render a report with the Jinja templates the package ships (HTML autoescaped, LaTeX escaped)."""
+"""The Jinja environment every benchmark's report renders in: the kit's filters, HTML autoescaped, LaTeX
+escaped."""
 
 from __future__ import annotations
 
@@ -8,11 +9,8 @@ from typing import TypedDict, Unpack
 
 import jinja2
 
-from milebench.package_data import package_path
-from milebench.paths import PROVENANCE_TEX
-from milebench.report.tables import DIGITS, Report
-
-TEMPLATES = package_path("milebench.report", "templates")
+DIGITS = 1
+"""Decimals the tables print; best values are compared after rounding to them, as a reader sees them."""
 FIGURES = "figures"
 """Folder beside ``report.tex`` holding each figure as PDF (included by the LaTeX) and PNG."""
 
@@ -72,9 +70,9 @@ class Delimiters(TypedDict, total=False):
 
 
 def jinja_environment(
-    autoescape: bool, templates: Path = TEMPLATES, **delimiters: Unpack[Delimiters]
+    autoescape: bool, templates: Path, **delimiters: Unpack[Delimiters]
 ) -> jinja2.Environment:
-    """The kit's filters over the templates of one folder (the MileBench report's by default)."""
+    """The kit's filters over the templates of one folder (a benchmark's own)."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(templates),
         autoescape=autoescape,
@@ -92,24 +90,6 @@ def jinja_environment(
     return env
 
 
-def render_html(report: Report) -> str:
-    return jinja_environment(autoescape=True).get_template("report.html.j2").render(report=report)
-
-
-def tex_environment() -> jinja2.Environment:
+def tex_environment(templates: Path) -> jinja2.Environment:
     # LaTeX's "{#" (as in "\#" after a brace) must not open a Jinja comment.
-    return jinja_environment(autoescape=False, comment_start_string="<#", comment_end_string="#>")
-
-
-def render_tex(report: Report) -> str:
-    """The report's LaTeX, pointing to its provenance document beside it."""
-    return (
-        tex_environment()
-        .get_template("report.tex.j2")
-        .render(report=report, figures_dir=FIGURES, provenance_file=PROVENANCE_TEX)
-    )
-
-
-def render_provenance_tex(report: Report) -> str:
-    """The provenance in full, a LaTeX document compiled on its own."""
-    return tex_environment().get_template("report-provenance.tex.j2").render(report=report)
+    return jinja_environment(False, templates, comment_start_string="<#", comment_end_string="#>")

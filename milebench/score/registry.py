@@ -4,7 +4,7 @@ is always the default.
 A scorer is one line of a distribution's metadata (the kit's own are in ``pyproject.toml``)::
 
     [project.entry-points."milebench.scorers"]
-    standard = "milebench.score.standard:judge"
+    standard = "milebench.benchmarks.milebench.score.standard:judge"
 
 Every registered scorer judges every sample; the others than ``paper`` (the variants) are aggregated and
 reported beside it. A scorer's module is imported only when it judges.

@@ -209,9 +209,9 @@ class RunSpec(Spec):
         default=None,
         exclude_if=lambda value: value is None,
         description="At most this many samples per task and mode, the same ones every time (stratified "
-        "by image quantity level; milebench.preprocess.subset): a subset, marked so in the report, with "
-        "no verdict against the paper, which needs every sample. null: every sample. Left out of dumps "
-        "when null, so the runs written before it keep their hashes.",
+        "by image quantity level; milebench.benchmarks.milebench.preprocess.subset): a subset, marked so in "
+        "the report, with no verdict against the paper, which needs every sample. null: every sample. Left "
+        "out of dumps when null, so the runs written before it keep their hashes.",
     )
     max_failure_rate: Number = Field(
         default=0.05,

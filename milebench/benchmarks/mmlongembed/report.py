@@ -18,6 +18,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 
+from milebench.benchmarks.milebench.report.figures import STYLE, save_figure
 from milebench.benchmarks.mmlongembed.aggregate import Analysis
 from milebench.benchmarks.mmlongembed.analysis import Heatmap
 from milebench.benchmarks.mmlongembed.evaluate import BREAKDOWN, SUBSET
@@ -29,8 +30,7 @@ from milebench.benchmarks.mmlongembed.verdict import CLAIM_KINDS, KINDS
 from milebench.io import atomic_write_bytes, atomic_write_text
 from milebench.package_data import package_path
 from milebench.report.figure import Figure
-from milebench.report.figures import STYLE, save_figure
-from milebench.report.render import FIGURES, jinja_environment
+from milebench.report.render import FIGURES, jinja_environment, tex_environment
 from milebench.report.verdict_view import SummaryRow, VerdictRow, summary_row
 
 log = logging.getLogger(__name__)
@@ -271,7 +271,7 @@ def write_report(
         atomic_write_bytes(paths.report_figures / f"{figure.key}.png", figure.png)
         atomic_write_bytes(paths.report_figures / f"{figure.key}.pdf", figure.pdf)
     html = jinja_environment(True, TEMPLATES).get_template("report.html.j2").render(**context)
-    tex_env = jinja_environment(False, TEMPLATES, comment_start_string="<#", comment_end_string="#>")
+    tex_env = tex_environment(TEMPLATES)
     tex = tex_env.get_template("report.tex.j2").render(figures_dir=FIGURES, **context)
     atomic_write_text(paths.report_html, html)
     atomic_write_text(paths.report_tex, tex)

@@ -21,9 +21,9 @@ from collections.abc import Mapping
 from functools import cache
 from typing import TYPE_CHECKING
 
+from milebench.benchmarks.milebench.score.choice import option_key
+from milebench.benchmarks.milebench.score.paper import ScoringError
 from milebench.records import ScoredSample
-from milebench.score.choice import option_key
-from milebench.score.paper import ScoringError
 from milebench.spec.task import ScorerKind, TaskSpec
 
 if TYPE_CHECKING:

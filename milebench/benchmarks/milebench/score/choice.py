@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
-from milebench.score.normalize import normalize
+from milebench.benchmarks.milebench.score.normalize import normalize
 
 EMPTY_PREDICTION_KEY = "C"
 """What the evaluator extracts from an empty (normalised) prediction."""

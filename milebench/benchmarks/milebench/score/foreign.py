@@ -28,8 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from milebench.io import read_regular, read_utf8
-from milebench.score.official import (
+from milebench.benchmarks.milebench.score.official import (
     OFFICIAL,
     OfficialFormatError,
     OfficialRecord,
@@ -38,6 +37,7 @@ from milebench.score.official import (
     read_file,
     unwritable,
 )
+from milebench.io import read_regular, read_utf8
 from milebench.spec.base import describe_errors
 
 

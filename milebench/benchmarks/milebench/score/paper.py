@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from milebench.benchmarks.milebench.score.choice import extract_choice, option_key, option_map
+from milebench.benchmarks.milebench.score.normalize import normalize
+from milebench.benchmarks.milebench.score.rouge_l import rouge_l_f
 from milebench.errors import KitError
 from milebench.records import ScoredSample
-from milebench.score.choice import extract_choice, option_key, option_map
-from milebench.score.normalize import normalize
-from milebench.score.rouge_l import rouge_l_f
 from milebench.spec.task import ScorerKind, TaskSpec
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from milebench.audit.render import AuditTable
 from milebench.plan import applies
+from milebench.report.render import DIGITS
 from milebench.score.aggregate import OVERALL_DIAG, OVERALL_REAL, Coverage, TaskScore
 from milebench.score.run_aggregate import ModelAggregate, RunAggregate
 from milebench.spec.model import ModelSpec, Section
@@ -19,12 +20,12 @@ from milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.spec.task import Group, TaskSpec
 
 if TYPE_CHECKING:
-    from milebench.report.fidelity import FidelityRow
+    from milebench.benchmarks.milebench.report.fidelity import FidelityRow
+    from milebench.benchmarks.milebench.report.sensitivity import SensitivityTable
+    from milebench.benchmarks.milebench.report.skipped import SkippedTable
+    from milebench.benchmarks.milebench.report.truncation import ModelBudget, TruncationTable
     from milebench.report.figure import Figure
     from milebench.report.provenance import Provenance
-    from milebench.report.sensitivity import SensitivityTable
-    from milebench.report.skipped import SkippedTable
-    from milebench.report.truncation import ModelBudget, TruncationTable
     from milebench.report.verdict_view import VerdictView
 
 MAIN_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -48,8 +49,6 @@ SECTION_COLOURS: dict[Section, str] = {
     Section.OPEN_VIDEO: "green",
 }
 """The paper marks each section's best score per column in these colours (see its caption)."""
-DIGITS = 1
-"""Decimals the tables print; best values are compared after rounding to them, as a reader sees them."""
 
 ScoreLookup = Callable[[str, str, Mode], TaskScore | None]
 """(model, task, mode) -> the task score, or None where its file is absent."""

@@ -16,6 +16,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from milebench.benchmarks.milebench.report.fidelity import fidelity_rows, telling
+from milebench.benchmarks.milebench.report.figures import report_figures
+from milebench.benchmarks.milebench.report.render import render_html, render_provenance_tex, render_tex
+from milebench.benchmarks.milebench.report.sensitivity import sensitivity_tables
+from milebench.benchmarks.milebench.report.skipped import skipped_tables
+from milebench.benchmarks.milebench.report.tables import Report, build_report
+from milebench.benchmarks.milebench.report.truncation import budget_rows, truncation_tables
 from milebench.errors import KitError
 from milebench.io import atomic_write_bytes, atomic_write_text
 from milebench.paths import RunPaths
@@ -23,14 +30,8 @@ from milebench.plan import cells
 from milebench.record_files import read_record
 from milebench.report.audit import audit_tables
 from milebench.report.evidence import Evidence
-from milebench.report.fidelity import fidelity_rows, telling
-from milebench.report.figures import report_figures
 from milebench.report.provenance import run_provenance
-from milebench.report.render import FIGURES, render_html, render_provenance_tex, render_tex
-from milebench.report.sensitivity import sensitivity_tables
-from milebench.report.skipped import skipped_tables
-from milebench.report.tables import Report, build_report
-from milebench.report.truncation import budget_rows, truncation_tables
+from milebench.report.render import FIGURES
 from milebench.report.verdict_view import build_verdict_view
 from milebench.score.aggregate import TaskScore
 from milebench.score.run_aggregate import (

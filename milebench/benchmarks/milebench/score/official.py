@@ -29,6 +29,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from milebench.benchmarks.milebench.preprocess.commands import read_task_file, task_source
+from milebench.benchmarks.milebench.score.commands import score_task, write_scores
 from milebench.data.schema import TaskFile
 from milebench.errors import KitError
 from milebench.io import (
@@ -40,12 +42,10 @@ from milebench.io import (
     sha256_text,
 )
 from milebench.paths import RunPaths
-from milebench.preprocess.commands import read_task_file, task_source
 from milebench.preprocess.regime import model_regime
 from milebench.provenance import DataRevision, job_provenance, utc_now, write_provenance
 from milebench.record_files import read_prepared
 from milebench.records import GoldSample, Prediction, PreparedSample
-from milebench.score.commands import score_task, write_scores
 from milebench.score.sample_log import write_sample_log
 from milebench.spec.base import describe_errors
 from milebench.spec.registry import Specs

@@ -2,9 +2,9 @@
 
 Steps (reference section 3): pick the instruction, append the choice block to the context, replace the
 ``{image#i}`` / ``{table#i}`` references, then fit the context to the model's budget and pair the images
-with the placeholders (:func:`milebench.preprocess.truncate.fit_context`; without a budget the pairing
-keeps the last ``min(n_images, n_placeholders + 1)`` images, and when there are more images than
-placeholders one extra placeholder is put at the very start of the context).
+with the placeholders (:func:`~milebench.benchmarks.milebench.preprocess.truncate.fit_context`; without a
+budget the pairing keeps the last ``min(n_images, n_placeholders + 1)`` images, and when there are more
+images than placeholders one extra placeholder is put at the very start of the context).
 
 Combined-image mode: the context references become the text ``<Image k> ``, the images are the sample's
 pictures (upstream ``combined_1_images`` or the kit's tiles), cost no tokens, and the official text is
@@ -20,12 +20,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from milebench.benchmarks.milebench.preprocess.truncate import Budget, fit_context
 from milebench.data.images import IMAGE_FOLDERS, outside, task_image
 from milebench.data.schema import MetaData, Sample
 from milebench.errors import KitError
 from milebench.image_files import image_problem
 from milebench.io import sha256_file, sha256_text
-from milebench.preprocess.truncate import Budget, fit_context
 from milebench.records import IMAGE_PLACEHOLDER, PreparedSample, option_label
 from milebench.spec.run import MAX_IMAGE_PIXELS, Mode
 from milebench.spec.task import TaskSpec

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from milebench.benchmarks.milebench.preprocess.prepare import PrepareManifest, SkippedSample
 from milebench.errors import KitError
 from milebench.paths import RunPaths
 from milebench.plan import applies
-from milebench.preprocess.prepare import PrepareManifest, SkippedSample
 from milebench.preprocess.regime import Regime, run_regimes
 from milebench.spec.registry import Specs
 from milebench.spec.run import Mode, RunSpec

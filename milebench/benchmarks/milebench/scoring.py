@@ -8,12 +8,12 @@ from __future__ import annotations
 import argparse
 import logging
 
+from milebench.benchmarks.milebench.score.commands import score_one_task
+from milebench.benchmarks.milebench.score.foreign import FORMATS
+from milebench.benchmarks.milebench.score.new_model import new_model
+from milebench.benchmarks.milebench.score.official import import_task, score_imported, write_predictions
 from milebench.paths import RunPaths
 from milebench.plan import applies
-from milebench.score.commands import score_one_task
-from milebench.score.foreign import FORMATS
-from milebench.score.new_model import new_model
-from milebench.score.official import import_task, score_imported, write_predictions
 from milebench.score.run_aggregate import write_aggregate
 from milebench.spec.names import check_in_run
 from milebench.spec.registry import load_specs
@@ -67,6 +67,8 @@ def import_official(args: argparse.Namespace) -> int:
         score_imported(specs, run, paths, args.model, found, mode, args.data_dir)
     if not args.report:
         return 0
-    from milebench.report.commands import report_run  # the report loads matplotlib: only when asked
+    from milebench.benchmarks.milebench.report.commands import (
+        report_run,  # the report loads matplotlib: only when asked
+    )
 
     return write_aggregate(specs, run, root=args.root) or report_run(specs, run, args.root)

@@ -15,13 +15,19 @@ from pathlib import Path
 
 from pydantic import Field
 
+from milebench.benchmarks.milebench.preprocess import combine
+from milebench.benchmarks.milebench.preprocess.prompt import (
+    PreprocessError,
+    Where,
+    build_sample,
+    hash_images,
+    image_files,
+)
+from milebench.benchmarks.milebench.preprocess.truncate import Budget
 from milebench.data.schema import Sample, TaskFile
 from milebench.paths import RunPaths
-from milebench.preprocess import combine
-from milebench.preprocess.prompt import PreprocessError, Where, build_sample, hash_images, image_files
 from milebench.preprocess.regime import Regime
 from milebench.preprocess.tokenizer import load_tokenizer
-from milebench.preprocess.truncate import Budget
 from milebench.records import PreparedSample
 from milebench.spec.base import Spec
 from milebench.spec.model import ImageInput

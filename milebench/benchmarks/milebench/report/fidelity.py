@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from milebench.benchmarks.milebench.report.truncation import why_no_budget
 from milebench.preprocess.regime import model_regime
-from milebench.report.truncation import why_no_budget
 from milebench.spec.adapters import UNPORTED
 from milebench.spec.context import REQUIRED_FIELDS, SourceKind
 from milebench.spec.execution import ASPECT_FIELDS, PAPER, Aspect, Backend, Execution, ImageSequence

@@ -20,9 +20,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure as MplFigure
 
-from milebench.report.evidence import Evidence
-from milebench.report.figure import Figure
-from milebench.report.needle import (
+from milebench.benchmarks.milebench.report.needle import (
     DEPTH_RULES,
     IMAGE_NEEDLE,
     LENGTH_LABELS,
@@ -31,7 +29,9 @@ from milebench.report.needle import (
     NeedleGrid,
     needle_grids,
 )
-from milebench.report.tables import ModeTables, QuantityRow, Report
+from milebench.benchmarks.milebench.report.tables import ModeTables, QuantityRow, Report
+from milebench.report.evidence import Evidence
+from milebench.report.figure import Figure
 from milebench.score.aggregate import LEVELS, OVERALL_DIAG, OVERALL_REAL
 from milebench.spec.model import ModelSpec
 from milebench.spec.run import Mode

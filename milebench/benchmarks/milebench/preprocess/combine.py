@@ -39,7 +39,7 @@ LAYOUT_VERSION = 1
 """Bump when the drawing changes: it is part of every cache key."""
 
 
-FONT = package_path("milebench.preprocess", "fonts", "DejaVuSans.ttf")
+FONT = package_path("milebench.benchmarks.milebench.preprocess", "fonts", "DejaVuSans.ttf")
 """The label font; its hash is part of every cache key."""
 
 

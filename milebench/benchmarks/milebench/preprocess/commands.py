@@ -7,13 +7,13 @@ import json
 import logging
 from pathlib import Path
 
+from milebench.benchmarks.milebench.preprocess.prepare import load_budget, manifest, prepare_task
+from milebench.benchmarks.milebench.preprocess.prompt import PreprocessError
+from milebench.benchmarks.milebench.preprocess.subset import subset
 from milebench.data.schema import TaskFile, task_json_path
 from milebench.io import atomic_write_json, atomic_write_jsonl, sha256_file
 from milebench.paths import RunPaths
-from milebench.preprocess.prepare import load_budget, manifest, prepare_task
-from milebench.preprocess.prompt import PreprocessError
 from milebench.preprocess.regime import run_regimes, tokenizer_dirs
-from milebench.preprocess.subset import subset
 from milebench.preprocess.tokenizer import TokenizerError
 from milebench.spec.base import SpecError, validate_mapping
 from milebench.spec.registry import load_specs

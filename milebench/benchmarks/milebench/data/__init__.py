@@ -1,0 +1,1 @@
+"""MileBench's data tree, checked against its task specs."""

@@ -1,0 +1,1 @@
+"""MileBench's report: the paper's tables, figures and their views."""

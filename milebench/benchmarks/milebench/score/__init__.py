@@ -1,0 +1,1 @@
+"""MileBench's judges, the official outputs' import and the comparisons of runs."""
