@@ -15,13 +15,22 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
+from milebench.arguments import (
+    bounded_int,
+    bounded_ints,
+    job_args,
+    mode_arg,
+    run_root_args,
+    scorer_arg,
+    seed_arg,
+    threads_arg,
+)
 from milebench.errors import KitError
-from milebench.records import FailureKind
 from milebench.spec.base import SpecError
 from milebench.spec.benchmark import benchmarks
 from milebench.spec.names import UnknownName
 from milebench.spec.registry import DEFAULT_SPECS, limit_runs
-from milebench.spec.run import MAX_BATCH_SIZE, MAX_REPEATS, MAX_RESAMPLES, Mode
+from milebench.spec.run import MAX_BATCH_SIZE, MAX_REPEATS, MAX_RESAMPLES
 
 log = logging.getLogger("milebench")
 
@@ -41,9 +50,7 @@ A whole run is one Snakemake command, which runs these stages for you:
 """
 COMMAND_GROUPS = {
     "run": "Specs, and a run's stages by hand (Snakemake runs them for you).",
-    "score and import": "Judge predictions, yours or the official code's; aggregate and compare.",
-    "report": "Tables and figures from existing scores.",
-    "data": "Data and weights: fetch, lock, validate; the mini-MileBench and tiny checkpoints.",
+    "data": "Data and weights: fetch and lock; tiny checkpoints.",
     "containers and archive": "The model families' images; artifact bundles and their verification.",
 }
 """The headings of ``milebench --help``, in order; each installed benchmark's commands follow under its
@@ -85,164 +92,6 @@ class KitParser(argparse.ArgumentParser):
             names = ", ".join(self.listed)
             raise argparse.ArgumentError(action, f"invalid choice: {value!r} (choose from {names})")
         super()._check_value(action, value)
-
-
-def _run_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--run", default="smoke", help="Run spec name (specs/runs/<name>.yaml).")
-
-
-def _root_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--root",
-        type=Path,
-        default=Path("."),
-        help="Folder the run's files are laid out under (results/<run>/, reports/<run>/); default: the "
-        "working folder. Snakemake passes each job's own: its staged copy under a storage provider.",
-    )
-
-
-def _run_root_args(p: argparse.ArgumentParser) -> None:
-    """--run and --root: the run and the folder its files lie under, as every stage of a run takes."""
-    _run_args(p)
-    _root_arg(p)
-
-
-def bounded_int(low: int, high: int) -> Callable[[str], int]:
-    """An argparse type for a whole number from ``low`` to ``high``: the same bounds a run spec's audit
-    section has, so a command line cannot ask for what a spec may not."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r}: not a whole number") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{value}: from {low} to {high}")
-        return value
-
-    return parse
-
-
-def bounded_ints(low: int, high: int) -> Callable[[str], tuple[int, ...]]:
-    """An argparse type for comma-separated whole numbers (``1,4,8``), each from ``low`` to ``high``."""
-    each = bounded_int(low, high)
-
-    def parse(text: str) -> tuple[int, ...]:
-        return tuple(each(part) for part in text.split(","))
-
-    return parse
-
-
-def _seed_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--seed", type=int, default=0, help="Seed of the random draws (bootstrap, shuffles).")
-
-
-def _scorer_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--scorer", default="paper", help="Scorer whose judgments are compared.")
-
-
-def _mode_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--mode", type=Mode, choices=list(Mode), default=Mode.MULTI_IMAGE, help="The mode.")
-
-
-def _threads_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--threads",
-        type=int,
-        default=None,
-        help="The job's CPU threads: from 2 on, one builds the next inputs in a worker process and the "
-        "rest go to the model's libraries; default: all cores to the model, inputs built in line.",
-    )
-
-
-def _job_args(
-    p: argparse.ArgumentParser, model: bool, task_required: bool = True, many_tasks: bool = False
-) -> None:
-    _run_root_args(p)
-    if model:
-        p.add_argument("--model", required=True, help="A model of the run.")
-    if many_tasks:
-        p.add_argument(
-            "--task",
-            action="append",
-            required=True,
-            help="A task; repeat it to answer several, loading once.",
-        )
-    elif task_required:
-        p.add_argument("--task", required=True, help="A task of the run.")
-    else:
-        p.add_argument(
-            "--task",
-            help="A task of the run; required without --official-outputs (default there: every task).",
-        )
-    p.add_argument("--mode", required=True, type=Mode, choices=list(Mode), help="The mode.")
-
-
-IMPORT_FORMATS = ("official", "lmms-eval", "vlmevalkit")
-"""The prediction files ``--format`` reads (``milebench.benchmarks.milebench.score.foreign.FORMATS``; named
-here so that the parser imports no scoring code)."""
-
-
-def _official_args(p: argparse.ArgumentParser, required: bool) -> None:
-    help_text = (
-        "The folder of one model's predictions: the official outputs/<model>/ of <Task>/pred.json files, "
-        "lmms-eval's <output_path>/<model>/ of samples files, or VLMEvalKit's work dir (see --format)."
-    ) + ("" if required else " Default: none, score the run's own predictions.")
-    p.add_argument(
-        "--official-outputs", "--outputs", dest="outputs", type=Path, required=required, help=help_text
-    )
-    p.add_argument(
-        "--format",
-        choices=IMPORT_FORMATS,
-        default="official",
-        help="Whose prediction files: official (<Task>/pred.json or pred.jsonl), lmms-eval (--log_samples "
-        "files, samples_<task>_<date>.jsonl) or vlmevalkit (<model>_<task>.xlsx, .tsv or .csv). "
-        "Default: official.",
-    )
-    p.add_argument("--data-dir", type=Path, default=None, help="MileBench/ data root (default: the run's).")
-    p.add_argument("--report", action="store_true", help="Then write the run's aggregate and its report.")
-
-
-def _show_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", action="append", help="Only this model (repeatable). Default: every model.")
-    p.add_argument("--task", action="append", help="Only this task (repeatable). Default: every task.")
-    p.add_argument(
-        "--mode",
-        action="append",
-        type=Mode,
-        choices=list(Mode),
-        help="Only this mode (repeatable). Default: every mode.",
-    )
-    p.add_argument(
-        "--sample", action="append", type=int, help="Only this sample id (repeatable). Default: every sample."
-    )
-    outcome = p.add_mutually_exclusive_group()
-    outcome.add_argument(
-        "--correct", action="store_true", help="Only full marks under the paper scorer. Default: off."
-    )
-    outcome.add_argument(
-        "--incorrect", action="store_true", help="Only answers scored below full marks. Default: off."
-    )
-    p.add_argument(
-        "--status",
-        choices=("scored", "missing", "failed"),
-        default=None,
-        help="Only this status. Default: any.",
-    )
-    p.add_argument(
-        "--failure",
-        nargs="?",
-        const="any",
-        default=None,
-        choices=["any", *(kind.value for kind in FailureKind)],
-        metavar="KIND",
-        help="Only failed samples (any kind), or those of one kind: "
-        + ", ".join(kind.value for kind in FailureKind)
-        + ". Default: no failure filter.",
-    )
-    p.add_argument(
-        "--json", action="store_true", help="Whole records, one a line, instead of a table. Default: off."
-    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -302,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
 
         return add_nested
 
-    run, scoring, report, data, archive = groups.values()
+    run, data, archive = groups.values()
     add(
         "check-specs",
         "milebench.commands.specs:check",
@@ -319,18 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="Folder to write them into (default: the kit's own, specs/schemas).",
     )
 
-    p = add(
-        "fixture",
-        "milebench.benchmarks.milebench.fixture.commands:fixture",
-        "Generate the mini-MileBench archives + lock.",
-        data,
-    )
-    p.add_argument("--out", type=Path, required=True, help="Mirror folder to write archives and lock into.")
-    p.add_argument("--seed", type=int, default=0, help="Seed of the generated samples.")
-    p.add_argument("--samples-per-task", type=int, default=3, help="Samples in each task.")
-
     p = add("fetch", "milebench.data.commands:fetch", "Download, verify and extract a run's data.", data)
-    _run_root_args(p)
+    run_root_args(p)
     p.add_argument(
         "--download-deadline",
         type=float,
@@ -349,18 +188,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, help="A model spec with url weights.")
 
     p = add(
-        "lock-data", "milebench.data.commands:lock", "Resolve the hub revision and archive checksums.", data
-    )
-    p.add_argument("--repo-id", default="FreedomIntelligence/MileBench", help="The data's hub dataset.")
-    p.add_argument("--revision", default="main", help="Branch, tag or commit to pin.")
-    p.add_argument(
-        "--out",
-        type=Path,
-        default=DEFAULT_SPECS / "locks" / "milebench-hub.lock.yaml",
-        help="The lock to write (default: the kit's own, specs/locks/milebench-hub.lock.yaml).",
-    )
-
-    p = add(
         "lock-weights",
         "milebench.data.lock_weights:lock_weights",
         "Pin hub model revisions to commits and url weight files to their size and sha256.",
@@ -374,38 +201,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     p = add(
-        "validate-data",
-        "milebench.benchmarks.milebench.data.validate:command",
-        "Check a data tree against the task specs.",
-        data,
-    )
-    p.add_argument("data_root", type=Path, help="The extracted MileBench/ folder.")
-    p.add_argument(
-        "--samples-per-task",
-        type=int,
-        default=None,
-        help="Expected count in every task (fixtures); default: each task spec's.",
-    )
-
-    p = add(
         "tiny-model", "milebench.infer.commands:tiny_model", "Build a tiny random-weight model offline.", data
     )
-    _run_root_args(p)
+    run_root_args(p)
     p.add_argument("--model", required=True, help="A model of the run with tiny weights.")
 
-    p = add(
-        "preprocess",
-        "milebench.benchmarks.milebench.preprocess.commands:preprocess",
-        "Build prompts for one task and mode.",
-        run,
-    )
-    _job_args(p, model=False)
-    p.add_argument("--regime", default="full", help="Input regime id (see `milebench.preprocess.regime`).")
-    p.add_argument("--workers", type=int, default=1, help="Threads for combined-image tiling.")
-
     p = add("infer", "milebench.infer.commands:infer", "Run one model over prepared tasks of one mode.", run)
-    _job_args(p, model=True, many_tasks=True)
-    _threads_arg(p)
+    job_args(p, model=True, many_tasks=True)
+    threads_arg(p)
 
     p = add(
         "render-input",
@@ -413,66 +216,8 @@ def build_parser() -> argparse.ArgumentParser:
         "Show what a model receives for one sample.",
         run,
     )
-    _job_args(p, model=True)
+    job_args(p, model=True)
     p.add_argument("--sample", type=int, required=True, help="The sample_id.")
-
-    p = add(
-        "score",
-        "milebench.benchmarks.milebench.scoring:score",
-        "Score one model's predictions for one task.",
-        scoring,
-    )
-    _job_args(p, model=True, task_required=False)
-    _official_args(p, required=False)
-
-    p = add(
-        "show",
-        "milebench.benchmarks.milebench.score.show:show",
-        "Print a run's per-sample logs (prompt, images, answer, gold, judgment), filtered.",
-        scoring,
-    )
-    _run_root_args(p)
-    _show_args(p)
-
-    p = add(
-        "report",
-        "milebench.benchmarks.milebench.report.commands:report",
-        "Render the HTML and LaTeX report of a run.",
-        report,
-    )
-    _run_root_args(p)
-
-    p = add(
-        "aggregate",
-        "milebench.score.run_aggregate:aggregate",
-        "Write a run's aggregate and verdict JSON.",
-        scoring,
-    )
-    _run_root_args(p)
-    p.add_argument(
-        "--resamples", type=bounded_int(1, MAX_RESAMPLES), default=2000, help="Bootstrap resamples."
-    )
-    _seed_arg(p)
-
-    p = add(
-        "compare",
-        "milebench.benchmarks.milebench.score.compare:compare_command",
-        "Paired comparison of two models or runs.",
-        scoring,
-    )
-    _run_args(p)
-    p.add_argument("--model-a", required=True, help="Model A.")
-    p.add_argument("--model-b", default=None, help="Defaults to --model-a (compare two runs).")
-    p.add_argument("--run-b", default=None, help="Run of B; defaults to --run.")
-    _mode_arg(p)
-    _scorer_arg(p)
-    p.add_argument(
-        "--resamples", type=bounded_int(1, MAX_RESAMPLES), default=5000, help="Bootstrap resamples."
-    )
-    _seed_arg(p)
-    p.add_argument(
-        "--out", type=Path, default=None, help="Also write the comparison as JSON here; default: not written."
-    )
 
     p = add("audit", "milebench.audit.commands:batch_command", "Determinism and drift audit of a model.", run)
     audit = nested(p, "audit_command")
@@ -481,10 +226,10 @@ def build_parser() -> argparse.ArgumentParser:
         "milebench.audit.commands:batch_command",
         "Batch size 1 against shuffled larger batches and repeated runs.",
     )
-    _run_root_args(p)
+    run_root_args(p)
     p.add_argument("--model", required=True, help="The run's model to audit.")
     p.add_argument("--task", required=True, action="append", help="A task to audit (repeatable).")
-    _mode_arg(p)
+    mode_arg(p)
     p.add_argument(
         "--variant",
         default=None,
@@ -500,8 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--repeats", type=bounded_int(1, MAX_REPEATS), default=2, help="Shuffled runs per batch size."
     )
     p.add_argument("--tie-margin", type=float, default=0.05, help="Near-tie below this top-1/top-2 margin.")
-    _scorer_arg(p)
-    _seed_arg(p)
+    scorer_arg(p)
+    seed_arg(p)
     p.add_argument("--out", type=Path, default=None, help="JSON path (default: reports/<run>/audit/).")
     p.add_argument("--gpus", default=None, help='With --in-image: "all" or device ids (default: none).')
     p = audit(
@@ -509,41 +254,20 @@ def build_parser() -> argparse.ArgumentParser:
         "milebench.audit.commands:drift_command",
         "Score deltas and flips between two environments or backends.",
     )
-    _run_root_args(p)
+    run_root_args(p)
     p.add_argument("--model-a", required=True, help="Model A.")
     p.add_argument("--model-b", default=None, help="Defaults to --model-a.")
     p.add_argument("--run-b", default=None, help="Run of B; defaults to --run.")
     p.add_argument(
         "--root-b", type=Path, default=None, help="Folder B's run is laid out under; defaults to --root."
     )
-    _mode_arg(p)
-    _scorer_arg(p)
+    mode_arg(p)
+    scorer_arg(p)
     p.add_argument(
         "--resamples", type=bounded_int(1, MAX_RESAMPLES), default=5000, help="Bootstrap resamples."
     )
-    _seed_arg(p)
+    seed_arg(p)
     p.add_argument("--out", type=Path, default=None, help="JSON path (default: reports/<run>/audit/).")
-
-    p = add(
-        "import-official",
-        "milebench.benchmarks.milebench.scoring:import_official",
-        "Import official pred.json files, or lmms-eval's or VLMEvalKit's prediction files.",
-        scoring,
-    )
-    _run_root_args(p)
-    p.add_argument("--model", required=True, help="The run's model the predictions belong to.")
-    p.add_argument(
-        "--new-model",
-        nargs="?",
-        const="",
-        default=None,
-        metavar="DISPLAY_NAME",
-        help="--model is a model the kit does not know: write its spec (section user, never run) into "
-        "--specs (a folder of your own) and add it to the run there; DISPLAY_NAME defaults to --model. "
-        "Default: off.",
-    )
-    _mode_arg(p)
-    _official_args(p, required=True)
 
     p = add(
         "image",
@@ -592,7 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Pack a finished run into an artifact bundle.",
         archive,
     )
-    _run_root_args(p)
+    run_root_args(p)
     p.add_argument("--out", type=Path, required=True, help="The bundle folder to create (must not exist).")
     p.add_argument(
         "--with-data", action="store_true", help="Add the data archives, verified against the lock."
@@ -636,8 +360,8 @@ def build_parser() -> argparse.ArgumentParser:
         "Run `infer` in its image.",
         None,  # the infer rule's form under deployment docker
     )
-    _job_args(p, model=True, many_tasks=True)
-    _threads_arg(p)
+    job_args(p, model=True, many_tasks=True)
+    threads_arg(p)
     p.add_argument("--runtime", choices=["local", "docker"], default="docker", help="Where the image runs.")
     p.add_argument("--gpus", default=None, help='"all" or comma-separated device ids (default: none).')
     p.add_argument("--api-network", default="bridge", help="Docker network of API models (others: none).")
@@ -645,7 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
         if benchmark.commands is not None:
             module, function = benchmark.commands.split(":")
             own = parser.add_argument_group(benchmark.title or benchmark.name)
-            getattr(importlib.import_module(module), function)(partial(add, group=own), _root_arg)
+            getattr(importlib.import_module(module), function)(partial(add, group=own))
     return parser
 
 

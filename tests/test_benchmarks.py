@@ -43,7 +43,7 @@ TOY_PACKAGE = {
         )
     ''',
     "cli.py": """
-        def add_commands(add, root_arg):
+        def add_commands(add):
             p = add("toy-count", "toybench.cli:count", "Toybench: write the run's word count.")
             p.add_argument("--run", required=True)
             p.add_argument("--out", required=True)

@@ -50,7 +50,7 @@ class Benchmark(Spec):
         default=None,
         pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$",
         description="``module:function`` that adds its subcommands to the `milebench` parser, called with "
-        "the parser's `add(name, target, help)`.",
+        "the parser's `add(name, target, help)`; the shared options are in `milebench.arguments`.",
     )
     title: str | None = Field(
         default=None,

@@ -7,4 +7,6 @@ BENCHMARK = Benchmark(
     specs="",
     rules="milebench.benchmarks.milebench:rules.smk",
     run_model="milebench.spec.run:RunSpec",
+    commands="milebench.benchmarks.milebench.cli:add_commands",
+    title="MileBench",
 )

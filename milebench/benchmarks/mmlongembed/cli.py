@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from milebench.arguments import root_arg
+
 Add = Callable[[str, str, str], argparse.ArgumentParser]
 """The parser's ``add(name, target, help)``: a subcommand whose handler ``target`` is imported when run."""
-RootArg = Callable[[argparse.ArgumentParser], None]
-"""Adds the kit's ``--root`` option (the folder a run's files are laid out under)."""
 
 RUN_HELP = "Run spec name (specs/mmlongembed/runs/<name>.yaml)."
 
 
-def add_commands(add: Add, root_arg: RootArg) -> None:
+def add_commands(add: Add) -> None:
     embed = "milebench.benchmarks.mmlongembed.commands"
     for name, handler, help_text in (
         ("embed-generate", "generate_command", "MMLongEmbed: generate the Visual Grounding set."),

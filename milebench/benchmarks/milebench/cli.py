@@ -1,0 +1,206 @@
+"""MileBench's ``milebench`` commands (its fixture, data check, prompts, scoring, import, comparison and
+report), added to the parser through its benchmark declaration and listed under its own heading."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+
+from milebench.arguments import (
+    bounded_int,
+    job_args,
+    mode_arg,
+    run_args,
+    run_root_args,
+    scorer_arg,
+    seed_arg,
+)
+from milebench.records import FailureKind
+from milebench.spec.registry import DEFAULT_SPECS
+from milebench.spec.run import MAX_RESAMPLES, Mode
+
+Add = Callable[[str, str, str], argparse.ArgumentParser]
+"""The parser's ``add(name, target, help)``: a subcommand whose handler ``target`` is imported when run."""
+
+IMPORT_FORMATS = ("official", "lmms-eval", "vlmevalkit")
+"""The prediction files ``--format`` reads (``milebench.benchmarks.milebench.score.foreign.FORMATS``; named
+here so that the parser imports no scoring code)."""
+
+
+def _official_args(p: argparse.ArgumentParser, required: bool) -> None:
+    help_text = (
+        "The folder of one model's predictions: the official outputs/<model>/ of <Task>/pred.json files, "
+        "lmms-eval's <output_path>/<model>/ of samples files, or VLMEvalKit's work dir (see --format)."
+    ) + ("" if required else " Default: none, score the run's own predictions.")
+    p.add_argument(
+        "--official-outputs", "--outputs", dest="outputs", type=Path, required=required, help=help_text
+    )
+    p.add_argument(
+        "--format",
+        choices=IMPORT_FORMATS,
+        default="official",
+        help="Whose prediction files: official (<Task>/pred.json or pred.jsonl), lmms-eval (--log_samples "
+        "files, samples_<task>_<date>.jsonl) or vlmevalkit (<model>_<task>.xlsx, .tsv or .csv). "
+        "Default: official.",
+    )
+    p.add_argument("--data-dir", type=Path, default=None, help="MileBench/ data root (default: the run's).")
+    p.add_argument("--report", action="store_true", help="Then write the run's aggregate and its report.")
+
+
+def _show_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", action="append", help="Only this model (repeatable). Default: every model.")
+    p.add_argument("--task", action="append", help="Only this task (repeatable). Default: every task.")
+    p.add_argument(
+        "--mode",
+        action="append",
+        type=Mode,
+        choices=list(Mode),
+        help="Only this mode (repeatable). Default: every mode.",
+    )
+    p.add_argument(
+        "--sample", action="append", type=int, help="Only this sample id (repeatable). Default: every sample."
+    )
+    outcome = p.add_mutually_exclusive_group()
+    outcome.add_argument(
+        "--correct", action="store_true", help="Only full marks under the paper scorer. Default: off."
+    )
+    outcome.add_argument(
+        "--incorrect", action="store_true", help="Only answers scored below full marks. Default: off."
+    )
+    p.add_argument(
+        "--status",
+        choices=("scored", "missing", "failed"),
+        default=None,
+        help="Only this status. Default: any.",
+    )
+    p.add_argument(
+        "--failure",
+        nargs="?",
+        const="any",
+        default=None,
+        choices=["any", *(kind.value for kind in FailureKind)],
+        metavar="KIND",
+        help="Only failed samples (any kind), or those of one kind: "
+        + ", ".join(kind.value for kind in FailureKind)
+        + ". Default: no failure filter.",
+    )
+    p.add_argument(
+        "--json", action="store_true", help="Whole records, one a line, instead of a table. Default: off."
+    )
+
+
+def add_commands(add: Add) -> None:
+    p = add(
+        "fixture",
+        "milebench.benchmarks.milebench.fixture.commands:fixture",
+        "Generate the mini-MileBench archives + lock.",
+    )
+    p.add_argument("--out", type=Path, required=True, help="Mirror folder to write archives and lock into.")
+    p.add_argument("--seed", type=int, default=0, help="Seed of the generated samples.")
+    p.add_argument("--samples-per-task", type=int, default=3, help="Samples in each task.")
+
+    p = add("lock-data", "milebench.data.commands:lock", "Resolve the hub revision and archive checksums.")
+    p.add_argument("--repo-id", default="FreedomIntelligence/MileBench", help="The data's hub dataset.")
+    p.add_argument("--revision", default="main", help="Branch, tag or commit to pin.")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_SPECS / "locks" / "milebench-hub.lock.yaml",
+        help="The lock to write (default: the kit's own, specs/locks/milebench-hub.lock.yaml).",
+    )
+
+    p = add(
+        "validate-data",
+        "milebench.benchmarks.milebench.data.validate:command",
+        "Check a data tree against the task specs.",
+    )
+    p.add_argument("data_root", type=Path, help="The extracted MileBench/ folder.")
+    p.add_argument(
+        "--samples-per-task",
+        type=int,
+        default=None,
+        help="Expected count in every task (fixtures); default: each task spec's.",
+    )
+
+    p = add(
+        "preprocess",
+        "milebench.benchmarks.milebench.preprocess.commands:preprocess",
+        "Build prompts for one task and mode.",
+    )
+    job_args(p, model=False)
+    p.add_argument("--regime", default="full", help="Input regime id (see `milebench.preprocess.regime`).")
+    p.add_argument("--workers", type=int, default=1, help="Threads for combined-image tiling.")
+
+    p = add(
+        "score",
+        "milebench.benchmarks.milebench.scoring:score",
+        "Score one model's predictions for one task.",
+    )
+    job_args(p, model=True, task_required=False)
+    _official_args(p, required=False)
+
+    p = add(
+        "show",
+        "milebench.benchmarks.milebench.score.show:show",
+        "Print a run's per-sample logs (prompt, images, answer, gold, judgment), filtered.",
+    )
+    run_root_args(p)
+    _show_args(p)
+
+    p = add(
+        "report",
+        "milebench.benchmarks.milebench.report.commands:report",
+        "Render the HTML and LaTeX report of a run.",
+    )
+    run_root_args(p)
+
+    p = add(
+        "aggregate",
+        "milebench.score.run_aggregate:aggregate",
+        "Write a run's aggregate and verdict JSON.",
+    )
+    run_root_args(p)
+    p.add_argument(
+        "--resamples", type=bounded_int(1, MAX_RESAMPLES), default=2000, help="Bootstrap resamples."
+    )
+    seed_arg(p)
+
+    p = add(
+        "compare",
+        "milebench.benchmarks.milebench.score.compare:compare_command",
+        "Paired comparison of two models or runs.",
+    )
+    run_args(p)
+    p.add_argument("--model-a", required=True, help="Model A.")
+    p.add_argument("--model-b", default=None, help="Defaults to --model-a (compare two runs).")
+    p.add_argument("--run-b", default=None, help="Run of B; defaults to --run.")
+    mode_arg(p)
+    scorer_arg(p)
+    p.add_argument(
+        "--resamples", type=bounded_int(1, MAX_RESAMPLES), default=5000, help="Bootstrap resamples."
+    )
+    seed_arg(p)
+    p.add_argument(
+        "--out", type=Path, default=None, help="Also write the comparison as JSON here; default: not written."
+    )
+
+    p = add(
+        "import-official",
+        "milebench.benchmarks.milebench.scoring:import_official",
+        "Import official pred.json files, or lmms-eval's or VLMEvalKit's prediction files.",
+    )
+    run_root_args(p)
+    p.add_argument("--model", required=True, help="The run's model the predictions belong to.")
+    p.add_argument(
+        "--new-model",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="DISPLAY_NAME",
+        help="--model is a model the kit does not know: write its spec (section user, never run) into "
+        "--specs (a folder of your own) and add it to the run there; DISPLAY_NAME defaults to --model. "
+        "Default: off.",
+    )
+    mode_arg(p)
+    _official_args(p, required=True)
