@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Cheetor's original stack for its parity test (tests/test_cheetor_parity.py), in its own virtualenv
+# Cheetor's original stack for its parity test (tests/models/test_cheetor_parity.py), in its own virtualenv
 # .venv-cheetor: the pins of Cheetah/requirement.txt of github.com/DCDmllm/Cheetah at the commit the kit
 # follows (.ci/original-code.sh unpacks its cheetah package), for what importing cheetah pulls in:
 # transformers 4.31.0, timm 0.4.12, omegaconf 2.3.0, iopath 0.1.10, numpy 1.24.3, pandas 2.0.2,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# LLaMA-VID's original stack for its parity test (tests/test_llama_vid_parity.py), in its own virtualenv
+# LLaMA-VID's original stack for its parity test (tests/models/test_llama_vid_parity.py), in its own virtualenv
 # .venv-llama-vid: the pins of pyproject.toml of github.com/dvlab-research/LLaMA-VID at the commit the kit
 # follows (.ci/original-code.sh unpacks its llamavid package) for what its inference path imports:
 # transformers 4.31.0, accelerate 0.21.0, timm 0.6.13 (the EVA ViT's layers), einops 0.6.1, sentencepiece

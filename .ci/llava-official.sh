@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The official LLaVA stack for the parity test (tests/test_llava_parity.py), in its own virtualenv
+# The official LLaVA stack for the parity test (tests/models/test_llava_parity.py), in its own virtualenv
 # .venv-llava: llava-torch 1.2.2.post1 (the `llava` package the official MileBench worker imports) with
 # the official requirements.txt pins of the libraries it runs on (transformers 4.37.0, tokenizers
 # 0.15.2, sentencepiece 0.1.99, accelerate 0.24.0, numpy 1.26.2, Pillow 9.3.0, huggingface-hub 0.20.3,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# LWM's original stack for its parity test (tests/test_lwm_parity.py), in its own virtualenv .venv-lwm: the
+# LWM's original stack for its parity test (tests/models/test_lwm_parity.py), in its own virtualenv .venv-lwm: the
 # pins of requirements.txt of github.com/LargeWorldModel/LWM at the commit the kit follows
 # (.ci/original-code.sh unpacks its lwm package) for what lwm/vision_chat.py imports: flax 0.7.0, optax
 # 0.1.7, chex 0.1.82, transformers 4.29.2, ml_collections, sentencepiece, einops, decord, Pillow and tux.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# MiniGPT-v2's original stack for its parity test (tests/test_minigpt_v2_parity.py), in its own virtualenv
+# MiniGPT-v2's original stack for its parity test (tests/models/test_minigpt_v2_parity.py), in its own virtualenv
 # .venv-minigpt-v2: the pip pins of environment.yml of github.com/Vision-CAIR/MiniGPT-4 at the commit the
 # kit follows (.ci/original-code.sh unpacks its minigpt4 package), for what importing minigpt4 pulls in:
 # transformers 4.30.0, peft 0.2.0, timm 0.6.13, omegaconf 2.3.0, iopath, regex 2022.10.31, huggingface-hub

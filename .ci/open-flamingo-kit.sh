@@ -5,7 +5,7 @@
 # but the base ones of containers/kit/requirements-base.in), plus pytest. The original code does not run
 # under the kit's transformers 5 (its FlamingoLMMixin.forward needs the attention mask that transformers
 # 5's generate no longer passes), so the open-flamingo tests and the ports run's jobs run here:
-#   .venv-openflamingo-kit/bin/python -m pytest -q tests/test_tiny_open_flamingo.py tests/test_open_flamingo_parity.py
+#   .venv-openflamingo-kit/bin/python -m pytest -q tests/models/test_tiny_open_flamingo.py tests/models/test_open_flamingo_parity.py
 #   PATH="$PWD/.venv-openflamingo-kit/bin:$PATH" snakemake --cores all --config run=ports
 set -euo pipefail
 cd "$(dirname "$0")/.."

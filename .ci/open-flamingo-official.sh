@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# OpenFlamingo's original code for its parity test (tests/test_open_flamingo_parity.py), in its own
+# OpenFlamingo's original code for its parity test (tests/models/test_open_flamingo_parity.py), in its own
 # virtualenv .venv-openflamingo: open-flamingo 2.0.1 from PyPI (the release of 2023-08-15) with the
 # libraries it runs on (open_clip_torch 2.20.0, einops 0.6.1, einops-exts 0.0.4 of its time; sentencepiece
 # 0.1.98 as its setup.py pins; transformers 4.37.0 with tokenizers 0.15.2, within its transformers>=4.28.1,

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The original code of the ported models, for the live comparison of the parity tests
-# (tests/test_yi_vl_parity.py, tests/test_mantis_parity.py, tests/test_minigpt_v2_parity.py,
-# tests/test_vila_parity.py, tests/test_llama_vid_parity.py, tests/test_cheetor_parity.py,
-# tests/test_video_llama_2_parity.py, tests/test_valley_parity.py, tests/test_videochat2_parity.py,
-# tests/test_lwm_parity.py), which run it in .venv-llava (.ci/llava-official.sh), .venv-minigpt-v2
+# (tests/models/test_yi_vl_parity.py, tests/models/test_mantis_parity.py, tests/models/test_minigpt_v2_parity.py,
+# tests/models/test_vila_parity.py, tests/models/test_llama_vid_parity.py, tests/models/test_cheetor_parity.py,
+# tests/models/test_video_llama_2_parity.py, tests/models/test_valley_parity.py, tests/models/test_videochat2_parity.py,
+# tests/models/test_lwm_parity.py), which run it in .venv-llava (.ci/llava-official.sh), .venv-minigpt-v2
 # (.ci/minigpt-v2-official.sh), .venv-vila (.ci/vila-official.sh), .venv-llama-vid (.ci/llama-vid-official.sh),
 # .venv-cheetor (.ci/cheetor-official.sh), .venv-video-llama-2 (.ci/video-llama-2-official.sh), .venv-valley
 # (.ci/valley-official.sh), .venv-videochat2 (.ci/videochat2-official.sh) or .venv-lwm (.ci/lwm-official.sh):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Valley's original stack for its parity test (tests/test_valley_parity.py), in its own virtualenv
+# Valley's original stack for its parity test (tests/models/test_valley_parity.py), in its own virtualenv
 # .venv-valley: the pins of pyproject.toml of github.com/RupertLuo/Valley at the commit the kit follows
 # (.ci/original-code.sh unpacks its valley package) for what its inference path imports
 # (valley/model/valley_model.py and valley/util/data_util.py): transformers, torchvision, decord,

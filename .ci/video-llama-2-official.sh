@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Video-LLaMA-2's original stack for its parity test (tests/test_video_llama_2_parity.py), in its own
+# Video-LLaMA-2's original stack for its parity test (tests/models/test_video_llama_2_parity.py), in its own
 # virtualenv .venv-video-llama-2: the pins of requirement.txt and environment.yml of
 # github.com/DAMO-NLP-SG/Video-LLaMA at the commit the kit follows (.ci/original-code.sh unpacks its
 # video_llama package and eval_configs) for what its vision-language inference path imports:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# VideoChat2's original stack for its parity test (tests/test_videochat2_parity.py), in its own virtualenv
+# VideoChat2's original stack for its parity test (tests/models/test_videochat2_parity.py), in its own virtualenv
 # .venv-videochat2: the pins of video_chat2/requirements.txt of github.com/OpenGVLab/Ask-Anything at the
 # commit the kit follows (.ci/original-code.sh unpacks its video_chat2 folder) for what its inference path
 # (models/videochat2_it.py, models/blip2/, conversation.py's Chat) imports: transformers 4.28.1, peft 0.3.0,

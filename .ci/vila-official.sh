@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# VILA's original stack for its parity test (tests/test_vila_parity.py), in its own virtualenv .venv-vila:
+# VILA's original stack for its parity test (tests/models/test_vila_parity.py), in its own virtualenv .venv-vila:
 # the pins of github.com/Efficient-Large-Model/VILA at the commit the kit follows (.ci/original-code.sh
 # unpacks its llava package) for what its inference path imports: transformers 4.36.2 (environment_setup.sh
 # installs it over pyproject.toml's 4.31.0 and copies llava/train/transformers_replace over its Llama; the

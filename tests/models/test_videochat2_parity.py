@@ -12,7 +12,7 @@ into ``.original-code/Ask-Anything/video_chat2``, or ``MILEBENCH_VIDEOCHAT2_CODE
 its environment (``bash .ci/videochat2-official.sh`` makes ``.venv-videochat2``;
 ``MILEBENCH_VIDEOCHAT2_PYTHON`` names another). Without them only the live comparison skips; with them and
 ``MILEBENCH_RECORD_PARITY=1`` it re-records the fixture. Both sides run float32 on the CPU. The forms are
-mapped as ``tests/test_video_llama_2_parity.py`` maps them (the BOS an embeddings-only ``generate`` of
+mapped as ``tests/models/test_video_llama_2_parity.py`` maps them (the BOS an embeddings-only ``generate`` of
 transformers 4.28 starts with, answers whose bytes are not text).
 
 The ``video-frames`` variant is compared the same way with the original's video path (``demo.py``'s video
@@ -50,7 +50,7 @@ from milebench.spec.model import ModelSpec
 FAMILY = "videochat2"
 PYTHON = Path(os.environ.get("MILEBENCH_VIDEOCHAT2_PYTHON") or REPO / ".venv-videochat2/bin/python")
 CODE = Path(os.environ.get("MILEBENCH_VIDEOCHAT2_CODE") or REPO / ".original-code/Ask-Anything/video_chat2")
-DRIVER = Path(__file__).parent / "videochat2_official" / "official_videochat2.py"
+DRIVER = Path(__file__).parents[1] / "videochat2_official" / "official_videochat2.py"
 SAMPLES_PER_TASK = 1
 MAX_NEW_TOKENS = 8
 TOKENS_PER_IMAGE = 12

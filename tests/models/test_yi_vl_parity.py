@@ -42,7 +42,7 @@ from milebench.spec.model import ModelSpec
 FAMILY = "yi-vl"
 PYTHON = official_python()
 CODE = Path(os.environ.get("MILEBENCH_YI_VL_CODE") or REPO / ".original-code/Yi/VL")
-DRIVER = Path(__file__).parent / "yi_vl_official" / "official_yi.py"
+DRIVER = Path(__file__).parents[1] / "yi_vl_official" / "official_yi.py"
 SAMPLES_PER_TASK = 1
 MAX_NEW_TOKENS = 24
 STOPS = (("###",), (" ",))

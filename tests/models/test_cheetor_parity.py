@@ -52,7 +52,7 @@ from milebench.spec.model import ModelSpec
 FAMILY = "cheetor"
 PYTHON = Path(os.environ.get("MILEBENCH_CHEETOR_PYTHON") or REPO / ".venv-cheetor/bin/python")
 CODE = Path(os.environ.get("MILEBENCH_CHEETOR_CODE") or REPO / ".original-code/Cheetah")
-DRIVER = Path(__file__).parent / "cheetor_official" / "official_cheetor.py"
+DRIVER = Path(__file__).parents[1] / "cheetor_official" / "official_cheetor.py"
 SAMPLES_PER_TASK = 1
 MAX_NEW_TOKENS = 16
 NOT_COMPARED = "(decoded from a byte run that is not UTF-8: compared by its ids)"

@@ -10,11 +10,11 @@ import yaml
 from markupsafe import escape as html_escape
 from test_report import aggregate_and_report
 
+from milebench.benchmarks.milebench.report.commands import gather
+from milebench.benchmarks.milebench.report.tables import Report
 from milebench.io import atomic_write_json, atomic_write_jsonl
 from milebench.paths import RunPaths
 from milebench.records import Judgment
-from milebench.report.commands import gather
-from milebench.report.tables import Report
 from milebench.score.aggregate import LevelScore, TaskScore
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
 from milebench.spec.run import LocalSource, Mode, RunSpec

@@ -59,7 +59,7 @@ from milebench.spec.model import ModelSpec
 FAMILY = "video-llama-2"
 PYTHON = Path(os.environ.get("MILEBENCH_VIDEO_LLAMA_2_PYTHON") or REPO / ".venv-video-llama-2/bin/python")
 CODE = Path(os.environ.get("MILEBENCH_VIDEO_LLAMA_2_CODE") or REPO / ".original-code/Video-LLaMA")
-DRIVER = Path(__file__).parent / "video_llama_2_official" / "official_video_llama_2.py"
+DRIVER = Path(__file__).parents[1] / "video_llama_2_official" / "official_video_llama_2.py"
 SAMPLES_PER_TASK = 1
 MAX_NEW_TOKENS = 16
 FRAMES = "video-frames"

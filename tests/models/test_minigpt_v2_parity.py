@@ -52,7 +52,7 @@ from milebench.spec.model import ModelSpec
 FAMILY = "minigpt-v2"
 PYTHON = Path(os.environ.get("MILEBENCH_MINIGPT_V2_PYTHON") or REPO / ".venv-minigpt-v2/bin/python")
 CODE = Path(os.environ.get("MILEBENCH_MINIGPT_V2_CODE") or REPO / ".original-code/MiniGPT-4")
-DRIVER = Path(__file__).parent / "minigpt_v2_official" / "official_minigpt_v2.py"
+DRIVER = Path(__file__).parents[1] / "minigpt_v2_official" / "official_minigpt_v2.py"
 SAMPLES_PER_TASK = 1
 MAX_NEW_TOKENS = 16
 NOT_COMPARED = "(decoded from a byte run that is not UTF-8: compared by its ids)"

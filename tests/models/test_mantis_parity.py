@@ -51,7 +51,7 @@ from milebench.spec.model import ModelSpec
 FAMILY = "mantis"
 PYTHON = official_python()
 CODE = Path(os.environ.get("MILEBENCH_MANTIS_CODE") or REPO / ".original-code/Mantis")
-DRIVER = Path(__file__).parent / "mantis_official" / "official_mantis.py"
+DRIVER = Path(__file__).parents[1] / "mantis_official" / "official_mantis.py"
 SAMPLES_PER_TASK = 1
 MAX_NEW_TOKENS = 24
 GEN_KWARGS = {"max_new_tokens": MAX_NEW_TOKENS, "min_new_tokens": 1, "do_sample": False}

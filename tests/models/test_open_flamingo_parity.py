@@ -42,7 +42,7 @@ pytestmark = pytest.mark.skipif(
 )
 NAMED = os.environ.get("MILEBENCH_OPEN_FLAMINGO_PYTHON")
 PYTHON = Path(NAMED) if NAMED else REPO / ".venv-openflamingo/bin/python"
-DRIVER = Path(__file__).parent / "open_flamingo_official" / "official_open_flamingo.py"
+DRIVER = Path(__file__).parents[1] / "open_flamingo_official" / "official_open_flamingo.py"
 REPOSITORY = "mlfoundations/open_flamingo"
 RELEASE = "914076ee07d0235943f1556e9aaf2fb974337f0e"
 """The commit of the 2.0.1 tag, the PyPI release both environments install."""
