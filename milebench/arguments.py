@@ -6,8 +6,21 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from milebench.spec.run import Mode
+
+
+class AddCommand(Protocol):
+    """The parser's ``add``: a subcommand whose handler ``target`` (``module:function``) is imported only
+    when it runs. ``made_by`` names the commands that make the stage inputs it reads (empty: it reads
+    none), so the error for a missing one can name its maker; the tests run every command against an
+    empty folder to hold each to it. Specs and the files a user names on purpose (a CA bundle, a mirror's
+    lock) are not stage inputs."""
+
+    def __call__(
+        self, name: str, target: str, help: str, *, made_by: tuple[str, ...] | None = None
+    ) -> argparse.ArgumentParser: ...
 
 
 def run_args(p: argparse.ArgumentParser) -> None:

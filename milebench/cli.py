@@ -11,11 +11,12 @@ import argparse
 import importlib
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
 from milebench.arguments import (
+    AddCommand,
     bounded_int,
     bounded_ints,
     job_args,
@@ -86,6 +87,8 @@ class KitParser(argparse.ArgumentParser):
     """An unknown command is answered with the commands ``--help`` lists, not the ones only rules call."""
 
     listed: list[str]
+    made_by: tuple[str, ...] | None = None
+    """The commands that make the stage inputs this command reads (``AddCommand``); None: undeclared."""
 
     def _check_value(self, action: argparse.Action, value: object) -> None:
         if isinstance(action, argparse._SubParsersAction) and value not in action.choices:
@@ -128,11 +131,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.listed = []
 
     def add(
-        name: str, target: str, help: str, group: argparse._ArgumentGroup | None
-    ) -> argparse.ArgumentParser:
+        name: str,
+        target: str,
+        help: str,
+        group: argparse._ArgumentGroup | None,
+        *,
+        made_by: tuple[str, ...] | None = None,
+    ) -> KitParser:
         """A command listed under ``group`` in ``milebench --help``; None: one only rules call, left out
         of the listing (argparse lists a command only when ``help`` is passed to ``add_parser``)."""
         p = sub.add_parser(name, description=help, formatter_class=HelpFormatter)
+        p.made_by = made_by
         if group is not None:
             group._group_actions.append(argparse.Action([], dest=name, help=help))
             parser.listed.append(name)
@@ -140,12 +149,15 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(target=target)
         return p
 
-    def nested(p: argparse.ArgumentParser, dest: str) -> Callable[[str, str, str], argparse.ArgumentParser]:
+    def nested(p: KitParser, dest: str) -> AddCommand:
         """``add`` for the subcommands of a command (``image build``), listed in its own help."""
         commands = p.add_subparsers(dest=dest, required=True)
 
-        def add_nested(name: str, target: str, help: str) -> argparse.ArgumentParser:
+        def add_nested(
+            name: str, target: str, help: str, *, made_by: tuple[str, ...] | None = None
+        ) -> argparse.ArgumentParser:
             q = commands.add_parser(name, help=help, description=help, formatter_class=HelpFormatter)
+            q.made_by = made_by
             q.set_defaults(target=target)
             return q
 
@@ -157,9 +169,14 @@ def build_parser() -> argparse.ArgumentParser:
         "milebench.commands.specs:check",
         "Validate every spec and their cross references.",
         run,
+        made_by=(),
     )
-    p = add(
-        "export-schemas", "milebench.commands.specs:export", "Write JSON Schemas of the spec models.", run
+    p: argparse.ArgumentParser = add(
+        "export-schemas",
+        "milebench.commands.specs:export",
+        "Write JSON Schemas of the spec models.",
+        run,
+        made_by=(),
     )
     p.add_argument(
         "--out",
@@ -168,7 +185,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="Folder to write them into (default: the kit's own, specs/schemas).",
     )
 
-    p = add("fetch", "milebench.data.commands:fetch", "Download, verify and extract a run's data.", data)
+    p = add(
+        "fetch",
+        "milebench.data.commands:fetch",
+        "Download, verify and extract a run's data.",
+        data,
+        made_by=("milebench fixture", "milebench lock-data"),
+    )
     run_root_args(p)
     p.add_argument(
         "--download-deadline",
@@ -184,6 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
         "milebench.data.commands:fetch_weights",
         "Download a model's url weight files into the weights cache and verify them.",
         data,
+        made_by=(),
     )
     p.add_argument("--model", required=True, help="A model spec with url weights.")
 
@@ -192,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
         "milebench.data.lock_weights:lock_weights",
         "Pin hub model revisions to commits and url weight files to their size and sha256.",
         data,
+        made_by=(),
     )
     p.add_argument("--ref", default="main", help="Branch or tag to resolve.")
     p.add_argument(
@@ -201,12 +226,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     p = add(
-        "tiny-model", "milebench.infer.commands:tiny_model", "Build a tiny random-weight model offline.", data
+        "tiny-model",
+        "milebench.infer.commands:tiny_model",
+        "Build a tiny random-weight model offline.",
+        data,
+        made_by=(),
     )
     run_root_args(p)
     p.add_argument("--model", required=True, help="A model of the run with tiny weights.")
 
-    p = add("infer", "milebench.infer.commands:infer", "Run one model over prepared tasks of one mode.", run)
+    p = add(
+        "infer",
+        "milebench.infer.commands:infer",
+        "Run one model over prepared tasks of one mode.",
+        run,
+        made_by=("milebench preprocess", "milebench tiny-model"),
+    )
     job_args(p, model=True, many_tasks=True)
     threads_arg(p)
 
@@ -215,6 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
         "milebench.infer.render_input:render_input",
         "Show what a model receives for one sample.",
         run,
+        made_by=("milebench preprocess", "milebench tiny-model"),
     )
     job_args(p, model=True)
     p.add_argument("--sample", type=int, required=True, help="The sample_id.")
@@ -225,6 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
         "batch",
         "milebench.audit.commands:batch_command",
         "Batch size 1 against shuffled larger batches and repeated runs.",
+        made_by=("milebench preprocess", "milebench tiny-model"),
     )
     run_root_args(p)
     p.add_argument("--model", required=True, help="The run's model to audit.")
@@ -253,6 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
         "drift",
         "milebench.audit.commands:drift_command",
         "Score deltas and flips between two environments or backends.",
+        made_by=("milebench score",),
     )
     run_root_args(p)
     p.add_argument("--model-a", required=True, help="Model A.")
@@ -280,6 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
         "build",
         "milebench.containers.commands:image_build",
         "Build containers/<family> and record it in results/images/.",
+        made_by=(),
     )
     p.add_argument("--family", required=True, help="A folder under containers/ (kit, api, hf-current, ...).")
     p.add_argument(
@@ -293,6 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
         "prune",
         "milebench.containers.commands:image_prune",
         "Remove the family images no record in results/images/ names.",
+        made_by=(),
     )
     p.add_argument(
         "--records",
@@ -306,6 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
         "uri",
         "milebench.containers.commands:image_uri",
         "Print the registry reference deployment apptainer pulls for a family.",
+        made_by=(),
     )
     p.add_argument("--family", required=True, help="A folder under containers/.")
     p.add_argument("--registry", required=True, help="e.g. docker://ghcr.io/<org>/milebench")
@@ -315,6 +356,7 @@ def build_parser() -> argparse.ArgumentParser:
         "milebench.archive.commands:archive",
         "Pack a finished run into an artifact bundle.",
         archive,
+        made_by=("milebench report",),
     )
     run_root_args(p)
     p.add_argument("--out", type=Path, required=True, help="The bundle folder to create (must not exist).")
@@ -325,7 +367,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-images", action="store_true", help="Leave the images (and SBOMs) out: hashes only.")
     p.add_argument("--tarball", action="store_true", help="Also write <out>.tar, byte-reproducible.")
 
-    p = add("verify", "milebench.archive.commands:verify", "Re-check an artifact bundle offline.", archive)
+    p = add(
+        "verify",
+        "milebench.archive.commands:verify",
+        "Re-check an artifact bundle offline.",
+        archive,
+        made_by=("milebench archive",),
+    )
     p.add_argument("bundle", type=Path, help="A bundle made by `milebench archive`: its folder or tarball.")
     p.add_argument(
         "--only",
@@ -359,6 +407,7 @@ def build_parser() -> argparse.ArgumentParser:
         "milebench.containers.commands:container_infer",
         "Run `infer` in its image.",
         None,  # the infer rule's form under deployment docker
+        made_by=("milebench preprocess", "milebench image build"),
     )
     job_args(p, model=True, many_tasks=True)
     threads_arg(p)

@@ -10,48 +10,6 @@ from pathlib import Path
 
 from milebench.errors import KitError
 
-OFFICIAL_CODE = "the official MileBench code (generate.py)"
-"""What makes an official outputs folder: not a kit command."""
-
-MADE_BY: dict[str, tuple[str, ...]] = {
-    "check-specs": (),
-    "export-schemas": (),
-    "fixture": (),
-    "fetch": ("milebench fixture", "milebench lock-data"),
-    "lock-data": (),
-    "lock-weights": (),
-    "fetch-weights": (),
-    "validate-data": ("milebench fetch",),
-    "tiny-model": (),
-    "preprocess": ("milebench fetch", "milebench tiny-model"),
-    "infer": ("milebench preprocess", "milebench tiny-model"),
-    "score": ("milebench preprocess", OFFICIAL_CODE, "milebench fetch"),
-    "report": ("milebench score", "milebench aggregate"),
-    "aggregate": ("milebench score",),
-    "compare": ("milebench score",),
-    "show": ("milebench score",),
-    "audit batch": ("milebench preprocess", "milebench tiny-model"),
-    "audit drift": ("milebench score",),
-    "import-official": (),  # its folders are typed by the user: a wrong one is a NoSuchPath
-    "image build": (),
-    "image uri": (),
-    "image prune": (),
-    "container-infer": ("milebench preprocess", "milebench image build"),
-    "render-input": ("milebench preprocess", "milebench tiny-model"),
-    "embed-generate": (),
-    "embed-pools": (),
-    "embed-run": ("milebench embed-generate",),
-    "embed-evaluate": ("milebench embed-run",),
-    "embed-aggregate": ("milebench embed-evaluate", "milebench embed-generate"),
-    "embed-report": ("milebench embed-evaluate", "milebench embed-aggregate"),
-    "archive": ("milebench report",),
-    "verify": ("milebench archive",),
-}
-"""Per command: what makes the stage inputs it refuses to run without (empty: it reads none).
-
-Specs and the files a user names on purpose (a CA bundle, a mirror's lock) are not stage inputs.
-The tests walk every command of the parser against this table, so a new command must be listed."""
-
 
 class MissingInput(KitError):
     """A stage input that is not on disk; the message names it and the command that makes it."""

@@ -4,10 +4,10 @@ report), added to the parser through its benchmark declaration and listed under 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from pathlib import Path
 
 from milebench.arguments import (
+    AddCommand,
     bounded_int,
     job_args,
     mode_arg,
@@ -20,8 +20,8 @@ from milebench.records import FailureKind
 from milebench.spec.registry import DEFAULT_SPECS
 from milebench.spec.run import MAX_RESAMPLES, Mode
 
-Add = Callable[[str, str, str], argparse.ArgumentParser]
-"""The parser's ``add(name, target, help)``: a subcommand whose handler ``target`` is imported when run."""
+OFFICIAL_CODE = "the official MileBench code (generate.py)"
+"""What makes an official outputs folder: not a kit command."""
 
 IMPORT_FORMATS = ("official", "lmms-eval", "vlmevalkit")
 """The prediction files ``--format`` reads (``milebench.benchmarks.milebench.score.foreign.FORMATS``; named
@@ -90,17 +90,23 @@ def _show_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_commands(add: Add) -> None:
+def add_commands(add: AddCommand) -> None:
     p = add(
         "fixture",
         "milebench.benchmarks.milebench.fixture.commands:fixture",
         "Generate the mini-MileBench archives + lock.",
+        made_by=(),
     )
     p.add_argument("--out", type=Path, required=True, help="Mirror folder to write archives and lock into.")
     p.add_argument("--seed", type=int, default=0, help="Seed of the generated samples.")
     p.add_argument("--samples-per-task", type=int, default=3, help="Samples in each task.")
 
-    p = add("lock-data", "milebench.data.commands:lock", "Resolve the hub revision and archive checksums.")
+    p = add(
+        "lock-data",
+        "milebench.data.commands:lock",
+        "Resolve the hub revision and archive checksums.",
+        made_by=(),
+    )
     p.add_argument("--repo-id", default="FreedomIntelligence/MileBench", help="The data's hub dataset.")
     p.add_argument("--revision", default="main", help="Branch, tag or commit to pin.")
     p.add_argument(
@@ -114,6 +120,7 @@ def add_commands(add: Add) -> None:
         "validate-data",
         "milebench.benchmarks.milebench.data.validate:command",
         "Check a data tree against the task specs.",
+        made_by=("milebench fetch",),
     )
     p.add_argument("data_root", type=Path, help="The extracted MileBench/ folder.")
     p.add_argument(
@@ -127,6 +134,7 @@ def add_commands(add: Add) -> None:
         "preprocess",
         "milebench.benchmarks.milebench.preprocess.commands:preprocess",
         "Build prompts for one task and mode.",
+        made_by=("milebench fetch", "milebench tiny-model"),
     )
     job_args(p, model=False)
     p.add_argument("--regime", default="full", help="Input regime id (see `milebench.preprocess.regime`).")
@@ -136,6 +144,7 @@ def add_commands(add: Add) -> None:
         "score",
         "milebench.benchmarks.milebench.scoring:score",
         "Score one model's predictions for one task.",
+        made_by=("milebench preprocess", OFFICIAL_CODE, "milebench fetch"),
     )
     job_args(p, model=True, task_required=False)
     _official_args(p, required=False)
@@ -144,6 +153,7 @@ def add_commands(add: Add) -> None:
         "show",
         "milebench.benchmarks.milebench.score.show:show",
         "Print a run's per-sample logs (prompt, images, answer, gold, judgment), filtered.",
+        made_by=("milebench score",),
     )
     run_root_args(p)
     _show_args(p)
@@ -152,6 +162,7 @@ def add_commands(add: Add) -> None:
         "report",
         "milebench.benchmarks.milebench.report.commands:report",
         "Render the HTML and LaTeX report of a run.",
+        made_by=("milebench score", "milebench aggregate"),
     )
     run_root_args(p)
 
@@ -159,6 +170,7 @@ def add_commands(add: Add) -> None:
         "aggregate",
         "milebench.score.run_aggregate:aggregate",
         "Write a run's aggregate and verdict JSON.",
+        made_by=("milebench score",),
     )
     run_root_args(p)
     p.add_argument(
@@ -170,6 +182,7 @@ def add_commands(add: Add) -> None:
         "compare",
         "milebench.benchmarks.milebench.score.compare:compare_command",
         "Paired comparison of two models or runs.",
+        made_by=("milebench score",),
     )
     run_args(p)
     p.add_argument("--model-a", required=True, help="Model A.")
@@ -189,6 +202,7 @@ def add_commands(add: Add) -> None:
         "import-official",
         "milebench.benchmarks.milebench.scoring:import_official",
         "Import official pred.json files, or lmms-eval's or VLMEvalKit's prediction files.",
+        made_by=(),
     )
     run_root_args(p)
     p.add_argument("--model", required=True, help="The run's model the predictions belong to.")
