@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from milebench import provenance
+from milebench.benchmarks.milebench.report.provenance import run_provenance
 from milebench.paths import RunPaths
 from milebench.plan import Cell
 from milebench.provenance import (
@@ -25,7 +26,6 @@ from milebench.provenance import (
     read_provenance,
     write_provenance,
 )
-from milebench.report.provenance import run_provenance
 from milebench.spec.registry import load_specs, spec_hash
 from milebench.spec.run import Mode
 

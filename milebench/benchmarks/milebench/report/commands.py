@@ -16,8 +16,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from milebench.benchmarks.milebench.report.audit import audit_tables
+from milebench.benchmarks.milebench.report.evidence import Evidence
 from milebench.benchmarks.milebench.report.fidelity import fidelity_rows, telling
 from milebench.benchmarks.milebench.report.figures import report_figures
+from milebench.benchmarks.milebench.report.provenance import run_provenance
 from milebench.benchmarks.milebench.report.render import render_html, render_provenance_tex, render_tex
 from milebench.benchmarks.milebench.report.sensitivity import sensitivity_tables
 from milebench.benchmarks.milebench.report.skipped import skipped_tables
@@ -28,9 +31,6 @@ from milebench.io import atomic_write_bytes, atomic_write_text
 from milebench.paths import RunPaths
 from milebench.plan import cells
 from milebench.record_files import read_record
-from milebench.report.audit import audit_tables
-from milebench.report.evidence import Evidence
-from milebench.report.provenance import run_provenance
 from milebench.report.render import FIGURES
 from milebench.report.verdict_view import build_verdict_view
 from milebench.score.aggregate import TaskScore

@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure as MplFigure
 
+from milebench.benchmarks.milebench.report.evidence import Evidence
 from milebench.benchmarks.milebench.report.needle import (
     DEPTH_RULES,
     IMAGE_NEEDLE,
@@ -30,7 +31,6 @@ from milebench.benchmarks.milebench.report.needle import (
     needle_grids,
 )
 from milebench.benchmarks.milebench.report.tables import ModeTables, QuantityRow, Report
-from milebench.report.evidence import Evidence
 from milebench.report.figure import Figure
 from milebench.score.aggregate import LEVELS, OVERALL_DIAG, OVERALL_REAL
 from milebench.spec.model import ModelSpec

@@ -20,9 +20,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from milebench.benchmarks.milebench.report.evidence import Evidence
 from milebench.paths import UNLIMITED_REGIME
 from milebench.records import IMAGE_PLACEHOLDER, Judgment, PreparedSample
-from milebench.report.evidence import Evidence
 from milebench.score.registry import DEFAULT_SCORER
 from milebench.spec.model import ModelSpec
 from milebench.spec.run import Mode

@@ -21,11 +21,11 @@ from milebench.spec.task import Group, TaskSpec
 
 if TYPE_CHECKING:
     from milebench.benchmarks.milebench.report.fidelity import FidelityRow
+    from milebench.benchmarks.milebench.report.provenance import Provenance
     from milebench.benchmarks.milebench.report.sensitivity import SensitivityTable
     from milebench.benchmarks.milebench.report.skipped import SkippedTable
     from milebench.benchmarks.milebench.report.truncation import ModelBudget, TruncationTable
     from milebench.report.figure import Figure
-    from milebench.report.provenance import Provenance
     from milebench.report.verdict_view import VerdictView
 
 MAIN_COLUMNS: tuple[tuple[str, str], ...] = (

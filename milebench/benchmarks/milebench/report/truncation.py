@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from milebench.benchmarks.milebench.report.evidence import Evidence
 from milebench.plan import applies
 from milebench.preprocess.regime import Regime, model_regime
 from milebench.records import PreparedSample
-from milebench.report.evidence import Evidence
 from milebench.spec.context import ContextSource
 from milebench.spec.model import ImageInput, ModelSpec
 from milebench.spec.registry import Specs
