@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from milebench.errors import KitError
 from milebench.spec.base import Spec, SpecError, load_spec, read_yaml
+from milebench.spec.folder import overlay_base
 
 ENTRY_POINTS = "milebench.benchmarks"
 """The entry point group a benchmark declares itself in."""
@@ -102,9 +103,7 @@ def benchmarks() -> dict[str, Benchmark]:
 def benchmark_of_run(specs_root: Path, name: str) -> Benchmark:
     """The benchmark run spec ``name`` names; MileBench when no benchmark has a run of that name (its
     loader then says which runs exist). The file is validated by that benchmark's run spec model. An
-    overlay folder (``milebench.spec.registry``) without the run has it from the shipped folder."""
-    from milebench.spec.registry import overlay_base
-
+    overlay folder (``milebench.spec.folder``) without the run has it from the shipped folder."""
     known = benchmarks()
     paths = [p for b in known.values() if (p := b.runs_folder(specs_root) / f"{name}.yaml").is_file()]
     base = overlay_base(specs_root)
