@@ -30,9 +30,9 @@ from milebench.benchmarks.mmlongembed.spec import (
 )
 from milebench.benchmarks.mmlongembed.statistics import PairedTest, spread
 from milebench.benchmarks.mmlongembed.verdict import EmbedVerdict, OurAverage, Ours, build_verdict
-from milebench.score.verdict import Agreement, VerdictCell
 from milebench.spec.base import SpecError
 from milebench.spec.registry import DEFAULT_SPECS, spec_hash
+from milebench.verdict import Agreement, VerdictCell
 
 
 def paper(**models: str) -> EmbedPaper:

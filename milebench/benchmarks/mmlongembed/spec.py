@@ -12,7 +12,7 @@ from pydantic import Field, RootModel, StrictInt, model_validator
 from milebench.benchmarks.mmlongembed.metrics import Ties
 from milebench.benchmarks.mmlongembed.task_spec import RealTask
 from milebench.benchmarks.mmlongembed.tokenizer_spec import HubTokenizer, PackageTokenizer, TokenizerRef
-from milebench.spec.base import Number, Spec, SpecError
+from milebench.spec.base import Number, Spec, SpecError, tolerance_field
 from milebench.spec.folder import load_kind, overlay_base, resolve_file
 from milebench.spec.model import ApiLimits
 from milebench.spec.names import by_name
@@ -105,11 +105,7 @@ class EmbedRunSpec(Spec):
     )
     visual_grounding: VisualGrounding
     heatmap_k: StrictInt = Field(default=5, ge=1, description="The heatmap's Hit@k (the paper's 'P@5').")
-    tolerance: Number = Field(
-        default=1.0,
-        ge=0,
-        description="Verdict: points (x100) within which ours reproduces a published value.",
-    )
+    tolerance: Number = tolerance_field()
     cutoffs: tuple[StrictInt, ...] = (1, 5, 10)
     ties: Ties = Field(
         default="expected",
