@@ -59,8 +59,12 @@ class Benchmark(Spec):
         description="The heading its commands are listed under in `milebench --help`; default: its name.",
     )
 
+    def folder(self, specs_root: Path) -> Path:
+        """Its specs folder under ``specs_root`` (or in its package)."""
+        return located(self.specs, Path(specs_root))
+
     def runs_folder(self, specs_root: Path) -> Path:
-        return located(self.specs, Path(specs_root)) / "runs"
+        return self.folder(specs_root) / "runs"
 
     def rules_file(self, snakefile_folder: Path) -> Path:
         return located(self.rules, Path(snakefile_folder))

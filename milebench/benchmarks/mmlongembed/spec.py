@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, RootModel, StrictInt, model_validator
 
+from milebench.benchmarks import mmlongembed
 from milebench.benchmarks.mmlongembed.metrics import Ties
 from milebench.benchmarks.mmlongembed.task_spec import RealTask
 from milebench.benchmarks.mmlongembed.tokenizer_spec import HubTokenizer, PackageTokenizer, TokenizerRef
@@ -17,7 +18,6 @@ from milebench.spec.folder import load_kind, overlay_base, resolve_file
 from milebench.spec.model import ApiLimits
 from milebench.spec.names import by_name
 
-BENCHMARK = "mmlongembed"
 PAPER_BINS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 PAPER_DEPTHS = (0, 20, 40, 60, 80, 100)
 
@@ -287,7 +287,8 @@ class EmbedSpecs:
 
 
 def specs_folder(specs_root: Path) -> Path:
-    return Path(specs_root) / BENCHMARK
+    """MMLongEmbed's folder under ``specs_root``, as its declaration names it."""
+    return mmlongembed.BENCHMARK.folder(specs_root)
 
 
 def load_embed_specs(specs_root: Path) -> EmbedSpecs:
