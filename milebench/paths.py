@@ -1,11 +1,13 @@
-"""Where every stage reads and writes, for one run: the single source of output paths."""
+"""Where every stage reads and writes, for one run: the single source of output paths (the run folder
+every benchmark has, and MileBench's layout in it)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, Self
 
-from milebench.spec.run import Mode, RunSpec
+from milebench.spec.run import Mode
 
 EXTRACT_MARKERS = ".extracted"
 """Folder beside the extracted tree: one marker per archive extracted into it."""
@@ -16,9 +18,19 @@ PROVENANCE_TEX = "report-provenance.tex"
 """The report's provenance in full, a LaTeX document of its own beside ``report.tex``."""
 
 
+class NamedRun(Protocol):
+    """What a run folder is named by: any benchmark's run spec."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def out(self) -> str: ...
+
+
 @dataclass(frozen=True)
-class RunPaths:
-    """Output layout of a run; the Snakefile and the CLI both derive paths from here.
+class RunFolder:
+    """A run's output folder and report folder, every benchmark's; each adds the files of its stages.
 
     Path methods take plain strings too, so the Snakefile can pass wildcard patterns like ``"{task}"``.
     ``root`` is the folder the layout is rooted at: the working folder, or the copy a Snakemake storage
@@ -30,7 +42,7 @@ class RunPaths:
     root: Path = Path(".")
 
     @classmethod
-    def for_run(cls, run: RunSpec, base: Path = Path(".")) -> RunPaths:
+    def for_run(cls, run: NamedRun, base: Path = Path(".")) -> Self:
         return cls(out=base / run.out, reports=base / "reports" / run.name, root=base)
 
     def relative(self, path: Path) -> Path:
@@ -41,6 +53,31 @@ class RunPaths:
             if self.root == Path(".") or not path.is_relative_to(self.root)
             else path.relative_to(self.root)
         )
+
+    def benchmark(self, rule: str, name: str) -> Path:
+        """Snakemake's per-job record of wall time, memory and I/O."""
+        return self.out / "benchmarks" / rule / f"{name}.tsv"
+
+    def logs(self, rule: str, name: str) -> Path:
+        return self.out / "logs" / rule / f"{name}.log"
+
+    @property
+    def report_html(self) -> Path:
+        return self.reports / "report.html"
+
+    @property
+    def report_tex(self) -> Path:
+        return self.reports / "report.tex"
+
+    @property
+    def report_figures(self) -> Path:
+        """The report's figures (PDF for the LaTeX, PNG for the HTML)."""
+        return self.reports / "figures"
+
+
+@dataclass(frozen=True)
+class RunPaths(RunFolder):
+    """MileBench's output layout of a run; the Snakefile and the CLI both derive paths from here."""
 
     @property
     def mirror(self) -> Path:
@@ -108,10 +145,6 @@ class RunPaths:
         """Beside the task score: the manifest of the score job."""
         return self.out / "scores" / model / str(mode) / f"{task}.json.provenance.json"
 
-    def benchmark(self, rule: str, name: str) -> Path:
-        """Snakemake's per-job record of wall time, memory and I/O."""
-        return self.out / "benchmarks" / rule / f"{name}.tsv"
-
     @property
     def aggregate_json(self) -> Path:
         """Every model's task, group and overall scores with intervals and coverage."""
@@ -122,17 +155,6 @@ class RunPaths:
         """The run's scores against the paper's main table."""
         return self.out / "verdict.json"
 
-    def logs(self, rule: str, name: str) -> Path:
-        return self.out / "logs" / rule / f"{name}.log"
-
-    @property
-    def report_html(self) -> Path:
-        return self.reports / "report.html"
-
-    @property
-    def report_tex(self) -> Path:
-        return self.reports / "report.tex"
-
     @property
     def report_provenance_tex(self) -> Path:
         """The LaTeX of the provenance in full (every package, job and data manifest), a document of its
@@ -142,8 +164,3 @@ class RunPaths:
     def audit(self, name: str) -> Path:
         """An audit's JSON (``milebench.audit.plan`` names it), its Markdown tables beside it."""
         return self.reports / "audit" / name
-
-    @property
-    def report_figures(self) -> Path:
-        """The report's figures (PDF for the LaTeX, PNG for the HTML)."""
-        return self.reports / "figures"

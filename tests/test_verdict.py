@@ -20,24 +20,13 @@ from milebench.io import atomic_write_jsonl
 from milebench.records import Judgment
 from milebench.report.verdict_view import build_verdict_view
 from milebench.score.uncertainty import TaskSamples
-from milebench.score.verdict import (
-    COLUMNS,
-    ROUNDING,
-    Agreement,
-    Standing,
-    Verdict,
-    agreement,
-    build_verdict,
-    in_interval,
-    inconsistent_cells,
-    rank_correlation,
-    summarise_agreement,
-)
+from milebench.score.verdict import COLUMNS, Verdict, build_verdict, inconsistent_cells, rank_correlation
 from milebench.spec.base import load_spec
 from milebench.spec.paper import PaperSpec
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
 from milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.spec.task import Group
+from milebench.verdict import ROUNDING, Agreement, Standing, agreement, in_interval, summarise_agreement
 
 SPECS = DEFAULT_SPECS
 

@@ -1,6 +1,6 @@
 """The verdict against the paper as the report shows it: one state per cell, per column and overall.
 
-``milebench.score.verdict`` decides every cell's state (reproduced, consistent, not reproduced, or no
+``milebench.verdict`` decides every cell's state (reproduced, consistent, not reproduced, or no
 score). Where the paper's own rule does not give its printed value (``main_table.inconsistencies``
 with an exact column), a reproduction faithful to the rule must miss the print; such a cell is
 "reproduced (paper's rule)" when it is within the tolerance of the rule's value, with the paper's note
@@ -15,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from milebench.score.verdict import COLUMNS, Agreement, AgreementSummary, Standing, Verdict, VerdictCell
+from milebench.score.verdict import COLUMNS, Verdict
 from milebench.spec.model import ModelSpec
 from milebench.spec.paper import PaperSpec
 from milebench.spec.run import RunSpec
+from milebench.verdict import Agreement, AgreementSummary, Standing, VerdictCell
 
 STATE_CLASSES: dict[Agreement, str] = {
     Agreement.REPRODUCED: "reproduced",

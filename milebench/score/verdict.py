@@ -4,14 +4,8 @@ The verdict compares a run's multi-image scores (paper scorer) with the publishe
 reader sees at once which numbers came back, by how much they differ, and whether the difference is
 one the data can tell apart from chance. It is plain data for the report to render.
 
-Each cell is in one of three states (``Agreement``), or has no score of ours:
-
-- ``reproduced``: ``abs(ours - published) <= tolerance`` (the run spec's tolerance, table points);
-  ``reproduced (paper's rule)``: the same against the value the paper's own rule gives, where its
-  print is listed as inconsistent with that rule;
-- ``consistent``: outside the tolerance, but the published value lies inside our bootstrap interval
-  (widened by the 0.05 the printed rounding allows): the data cannot tell the two apart;
-- ``not reproduced``: our interval excludes the published value.
+Each cell is judged by the kit's one rule (``milebench.verdict``): reproduced, reproduced by the
+paper's own rule, consistent, not reproduced, or no score of ours.
 
 The headline stays the tolerance rule: the table is reproduced when every cell is (either kind of)
 ``reproduced``. Each column and the whole table are also summarised in the three states: ``not
@@ -30,29 +24,18 @@ its cells have no score: ``incomplete``, so a table of a few scored cells never 
 - ``rank_correlations``: per overall column, Spearman's rho (and its p-value) between our scores and
   the published ones over the models that have both; ``None`` fields where fewer than 3 models do.
 
-``VerdictCell`` fields:
-
-- ``model``, ``column`` (the key, e.g. ``"T-1"``, ``"overall_real"``), ``header`` (as printed, e.g.
-  ``"Overall Real."``).
-- ``published``: the printed value; ``ours``: our value (``None`` when not computable, e.g. a task
-  without a score); ``difference``: ``ours - published``.
-- ``ci_low``, ``ci_high``: bootstrap interval of ``ours`` (percentile, samples resampled within each
-  task); ``published_in_interval``: whether the published value lies in it (widened by ``ROUNDING``).
-- ``coverage``: scored / expected samples behind ``ours`` (1.0 for a complete cell).
-- ``passed``: ``abs(difference) <= tolerance``, ``None`` when ``ours`` is ``None``.
-- ``flagged``: the paper's own rules do not reproduce its printed value (``specs/paper.yaml``
-  ``main_table.inconsistencies``); ``flag_note`` says why; ``rule_value``: the value the rule gives,
-  where the inconsistency names one column.
-- ``agreement``: the cell's state.
+``VerdictCell`` (``milebench.verdict``) here: ``column`` is a main-table key (``"T-1"``,
+``"overall_real"``), ``header`` as printed (``"Overall Real."``); ``ci_low``, ``ci_high`` a percentile
+interval, samples resampled within each task; ``coverage`` scored / expected samples behind ``ours``;
+``flagged`` where the paper's own rules do not reproduce its print (``specs/paper.yaml``
+``main_table.inconsistencies``), ``rule_value`` where the inconsistency names one column.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from enum import StrEnum
+from collections.abc import Mapping, Sequence
 
 import numpy as np
-from pydantic import Field
 from scipy.stats import spearmanr
 
 from milebench.score.aggregate import OVERALL_DIAG, OVERALL_REAL, column_tasks
@@ -61,6 +44,7 @@ from milebench.spec.base import Spec
 from milebench.spec.paper import Inconsistency, MainRow, PaperSpec
 from milebench.spec.run import Mode, RunSpec
 from milebench.spec.task import Group, TaskSpec
+from milebench.verdict import Agreement, AgreementSummary, VerdictCell, judged, summarise_agreement
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     *((g.value, g.value) for g in Group),
@@ -68,115 +52,6 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     (OVERALL_DIAG, "Overall Diag."),
 )
 """(key, header) of the main table's score columns, in the paper's order."""
-ROUNDING = 0.05
-"""Half the last printed digit: a printed value stands for anything within this of it."""
-EPSILON = 1e-9
-"""Float slack of the tolerance rule: a difference exactly at the tolerance is within it."""
-
-
-class Agreement(StrEnum):
-    """How a reproduced number stands to the published one (see the module docstring)."""
-
-    REPRODUCED = "reproduced"
-    RULE = "reproduced (paper's rule)"
-    CONSISTENT = "consistent"
-    NOT_REPRODUCED = "not reproduced"
-    NO_SCORE = "no score"
-
-
-def within(difference: float, tolerance: float) -> bool:
-    return abs(difference) <= tolerance + EPSILON
-
-
-def in_interval(published: float, low: float | None, high: float | None) -> bool | None:
-    """Whether a printed value lies in our interval widened by ``ROUNDING``; None without an interval."""
-    if low is None or high is None:
-        return None
-    return low - ROUNDING <= published <= high + ROUNDING
-
-
-def agreement(
-    ours: float | None, published: float, inside: bool | None, tolerance: float, rule: float | None = None
-) -> Agreement:
-    """The state of one cell; ``inside``: the published value lies in our (widened) interval."""
-    if ours is None:
-        return Agreement.NO_SCORE
-    if within(ours - published, tolerance):
-        return Agreement.REPRODUCED
-    if rule is not None and within(ours - rule, tolerance):
-        return Agreement.RULE
-    return Agreement.CONSISTENT if inside else Agreement.NOT_REPRODUCED
-
-
-class Standing(StrEnum):
-    """What a column, the whole table or the headline says: one word, by one rule (``standing``)."""
-
-    REPRODUCED = "reproduced"
-    CONSISTENT = "consistent"
-    NOT_REPRODUCED = "not reproduced"
-    INCOMPLETE = "incomplete"
-
-
-class AgreementSummary(Spec):
-    """A column's (or the table's) cells by state, and the state that sums them up."""
-
-    state: Agreement
-    counts: dict[Agreement, int]
-
-    @property
-    def total(self) -> int:
-        return sum(self.counts.values())
-
-    @property
-    def scored(self) -> int:
-        return self.total - self.counts.get(Agreement.NO_SCORE, 0)
-
-    @property
-    def standing(self) -> Standing:
-        """``incomplete`` when most cells have no score; else ``not reproduced`` when any cell is; else
-        ``incomplete`` when any has no score; else ``consistent`` when any is; else ``reproduced``
-        (every cell within the tolerance: the headline's rule)."""
-        if 2 * self.scored < self.total or not self.total:
-            return Standing.INCOMPLETE
-        if self.counts.get(Agreement.NOT_REPRODUCED, 0):
-            return Standing.NOT_REPRODUCED
-        if self.scored < self.total:
-            return Standing.INCOMPLETE
-        if self.counts.get(Agreement.CONSISTENT, 0):
-            return Standing.CONSISTENT
-        return Standing.REPRODUCED
-
-
-def summarise_agreement(states: Iterable[Agreement]) -> AgreementSummary:
-    """``not reproduced`` if any cell is, else ``consistent`` if any is, else ``reproduced``; cells
-    without a score are counted but decide nothing (all without one: ``no score``)."""
-    found = list(states)
-    counts = {state: found.count(state) for state in Agreement}
-    for state in (Agreement.NOT_REPRODUCED, Agreement.CONSISTENT):
-        if counts[state]:
-            return AgreementSummary(state=state, counts=counts)
-    scored = counts[Agreement.REPRODUCED] + counts[Agreement.RULE]
-    return AgreementSummary(state=Agreement.REPRODUCED if scored else Agreement.NO_SCORE, counts=counts)
-
-
-class VerdictCell(Spec):
-    """One reproduced number of the main table beside the published one."""
-
-    model: str
-    column: str
-    header: str
-    published: float
-    ours: float | None
-    difference: float | None = Field(description="ours - published, table points.")
-    ci_low: float | None
-    ci_high: float | None
-    published_in_interval: bool | None
-    coverage: float | None = Field(description="Scored / expected samples behind ours.")
-    passed: bool | None
-    flagged: bool
-    flag_note: str | None = None
-    rule_value: float | None = None
-    agreement: Agreement
 
 
 class RankCorrelation(Spec):
@@ -285,27 +160,19 @@ def build_verdict(
         for column, header in COLUMNS:
             estimate = table[column]
             ours = estimate.value
-            difference = None if ours is None else ours - published[column]
-            inside = in_interval(published[column], estimate.low, estimate.high)
             flag = flags.get((model, column))
-            rule = rules.get((model, column))
             cells.append(
-                VerdictCell(
-                    model=model,
-                    column=column,
-                    header=header,
-                    published=published[column],
-                    ours=ours,
-                    difference=difference,
-                    ci_low=estimate.low,
-                    ci_high=estimate.high,
-                    published_in_interval=inside,
-                    coverage=column_coverage(column, tasks, samples.get(model, {})),
-                    passed=None if difference is None else within(difference, run.tolerance),
-                    flagged=flag is not None,
-                    flag_note=flag.note if flag is not None else None,
-                    rule_value=rule,
-                    agreement=agreement(ours, published[column], inside, run.tolerance, rule),
+                judged(
+                    model,
+                    column,
+                    header,
+                    published[column],
+                    ours,
+                    run.tolerance,
+                    (estimate.low, estimate.high),
+                    column_coverage(column, tasks, samples.get(model, {})),
+                    flag.note if flag is not None else None,
+                    rules.get((model, column)),
                 )
             )
             if column in overall and ours is not None:

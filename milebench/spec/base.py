@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import yaml
-from pydantic import AllowInfNan, BaseModel, ConfigDict, Strict, ValidationError
+from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, Strict, ValidationError
 from yaml.reader import ReaderError
 
 from milebench.io import UnreadableText, read_utf8
@@ -20,6 +20,12 @@ class Spec(BaseModel):
     """Immutable, strict base: an unknown key in a spec is a typo, never a silent default."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def tolerance_field() -> Any:
+    """A run's verdict tolerance, every benchmark's (``tolerance: Number = tolerance_field()``): ours
+    within it of a published value reproduces it."""
+    return Field(default=1.0, ge=0, description="Verdict tolerance in table points (x100).")
 
 
 class SpecError(ValueError):

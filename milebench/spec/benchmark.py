@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from milebench.errors import KitError
 from milebench.spec.base import Spec, SpecError, load_spec, read_yaml
+from milebench.spec.folder import overlay_base
 
 ENTRY_POINTS = "milebench.benchmarks"
 """The entry point group a benchmark declares itself in."""
@@ -58,8 +59,12 @@ class Benchmark(Spec):
         description="The heading its commands are listed under in `milebench --help`; default: its name.",
     )
 
+    def folder(self, specs_root: Path) -> Path:
+        """Its specs folder under ``specs_root`` (or in its package)."""
+        return located(self.specs, Path(specs_root))
+
     def runs_folder(self, specs_root: Path) -> Path:
-        return located(self.specs, Path(specs_root)) / "runs"
+        return self.folder(specs_root) / "runs"
 
     def rules_file(self, snakefile_folder: Path) -> Path:
         return located(self.rules, Path(snakefile_folder))
@@ -102,9 +107,7 @@ def benchmarks() -> dict[str, Benchmark]:
 def benchmark_of_run(specs_root: Path, name: str) -> Benchmark:
     """The benchmark run spec ``name`` names; MileBench when no benchmark has a run of that name (its
     loader then says which runs exist). The file is validated by that benchmark's run spec model. An
-    overlay folder (``milebench.spec.registry``) without the run has it from the shipped folder."""
-    from milebench.spec.registry import overlay_base
-
+    overlay folder (``milebench.spec.folder``) without the run has it from the shipped folder."""
     known = benchmarks()
     paths = [p for b in known.values() if (p := b.runs_folder(specs_root) / f"{name}.yaml").is_file()]
     base = overlay_base(specs_root)

@@ -1,11 +1,5 @@
-"""Load every spec of a specs folder once and check the references between them.
-
-The default folder is the one the package ships (``specs/`` at the top of the tree, installed as
-``milebench.specs``); ``--specs`` names another. A folder with its own ``paper.yaml`` is whole, as the
-shipped one; one without is an overlay of the shipped folder: its tasks, models and runs are added to the
-shipped ones (a file of the same name replaces the shipped file), and every other file (the paper spec,
-the locks) is its own where it has one, else the shipped one. A user keeps their models and runs in their
-own folder and the kit's tasks and paper."""
+"""Load MileBench's specs of a specs folder once and check the references between them (the folder and
+its overlay of the shipped one: ``milebench.spec.folder``)."""
 
 from __future__ import annotations
 
@@ -15,8 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from milebench.package_data import package_path
-from milebench.spec.base import S, Spec, SpecError, load_spec
+from milebench.spec.base import Spec, SpecError, load_spec
+from milebench.spec.folder import DEFAULT_SPECS as DEFAULT_SPECS  # where every command finds it
+from milebench.spec.folder import PAPER, load_kind, overlay_base, resolve_file
 from milebench.spec.model import ModelSpec
 from milebench.spec.model_execution import for_run, variant_problem
 from milebench.spec.names import by_name
@@ -25,8 +20,6 @@ from milebench.spec.run import RunSpec
 from milebench.spec.task import TaskSpec
 from milebench.spec.weights_lock import WEIGHTS_LOCK, pin_weights
 
-DEFAULT_SPECS = package_path("milebench.specs")
-PAPER = "paper.yaml"
 _limit: list[int] = []
 """The command line's ``--limit`` (Snakemake's ``--config limit=N``), when given: it replaces the limit of
 the run a command looks up (``Specs.run``), in this process only."""
@@ -96,40 +89,6 @@ def spec_hash(spec: Spec, exclude: frozenset[str] = frozenset()) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-def overlay_base(root: Path) -> Path | None:
-    """The shipped folder ``root`` overlays, or None when it is whole (it has its own paper spec)."""
-    root = Path(root)
-    if (root / PAPER).exists() or root.resolve() == DEFAULT_SPECS.resolve():
-        return None
-    return DEFAULT_SPECS
-
-
-def resolve_file(root: Path, base: Path | None, relative: str | Path) -> Path:
-    own = Path(root) / relative
-    return own if base is None or own.exists() else base / relative
-
-
-def spec_files_of(folder: Path, base_folder: Path | None) -> list[Path]:
-    """The ``*.yaml`` files of a spec folder, over those of the folder it overlays, by file name."""
-    found = {p.name: p for p in sorted(base_folder.glob("*.yaml"))} if base_folder is not None else {}
-    found.update({p.name: p for p in sorted(Path(folder).glob("*.yaml"))})
-    return [found[name] for name in sorted(found)]
-
-
-def _load_folder(root: Path, part: str, model: type[S], base: Path | None) -> dict[str, tuple[Path, S]]:
-    folder = root / part
-    loaded: dict[str, tuple[Path, S]] = {}
-    for path in spec_files_of(folder, None if base is None else base / part):
-        spec = load_spec(path, model)
-        name = spec.name  # type: ignore[attr-defined]
-        if name != path.stem:
-            raise SpecError(path, [("name", f"{name!r} must equal the file name {path.stem!r}")])
-        loaded[name] = (path, spec)
-    if not loaded:
-        raise SpecError(folder, [("<folder>", "no *.yaml spec files")])
-    return loaded
-
-
 def _paper_models(paper: PaperSpec) -> list[tuple[str, str]]:
     """(field path, model name) for every place the paper spec names a model spec."""
     table = paper.main_table
@@ -197,9 +156,9 @@ def load_specs(root: Path = DEFAULT_SPECS) -> Specs:
     if not root.is_dir():
         raise SpecError(root, [("<folder>", "no such specs folder")])
     base = overlay_base(root)
-    tasks = _load_folder(root, "tasks", TaskSpec, base)
-    models = _load_folder(root, "models", ModelSpec, base)
-    runs = _load_folder(root, "runs", RunSpec, base)
+    tasks = load_kind(root, "tasks", TaskSpec, base)
+    models = load_kind(root, "models", ModelSpec, base)
+    runs = load_kind(root, "runs", RunSpec, base)
     paper_path = resolve_file(root, base, PAPER)
     paper = load_spec(paper_path, PaperSpec)
 

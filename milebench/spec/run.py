@@ -7,7 +7,7 @@ from typing import Annotated, Literal, TypeVar
 
 from pydantic import AfterValidator, Discriminator, Field, StrictBool, StrictInt, Tag
 
-from milebench.spec.base import Number, Spec
+from milebench.spec.base import Number, Spec, tolerance_field
 from milebench.spec.deployment import IMAGE_REGISTRY, Deployment, DockerJobs
 
 RUN_NAME = r"^[a-z0-9][a-z0-9_-]*$"
@@ -172,7 +172,7 @@ class RunSpec(Spec):
     allow_incomplete: StrictBool = Field(
         default=False, description="Build final tables from incomplete predictions, with coverage shown."
     )
-    tolerance: Number = Field(default=1.0, ge=0, description="Verdict tolerance in table points (x100).")
+    tolerance: Number = tolerance_field()
     truncation: TruncationMode = Field(
         default=TruncationMode.PAPER, description="How prompts are cut to each model's context length."
     )

@@ -7,16 +7,11 @@ import numpy as np
 import pytest
 
 from milebench.score.uncertainty import TaskSamples
-from milebench.score.verdict import (
-    Agreement,
-    VerdictCell,
-    build_verdict,
-    inconsistent_cells,
-    rank_correlation,
-)
+from milebench.score.verdict import build_verdict, inconsistent_cells, rank_correlation
 from milebench.spec.registry import load_specs
 from milebench.spec.run import FixtureSource, RunSpec
 from milebench.spec.task import Group
+from milebench.verdict import Agreement, VerdictCell
 
 SPECS = load_specs()
 TASKS = list(SPECS.tasks.values())

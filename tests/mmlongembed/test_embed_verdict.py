@@ -30,9 +30,9 @@ from milebench.benchmarks.mmlongembed.spec import (
 )
 from milebench.benchmarks.mmlongembed.statistics import PairedTest, spread
 from milebench.benchmarks.mmlongembed.verdict import EmbedVerdict, OurAverage, Ours, build_verdict
-from milebench.score.verdict import Agreement, VerdictCell
 from milebench.spec.base import SpecError
 from milebench.spec.registry import DEFAULT_SPECS, spec_hash
+from milebench.verdict import Agreement, VerdictCell
 
 
 def paper(**models: str) -> EmbedPaper:
@@ -171,6 +171,24 @@ def test_shipped_paper_spec_loads_and_an_unknown_model_is_named(tmp_path: Path) 
         SpecError, match=r"paper\.yaml: averages\.rows\.2\.model: unknown model 'no-such-model'"
     ):
         load_embed_paper(load_embed_specs(tmp_path / "specs"))
+
+
+def test_a_folder_without_paper_spec_overlays_the_shipped_embedders_runs_and_paper(tmp_path: Path) -> None:
+    shipped = load_embed_specs(DEFAULT_SPECS)
+    own = tmp_path / "specs" / "mmlongembed"
+    (own / "models").mkdir(parents=True)
+    (own / "runs").mkdir()
+    (own / "models" / "bm25.yaml").write_text("name: bm25\nkind: bm25\nk1: 1.2\n", encoding="utf-8")
+    (own / "models" / "my-bm25.yaml").write_text("name: my-bm25\nkind: bm25\n", encoding="utf-8")
+    run = yaml.safe_load((DEFAULT_SPECS / "mmlongembed" / "runs" / "embed-smoke.yaml").read_text())
+    (own / "runs" / "mine.yaml").write_text(
+        yaml.safe_dump({**run, "name": "mine", "models": ["my-bm25", "all-minilm-l6-v2"]}), encoding="utf-8"
+    )
+    specs = load_embed_specs(tmp_path / "specs")
+    assert set(specs.models) == set(shipped.models) | {"my-bm25"}
+    assert set(specs.runs) == set(shipped.runs) | {"mine"}
+    assert specs.models["bm25"].k1 == 1.2  # type: ignore[union-attr]
+    assert load_embed_paper(specs) == load_embed_paper(shipped)
 
 
 def test_aggregate_names_a_metrics_file_that_is_not_json(tmp_path: Path) -> None:

@@ -14,10 +14,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from milebench.benchmarks.mmlongembed.spec import EmbedSpecs, Modality
+from milebench.benchmarks.mmlongembed.spec import EmbedSpecs, Modality, specs_folder
 from milebench.spec.base import Number, Spec, SpecError, load_spec
-
-PAPER = "paper.yaml"
+from milebench.spec.folder import PAPER
 
 
 class AverageRow(Spec):
@@ -148,7 +147,7 @@ def kit_names(paper: EmbedPaper) -> dict[str, str]:
 def load_embed_paper(specs: EmbedSpecs) -> EmbedPaper:
     """The paper spec beside the run specs, each named model checked against the model specs and each
     paper name a row uses known (from the averages table or the aliases)."""
-    path = specs.root / PAPER
+    path = specs.file(PAPER)
     paper = load_spec(path, EmbedPaper)
     named = [
         *((f"averages.rows.{i}.model", r.model) for i, r in enumerate(paper.averages.rows)),
@@ -185,4 +184,4 @@ def load_embed_paper(specs: EmbedSpecs) -> EmbedPaper:
 
 
 def paper_path(specs_root: Path) -> Path:
-    return Path(specs_root) / "mmlongembed" / PAPER
+    return specs_folder(specs_root) / PAPER

@@ -6,23 +6,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from milebench.benchmarks.mmlongembed.records import CANDIDATES, IMAGES, POOLS, QRELS, QUERIES
-from milebench.benchmarks.mmlongembed.spec import EmbedRunSpec
+from milebench.paths import RunFolder
 
 EVIDENCE = "evidence.jsonl"
 """A real-task set's extra file: per candidate, its source query, construction and evidence segments."""
 
 
 @dataclass(frozen=True)
-class EmbedPaths:
-    """Output layout of a run, rooted at ``base``: the working folder, or the copy a Snakemake storage
-    provider stages a job's files in (``--root``), as MileBench's ``RunPaths``."""
-
-    out: Path
-    reports: Path
-
-    @classmethod
-    def for_run(cls, run: EmbedRunSpec, base: Path = Path(".")) -> EmbedPaths:
-        return cls(out=base / run.out, reports=base / "reports" / run.name)
+class EmbedPaths(RunFolder):
+    """MMLongEmbed's output layout of a run, in the run folder every benchmark has."""
 
     @property
     def vg(self) -> Path:
@@ -74,21 +66,3 @@ class EmbedPaths:
     def analysis(self) -> Path:
         """Every analysis of the run and its verdict against the paper (``embed-aggregate``)."""
         return self.out / "analysis.json"
-
-    def logs(self, rule: str, name: str) -> Path:
-        return self.out / "logs" / rule / f"{name}.log"
-
-    def benchmark(self, rule: str, name: str) -> Path:
-        return self.out / "benchmarks" / rule / f"{name}.tsv"
-
-    @property
-    def report_html(self) -> Path:
-        return self.reports / "report.html"
-
-    @property
-    def report_tex(self) -> Path:
-        return self.reports / "report.tex"
-
-    @property
-    def report_figures(self) -> Path:
-        return self.reports / "figures"

@@ -9,14 +9,15 @@ from typing import Annotated, Literal
 
 from pydantic import Field, RootModel, StrictInt, model_validator
 
+from milebench.benchmarks import mmlongembed
 from milebench.benchmarks.mmlongembed.metrics import Ties
 from milebench.benchmarks.mmlongembed.task_spec import RealTask
 from milebench.benchmarks.mmlongembed.tokenizer_spec import HubTokenizer, PackageTokenizer, TokenizerRef
-from milebench.spec.base import Number, Spec, SpecError, load_spec
+from milebench.spec.base import Number, Spec, SpecError, tolerance_field
+from milebench.spec.folder import load_kind, overlay_base, resolve_file
 from milebench.spec.model import ApiLimits
 from milebench.spec.names import by_name
 
-BENCHMARK = "mmlongembed"
 PAPER_BINS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 PAPER_DEPTHS = (0, 20, 40, 60, 80, 100)
 
@@ -104,11 +105,7 @@ class EmbedRunSpec(Spec):
     )
     visual_grounding: VisualGrounding
     heatmap_k: StrictInt = Field(default=5, ge=1, description="The heatmap's Hit@k (the paper's 'P@5').")
-    tolerance: Number = Field(
-        default=1.0,
-        ge=0,
-        description="Verdict: points (x100) within which ours reproduces a published value.",
-    )
+    tolerance: Number = tolerance_field()
     cutoffs: tuple[StrictInt, ...] = (1, 5, 10)
     ties: Ties = Field(
         default="expected",
@@ -267,42 +264,45 @@ EmbedderSpec = Annotated[AnyEmbedder, Field(discriminator="kind")]
 class _EmbedderFile(RootModel[EmbedderSpec]):
     """One embedder spec file, its ``kind`` picking the model."""
 
+    @property
+    def name(self) -> str:
+        return self.root.name
+
 
 @dataclass(frozen=True)
 class EmbedSpecs:
     root: Path
     runs: dict[str, EmbedRunSpec]
     models: dict[str, AnyEmbedder]
+    base: Path | None = None
+    """The shipped folder ``root`` overlays; None when ``root`` is whole."""
 
     def run(self, name: str) -> EmbedRunSpec:
         return by_name(self.runs, name, "run", self.root / "runs")
 
+    def file(self, relative: str | Path) -> Path:
+        """Where the file at ``relative`` (the paper spec) comes from: the overlay's own, else the
+        shipped one."""
+        return resolve_file(self.root, self.base, relative)
+
 
 def specs_folder(specs_root: Path) -> Path:
-    return Path(specs_root) / BENCHMARK
-
-
-def _named(path: Path, name: str) -> None:
-    if name != path.stem:
-        raise SpecError(path, [("name", f"{name!r} must equal the file name {path.stem!r}")])
+    """MMLongEmbed's folder under ``specs_root``, as its declaration names it."""
+    return mmlongembed.BENCHMARK.folder(specs_root)
 
 
 def load_embed_specs(specs_root: Path) -> EmbedSpecs:
-    """Runs and embedders under ``<specs>/mmlongembed/``, with each run's model names checked."""
+    """Runs and embedders under ``<specs>/mmlongembed/`` (over the shipped ones where ``specs_root`` is
+    an overlay), with each run's model names checked."""
     root = specs_folder(specs_root)
-    models: dict[str, AnyEmbedder] = {}
-    for path in sorted((root / "models").glob("*.yaml")):
-        model = load_spec(path, _EmbedderFile).root
-        _named(path, model.name)
-        models[model.name] = model
-    runs: dict[str, EmbedRunSpec] = {}
-    for path in sorted((root / "runs").glob("*.yaml")):
-        run = load_spec(path, EmbedRunSpec)
-        _named(path, run.name)
+    shipped = overlay_base(specs_root)
+    base = None if shipped is None else specs_folder(shipped)
+    models = {name: model.root for name, (_, model) in load_kind(root, "models", _EmbedderFile, base).items()}
+    runs = load_kind(root, "runs", EmbedRunSpec, base)
+    for path, run in runs.values():
         unknown = [
             (f"models.{i}", f"unknown model {m!r}") for i, m in enumerate(run.models) if m not in models
         ]
         if unknown:
             raise SpecError(path, unknown)
-        runs[run.name] = run
-    return EmbedSpecs(root=root, runs=runs, models=models)
+    return EmbedSpecs(root=root, runs={k: v for k, (_, v) in runs.items()}, models=models, base=base)

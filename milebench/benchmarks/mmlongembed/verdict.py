@@ -1,6 +1,6 @@
-"""Our numbers beside the MMLongEmbed paper's, each cell judged by MileBench's verdict rules.
+"""Our numbers beside the MMLongEmbed paper's, each cell judged by the kit's one verdict rule.
 
-The states and their rules are ``milebench.score.verdict``'s: ``reproduced`` within the run's
+The states and their rules are ``milebench.verdict``'s: ``reproduced`` within the run's
 tolerance (points), ``consistent`` when outside it but the published value lies in our bootstrap
 interval (widened by the printed rounding), ``not reproduced`` otherwise, ``no score`` where the run
 has no number of ours (a model outside the run, or an average over fewer subsets than the paper's).
@@ -28,16 +28,8 @@ from milebench.benchmarks.mmlongembed.analysis import (
     ScaleComparison,
 )
 from milebench.benchmarks.mmlongembed.paper import EmbedPaper, kit_names
-from milebench.score.verdict import (
-    Agreement,
-    AgreementSummary,
-    VerdictCell,
-    agreement,
-    in_interval,
-    summarise_agreement,
-    within,
-)
 from milebench.spec.base import Spec
+from milebench.verdict import Agreement, AgreementSummary, VerdictCell, judged, summarise_agreement
 
 AVERAGE, SCALE, SUBSET, POOL, DEPTH, INTERFERENCE = (
     "average", "scale", "subset", "pool", "depth", "interference",
@@ -98,37 +90,6 @@ def checked(
     )
     return CheckedClaim(
         kind=kind, subject=subject, claim=claim, published=published, ours=ours, holds=holds, agreement=state
-    )
-
-
-def judged(
-    model: str,
-    column: str,
-    header: str,
-    published: float,
-    ours: float | None,
-    tolerance: float,
-    interval: tuple[float | None, float | None] = (None, None),
-    coverage: float | None = None,
-) -> VerdictCell:
-    """One published value beside ours, in the state MileBench's rules give it."""
-    low, high = interval if ours is not None else (None, None)
-    difference = None if ours is None else ours - published
-    inside = in_interval(published, low, high)
-    return VerdictCell(
-        model=model,
-        column=column,
-        header=header,
-        published=published,
-        ours=ours,
-        difference=difference,
-        ci_low=low,
-        ci_high=high,
-        published_in_interval=inside,
-        coverage=coverage,
-        passed=None if difference is None else within(difference, tolerance),
-        flagged=False,
-        agreement=agreement(ours, published, inside, tolerance),
     )
 
 
