@@ -39,7 +39,7 @@ def write_run(
         shutil.copytree(DEFAULT_SPECS, specs)
     run = {
         "name": name,
-        "description": "declared files",
+        "description": f"{', '.join(models)} on {len(tasks)} fixture tasks",
         "models": models,
         "tasks": tasks,
         "modes": ["multi-image"],
