@@ -1,7 +1,11 @@
-"""Session fixtures, made once for every test file that needs them: for the Docker tests the kit image and a
-CPU build of hf-current, and a run whose every job ran in them (Docker builds and container starts are
-slow: minutes each on a vfs engine); for the hub tests a real hub server. And the CPU thread settings,
-which a stage run in-process changes (``--threads``): kept per test, and fixed for the parity tests."""
+"""Session fixtures, made once for every test file that needs them: the small runs through Snakemake that
+several test files read (``pipeline_runs``); for the Docker tests the kit image and a CPU build of
+hf-current, and a run whose every job ran in them (Docker builds and container starts are slow: minutes
+each on a vfs engine); for the hub tests a real hub server. And the CPU thread settings, which a stage run
+in-process changes (``--threads``): kept per test, and fixed for the parity tests.
+
+The Docker and hub helpers (which import transformers) are imported by the fixtures that use them, so a
+test file that needs neither is collected without them."""
 
 from __future__ import annotations
 
@@ -11,16 +15,30 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from docker_runs import LOCAL_BASE, BoxedRun, cpu_checkout_at, run_boxed, torch_wheel
-from hub_server import OLAH, Olah, build_mirrors, ported_hub_models
+from pipeline_runs import (
+    AUDITED_MODELS,
+    AUDITED_RUN,
+    E2E_MODELS,
+    E2E_RUN,
+    E2E_TASKS,
+    archive,
+    audited_snakemake,
+    snakemake,
+    write_run,
+)
 from unavailable import unavailable
 
 from milebench.infer.threads import THREAD_VARIABLES
 from milebench.spec.model import TinyWeights
 from milebench.spec.registry import load_specs
 from milebench.spec.run import FixtureSource
+
+if TYPE_CHECKING:
+    from docker_runs import BoxedRun
+    from hub_server import Olah
 
 
 def torch_threads() -> int | None:
@@ -68,6 +86,8 @@ def parity_threads(request: pytest.FixtureRequest) -> Iterator[None]:
 def cpu_checkout(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A copy of the kit whose hf-current family installs the host's CPU torch, with the kit and
     hf-current images built once on the local base: (checkout, records)."""
+    from docker_runs import LOCAL_BASE, cpu_checkout_at, torch_wheel
+
     if (
         shutil.which("docker") is None
         or subprocess.run(
@@ -85,6 +105,8 @@ def cpu_checkout(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 @pytest.fixture(scope="session")
 def boxed_run(cpu_checkout: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> BoxedRun:
     """The run of every job in a container (``run_boxed``), made once. Tests read it, never change it."""
+    from docker_runs import run_boxed
+
     return run_boxed(*cpu_checkout, tmp_path_factory.mktemp("boxed-run"))
 
 
@@ -92,6 +114,8 @@ def boxed_run(cpu_checkout: tuple[Path, Path], tmp_path_factory: pytest.TempPath
 def olah_hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Olah]:
     """olah serving the hub's repositories (``hub_server``) on 127.0.0.1 for the whole session. Without
     ``.ci/hub-setup.sh`` it skips, saying so; in CI (where that script ran) it fails instead."""
+    from hub_server import OLAH, Olah, build_mirrors, ported_hub_models
+
     if not OLAH.is_file() or shutil.which("git-lfs") is None:
         unavailable(f"hub: no olah at {OLAH} or no git-lfs (run .ci/hub-setup.sh)")
     root = tmp_path_factory.mktemp("hub")
@@ -106,3 +130,30 @@ def olah_hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Olah]:
     server = Olah(root / "mirrors", root, unbuilt=unbuilt).start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def e2e_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """fixture -> fetch -> preprocess -> infer -> score -> report of ``E2E_RUN`` with real commands, made
+    once: its folder. Tests read it; one that changes a file or runs Snakemake in it works on a copy."""
+    root = tmp_path_factory.mktemp("e2e")
+    snakemake(root, "--cores", "2", *write_run(root, E2E_RUN, E2E_MODELS, tasks=E2E_TASKS))
+    return root
+
+
+@pytest.fixture(scope="session")
+def audited_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``AUDITED_RUN`` through Snakemake with every ``milebench`` process audited, made once: its folder,
+    the audit records in ``audit/``. Tests read it, never change it."""
+    root = tmp_path_factory.mktemp("audited")
+    audited_snakemake(root, write_run(root, AUDITED_RUN, AUDITED_MODELS))
+    return root
+
+
+@pytest.fixture(scope="session")
+def audited_bundle(audited_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``AUDITED_RUN`` archived with its data and weights (no images) and as a tarball (``bundle.tar``
+    beside it), made once. Tests read it; one that tampers with it works on a copy."""
+    out = tmp_path_factory.mktemp("bundles") / "bundle"
+    assert archive(audited_run, AUDITED_RUN, out, "--with-data", "--with-weights", "--tarball") == 0
+    return out

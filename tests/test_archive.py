@@ -1,9 +1,10 @@
 """Artifact bundles without a Docker engine: what a bundle holds, that every file matches its manifest,
 that archiving twice gives the same bytes, that tampering is caught and named, and the RO-Crate.
 
-A small real run (Random and the tiny LLaVA on two tasks) goes through Snakemake once per module; the
-bundles here leave the images out (``--no-images``), so ``verify --only hashes`` checks them. The
-images, re-scoring and re-running are tested against a real engine in ``test_archive_docker.py``.
+A small real run (Random and the tiny LLaVA on two tasks, the session's ``audited_run``) goes through
+Snakemake once; the bundles here leave the images out (``--no-images``), so ``verify --only hashes``
+checks them. The images, re-scoring and re-running are tested against a real engine in
+``test_archive_docker.py``.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from rocrate.rocrate import ROCrate
-from test_declared_files import snakemake, write_run
+from pipeline_runs import AUDITED_RUN, run_config, snakemake
+from pipeline_runs import archive as archive_run
 
 from milebench import cli
 from milebench.archive.contents import files_under
@@ -38,31 +39,28 @@ from milebench.provenance import KIT_ROOT
 from milebench.spec.benchmark import benchmarks
 from milebench.spec.registry import load_specs
 
-RUN = "archived"
+RUN = AUDITED_RUN
 
 
-@pytest.fixture(scope="module")
-def run_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("archive-run")
-    config = write_run(root, RUN, ["random", "tiny-llava"])
-    snakemake(root, "--cores", "2", *config)
-    return root
+@pytest.fixture
+def run_root(audited_run: Path) -> Path:
+    """The run archived here (``conftest.py``): read, never changed."""
+    return audited_run
+
+
+@pytest.fixture
+def bundle(audited_bundle: Path) -> Path:
+    """Its bundle with data and weights, and ``bundle.tar`` beside it (``conftest.py``): tests that
+    tamper work on a copy."""
+    return audited_bundle
 
 
 def archive(root: Path, out: Path, *options: str) -> int:
-    argv = ["--specs", str(root / "specs"), "archive", "--run", RUN, "--root", str(root), "--out", str(out)]
-    return cli.main([*argv, "--no-images", *options])
+    return archive_run(root, RUN, out, *options)
 
 
 def verify_hashes(bundle: Path) -> int:
     return cli.main(["verify", str(bundle), "--only", "hashes"])
-
-
-@pytest.fixture(scope="module")
-def bundle(run_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("bundles") / "bundle"
-    assert archive(run_root, out, "--with-data", "--with-weights", "--tarball") == 0
-    return out
 
 
 def copy_of(bundle: Path, tmp_path: Path) -> Path:
@@ -300,6 +298,8 @@ def test_a_tarball_member_outside_the_bundle_folder_or_a_link_is_refused_before_
 
 @pytest.mark.slow
 def test_crate_is_a_workflow_run_crate_of_the_bundle(bundle: Path) -> None:
+    from rocrate.rocrate import ROCrate
+
     crate = ROCrate(bundle)
     assert crate.mainEntity.id == "source/Snakefile"
     assert "ComputationalWorkflow" in crate.mainEntity.type
@@ -412,9 +412,9 @@ def test_scratch_copy_loses_what_verify_recomputes_and_never_touches_the_bundle(
 
 
 @pytest.mark.slow
-def test_the_archive_target_packs_a_finished_run(run_root: Path) -> None:
-    planned = snakemake(run_root, "-n", "--quiet", "rules", "--cores", "1", "archive",
-                        "--config", f"run={RUN}", f"specs={run_root / 'specs'}")  # fmt: skip
+def test_the_archive_target_packs_a_finished_run(run_root: Path, tmp_path: Path) -> None:
+    copy = Path(shutil.copytree(run_root, tmp_path / "run"))  # a dry run writes Snakemake's cache
+    planned = snakemake(copy, "-n", "--quiet", "rules", "--cores", "1", "archive", *run_config(copy, RUN))
     assert "archive" in planned and not any(r in planned for r in ("infer", "score", "report "))
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_declared_files import TASKS, snakemake
+from pipeline_runs import TASKS, snakemake
 
 from milebench.audit.batch import BatchAudit
 from milebench.audit.drift import DriftAudit

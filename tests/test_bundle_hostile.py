@@ -1,7 +1,8 @@
-"""``milebench verify`` on bundles an attacker made: a real small bundle, tampered and its manifest rewritten
-to match (so the hash check alone would pass), beside a victim folder. Every attack ends in one error
-naming the field or file (exit 2 for a bundle refused as given), no Available badge, and the victim's
-bytes untouched and undescribed: no write, removal or read outside the bundle and its scratch copy."""
+"""``milebench verify`` on bundles an attacker made: a real small bundle (the session's ``audited_bundle``),
+tampered and its manifest rewritten to match (so the hash check alone would pass), beside a victim folder.
+Every attack ends in one error naming the field or file (exit 2 for a bundle refused as given), no
+Available badge, and the victim's bytes untouched and undescribed: no write, removal or read outside the
+bundle and its scratch copy."""
 
 from __future__ import annotations
 
@@ -13,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_archive import RUN, archive, copy_of
-from test_declared_files import snakemake, write_run
+from test_archive import copy_of
 
 from milebench import cli
 from milebench.archive.compare import compare_json, compare_rows
@@ -27,16 +27,6 @@ ManifestJson = dict[str, Any]
 Attack = Callable[[Path, Path, ManifestJson], str]
 """(bundle, victim folder, manifest JSON to edit in place) -> the error it must end in."""
 Hostile = Callable[[BundleManifest, Path], BundleManifest]
-
-
-@pytest.fixture(scope="module")
-def small_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A finished run of the Random baseline on the test tasks, archived without images."""
-    root = tmp_path_factory.mktemp("hostile-run")
-    snakemake(root, "--cores", "2", *write_run(root, RUN, ["random"]))
-    out = tmp_path_factory.mktemp("hostile-bundles") / "bundle"
-    assert archive(root, out) == 0
-    return out
 
 
 @pytest.fixture
@@ -93,7 +83,7 @@ Attacked = Callable[[Attack], Verified]
 
 @pytest.fixture
 def attacked(
-    small_bundle: Path,
+    audited_bundle: Path,
     victim: Path,
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
@@ -102,7 +92,7 @@ def attacked(
     """Verify the hashes of a copy of the bundle after an attack, its manifest rewritten to match."""
 
     def verify(attack: Attack) -> Verified:
-        bundle, summary = copy_of(small_bundle, tmp_path), tmp_path / "summary.md"
+        bundle, summary = copy_of(audited_bundle, tmp_path), tmp_path / "summary.md"
         path = bundle / MANIFEST
         manifest = json.loads(path.read_text())
         expected = attack(bundle, victim, manifest)
@@ -173,14 +163,14 @@ def hostile_aggregate(manifest: BundleManifest, victim: Path) -> BundleManifest:
 @pytest.mark.slow
 @pytest.mark.parametrize("hostile", [hostile_run, hostile_aggregate])
 def test_the_scratch_copy_writes_and_removes_nothing_outside_its_folder(
-    hostile: Hostile, small_bundle: Path, victim: Path, tmp_path: Path
+    hostile: Hostile, audited_bundle: Path, victim: Path, tmp_path: Path
 ) -> None:
     """The workspace's own guard, under the manifest's: given names that climb out (a manifest copied
     without validation), it refuses before touching anything outside the scratch folder."""
     before = tree(victim)
-    manifest = hostile(read_manifest(small_bundle), victim)
+    manifest = hostile(read_manifest(audited_bundle), victim)
     with pytest.raises(BundleError, match="resolves outside this folder: neither read nor written"):
-        open_workspace(small_bundle, manifest, tmp_path / "scratch")
+        open_workspace(audited_bundle, manifest, tmp_path / "scratch")
     assert tree(victim) == before
 
 

@@ -11,24 +11,17 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import shutil
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from pipeline_runs import AUDITED_RUN, E2E_RUN, audited_snakemake, run_config, snakemake
 
 from milebench.spec.registry import DEFAULT_SPECS
 
-REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
-AUDIT = Path(__file__).resolve().parent / "audit"
-RUN = "audited"
-TASKS = ["ActionSequence", "TextNeedleInAHaystack"]
 EMBED_RUN = "audited-embed"
 EMBED_SPEC = {
     "name": EMBED_RUN,
@@ -53,31 +46,6 @@ CACHES = ("journal", "downloads", "cache")
 embedding cache): not outputs, read by their writer."""
 
 
-def write_run(root: Path, name: str, models: list[str], samples: int = 2) -> list[str]:
-    """A copy of the kit's specs with a run of ``models`` on ``TASKS``; returns Snakemake's --config."""
-    specs = root / "specs"
-    root.mkdir(parents=True, exist_ok=True)
-    if not specs.exists():
-        shutil.copytree(DEFAULT_SPECS, specs)
-    run = {
-        "name": name,
-        "description": "declared files",
-        "models": models,
-        "tasks": TASKS,
-        "modes": ["multi-image"],
-        "data": {"kind": "fixture", "seed": 1, "samples_per_task": samples},
-    }
-    (specs / "runs" / f"{name}.yaml").write_text(yaml.safe_dump(run))
-    return ["--config", f"run={name}", f"specs={specs}"]
-
-
-def snakemake(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
-    root.mkdir(parents=True, exist_ok=True)
-    result = subprocess.run([*SNAKEMAKE, *args], cwd=root, capture_output=True, text=True, env=env)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return result.stdout
-
-
 Record = dict[str, Any]
 """What one audited process touched (``audit/sitecustomize.py``)."""
 
@@ -90,9 +58,9 @@ class Job:
     outputs: set[str] = field(default_factory=set)
 
 
-def declared_jobs(root: Path, config: list[str]) -> list[Job]:
+def declared_jobs(root: Path) -> list[Job]:
     """Each job of the finished run with its declared inputs and outputs, from the detailed summary."""
-    table = snakemake(root, "--detailed-summary", "--cores", "1", *config)
+    table = (root / "declared.tsv").read_text()
     jobs: dict[str, Job] = {}
     rows = csv.DictReader(io.StringIO(table[table.index("output_file") :]), delimiter="\t")
     for row in rows:
@@ -141,15 +109,10 @@ def undeclared(record: Record, job: Job, root: Path, run: str) -> list[str]:
     return problems
 
 
-def audit(root: Path, config: list[str]) -> tuple[Path, list[Job], list[Record]]:
-    """Run through Snakemake with every ``milebench`` process audited; the jobs and what each opened."""
-    records = root / "audit"
-    records.mkdir()
-    path = os.pathsep.join([str(AUDIT), str(REPO), os.environ.get("PYTHONPATH", "")])
-    env = {**os.environ, "PYTHONPATH": path, "MILEBENCH_AUDIT": str(records)}
-    snakemake(root, "--cores", "2", *config, env=env)
-    found = [json.loads(p.read_text()) for p in sorted(records.glob("*.json"))]
-    return root, declared_jobs(root, config), found
+def audited(root: Path) -> tuple[list[Job], list[Record]]:
+    """The jobs of a run made by ``audited_snakemake`` under ``root``, and what each process opened."""
+    found = [json.loads(p.read_text()) for p in sorted((root / "audit").glob("*.json"))]
+    return declared_jobs(root), found
 
 
 def by_command(jobs: list[Job], records: list[Record]) -> dict[str, tuple[Job, Record]]:
@@ -172,25 +135,17 @@ def problems(ran: dict[str, tuple[Job, Record]], root: Path, run: str) -> dict[s
     return {k: v for k, v in found.items() if v}
 
 
-@pytest.fixture(scope="module")
-def audited(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Job], list[Record]]:
-    root = tmp_path_factory.mktemp("declared")
-    return audit(root, write_run(root, RUN, ["random", "tiny-llava"]))
-
-
 @pytest.mark.slow
-def test_every_job_reads_and_writes_only_what_its_rule_declares(
-    audited: tuple[Path, list[Job], list[Record]],
-) -> None:
-    root, jobs, records = audited
+def test_every_job_reads_and_writes_only_what_its_rule_declares(audited_run: Path) -> None:
+    jobs, records = audited(audited_run)
     ran = by_command(jobs, records)
     rules = {job.rule for job, _ in ran.values()}
     stages = {"fixture", "fetch", "tiny_model", "preprocess", "score", "aggregate", "report"}
     assert rules == stages | {"infer", "infer_model_multi_image"}  # random per cell, tiny-llava per mode
-    assert problems(ran, root, RUN) == {}
+    assert problems(ran, audited_run, AUDITED_RUN) == {}
     # The audit sees what it checks: the report read the judgments behind its needle figure.
     report_job, report_record = next(v for v in ran.values() if v[0].rule == "report")
-    needle = root / f"results/{RUN}/scores/random/multi-image/TextNeedleInAHaystack.jsonl"
+    needle = audited_run / f"results/{AUDITED_RUN}/scores/random/multi-image/TextNeedleInAHaystack.jsonl"
     assert str(needle) in report_record["read"] and str(needle) in report_job.inputs
 
 
@@ -203,7 +158,8 @@ def test_every_mmlongembed_job_reads_and_writes_only_what_its_rule_declares(
     root = tmp_path_factory.mktemp("declared-embed")
     shutil.copytree(DEFAULT_SPECS, root / "specs")
     (root / "specs/mmlongembed/runs" / f"{EMBED_RUN}.yaml").write_text(yaml.safe_dump(EMBED_SPEC))
-    root, jobs, records = audit(root, ["--config", f"run={EMBED_RUN}", f"specs={root / 'specs'}"])
+    audited_snakemake(root, run_config(root, EMBED_RUN))
+    jobs, records = audited(root)
     ran = by_command(jobs, records)
     assert {job.rule for job, _ in ran.values()} == {
         "embed_generate",
@@ -232,26 +188,24 @@ def report_tables(reports: Path) -> tuple[str, str]:
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("rsync") is None, reason="snakemake-storage-plugin-fs copies with rsync")
-def test_a_run_through_a_storage_provider_gives_the_plain_runs_report(tmp_path: Path) -> None:
+def test_a_run_through_a_storage_provider_gives_the_plain_runs_report(e2e_run: Path, tmp_path: Path) -> None:
     """With a folder standing in for S3 (snakemake-storage-plugin-fs, no shared file system), each job sees
-    only the inputs Snakemake staged for it, and the report equals the one of a plain run."""
-    plain, staged, store = tmp_path / "plain", tmp_path / "staged", tmp_path / "store"
-    models = ["random", "oracle"]
-    snakemake(plain, "--cores", "2", *write_run(plain, "stored", models))
+    only the inputs Snakemake staged for it, and the report equals the one of the plain run (``e2e_run``)."""
+    staged, store = tmp_path / "staged", tmp_path / "store"
+    shutil.copytree(e2e_run / "specs", staged / "specs")
     storage = ["--default-storage-provider", "fs", "--default-storage-prefix", str(store)]
-    snakemake(
-        staged, "--cores", "2", *storage, "--shared-fs-usage", "none", *write_run(staged, "stored", models)
-    )
+    snakemake(staged, "--cores", "2", *storage, "--shared-fs-usage", "none", *run_config(staged, E2E_RUN))
     assert not (staged / "results").exists() and not (staged / "reports").exists()
+    plain = e2e_run
     for name in ("aggregate.json", "verdict.json"):
-        ours = (store / "results/stored" / name).read_text()
-        assert ours == (plain / "results/stored" / name).read_text(), name
-    assert report_tables(store / "reports/stored") == report_tables(plain / "reports/stored")
-    figures = sorted(p.name for p in (plain / "reports/stored/figures").iterdir())
+        ours = (store / f"results/{E2E_RUN}" / name).read_text()
+        assert ours == (plain / f"results/{E2E_RUN}" / name).read_text(), name
+    assert report_tables(store / f"reports/{E2E_RUN}") == report_tables(plain / f"reports/{E2E_RUN}")
+    figures = sorted(p.name for p in (plain / f"reports/{E2E_RUN}/figures").iterdir())
     assert figures and all(
-        (store / "reports/stored/figures" / f).read_bytes()
-        == (plain / "reports/stored/figures" / f).read_bytes()
+        (store / f"reports/{E2E_RUN}/figures" / f).read_bytes()
+        == (plain / f"reports/{E2E_RUN}/figures" / f).read_bytes()
         for f in figures
     )
-    fetched = json.loads((store / "results/stored/data/fetch.json").read_text())
-    assert fetched["data_root"] == "results/stored/data/MileBench"  # not where the job's copy was staged
+    fetched = json.loads((store / f"results/{E2E_RUN}/data/fetch.json").read_text())
+    assert fetched["data_root"] == f"results/{E2E_RUN}/data/MileBench"  # not where the job's copy was staged

@@ -3,25 +3,21 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from pipeline_runs import E2E_RUN, E2E_TASKS, SNAKEMAKE, run_config
 
 from milebench.paths import RunPaths
 from milebench.plan import applies, cells, job_per_cell, prepare_jobs
 from milebench.preprocess.regime import model_regime
 from milebench.provenance import read_provenance
 from milebench.spec.model import ApiModel, TinyWeights
-from milebench.spec.registry import DEFAULT_SPECS, load_specs, spec_hash
-
-REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
+from milebench.spec.registry import load_specs, spec_hash
 
 
 def job_counts(output: str) -> dict[str, int]:
@@ -123,39 +119,28 @@ def test_a_config_value_of_the_wrong_type_is_refused_by_its_key(tmp_path: Path) 
     assert "--config: image_base: Input should be a valid string" in done.stdout + done.stderr
 
 
-E2E_TASKS = ["ActionSequence", "GPR1200", "TextNeedleInAHaystack"]
-
-
 def snakemake(cwd: Path, *args: str) -> str:
     result = subprocess.run([*SNAKEMAKE, *args], cwd=cwd, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result.stdout + result.stderr
 
 
-@pytest.fixture(scope="module")
-def e2e(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """fixture -> fetch -> preprocess -> infer -> score -> report on three tasks with real commands."""
-    root = tmp_path_factory.mktemp("e2e")
-    specs_dir = root / "specs"
-    shutil.copytree(DEFAULT_SPECS, specs_dir)
-    (specs_dir / "runs" / "e2e.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "name": "e2e",
-                "description": "end-to-end test",
-                "models": ["random", "oracle"],
-                "tasks": E2E_TASKS,
-                "modes": ["multi-image"],
-                "data": {"kind": "fixture", "seed": 1, "samples_per_task": 2},
-            }
-        )
-    )
-    snakemake(root, "--cores", "2", *e2e_config(root))
-    return root
-
-
 def e2e_config(root: Path) -> list[str]:
-    return ["--config", "run=e2e", f"specs={root / 'specs'}"]
+    return run_config(root, E2E_RUN)
+
+
+@pytest.fixture
+def e2e(e2e_run: Path) -> Path:
+    """The session's small run (``conftest.py``): fixture -> fetch -> preprocess -> infer -> score -> report
+    on three tasks with real commands. Read, never changed."""
+    return e2e_run
+
+
+@pytest.fixture
+def e2e_copy(e2e_run: Path, tmp_path: Path) -> Path:
+    """A copy of the session's small run, its files' times kept, for a test that edits or runs Snakemake in
+    it."""
+    return Path(shutil.copytree(e2e_run, tmp_path / "e2e"))
 
 
 @pytest.mark.slow
@@ -182,23 +167,19 @@ def test_end_to_end_small_run(e2e: Path) -> None:
 
 
 @pytest.mark.slow
-def test_complete_run_has_nothing_to_do(e2e: Path) -> None:
-    out = snakemake(e2e, "-n", "--cores", "1", *e2e_config(e2e))
+def test_complete_run_has_nothing_to_do(e2e_copy: Path) -> None:
+    out = snakemake(e2e_copy, "-n", "--cores", "1", *e2e_config(e2e_copy))
     assert "Nothing to be done" in out, out[-2000:]
 
 
 @pytest.mark.slow
-def test_generation_edit_replans_only_that_models_jobs(e2e: Path) -> None:
+def test_generation_edit_replans_only_that_models_jobs(e2e_copy: Path) -> None:
     """Changing oracle's max_new_tokens re-plans oracle's infer and score jobs and the report only."""
-    spec_file = e2e / "specs" / "models" / "oracle.yaml"
-    original = spec_file.read_text()
-    spec = yaml.safe_load(original)
+    spec_file = e2e_copy / "specs" / "models" / "oracle.yaml"
+    spec = yaml.safe_load(spec_file.read_text())
     spec.setdefault("generation", {})["max_new_tokens"] = 7
     spec_file.write_text(yaml.safe_dump(spec))
-    try:
-        out = snakemake(e2e, "-n", "--cores", "1", *e2e_config(e2e))
-    finally:
-        spec_file.write_text(original)
+    out = snakemake(e2e_copy, "-n", "--cores", "1", *e2e_config(e2e_copy))
     counts = job_counts(out)
     n = len(E2E_TASKS)
     assert counts == {"infer": n, "score": n, "aggregate": 1, "report": 1, "all": 1}, counts
@@ -214,43 +195,34 @@ def test_generation_edit_replans_only_that_models_jobs(e2e: Path) -> None:
 
 
 @pytest.mark.slow
-def test_task_spec_edit_replans_its_preprocess_and_scores(e2e: Path) -> None:
-    spec_file = e2e / "specs" / "tasks" / "GPR1200.yaml"
-    original = spec_file.read_text()
-    spec = yaml.safe_load(original)
+def test_task_spec_edit_replans_its_preprocess_and_scores(e2e_copy: Path) -> None:
+    spec_file = e2e_copy / "specs" / "tasks" / "GPR1200.yaml"
+    spec = yaml.safe_load(spec_file.read_text())
     spec["display_name"] = spec.get("display_name", "GPR1200") + " (edited)"
     spec_file.write_text(yaml.safe_dump(spec))
-    try:
-        counts = job_counts(snakemake(e2e, "-n", "--quiet", "rules", "--cores", "1", *e2e_config(e2e)))
-    finally:
-        spec_file.write_text(original)
+    counts = job_counts(snakemake(e2e_copy, "-n", "--quiet", "rules", "--cores", "1", *e2e_config(e2e_copy)))
     # one prepared file (both models read the unlimited regime), then both models' infer and score
     assert counts == {"preprocess": 1, "infer": 2, "score": 2, "aggregate": 1, "report": 1, "all": 1}, counts
 
 
 @pytest.mark.slow
-def test_named_targets(e2e: Path) -> None:
+def test_named_targets(e2e_copy: Path) -> None:
     """Per-claim targets: one model's column, the main table and the aggregate are up to date."""
+    config = e2e_config(e2e_copy)
     for target in ("model_oracle", "main_table", "aggregate"):
-        assert "Nothing to be done" in snakemake(e2e, "-n", "--cores", "1", *e2e_config(e2e), "--", target)
+        assert "Nothing to be done" in snakemake(e2e_copy, "-n", "--cores", "1", *config, "--", target)
 
 
 @pytest.mark.slow
-def test_the_report_renders_the_aggregate_that_the_default_target_builds(e2e: Path) -> None:
+def test_the_report_renders_the_aggregate_that_the_default_target_builds(e2e_copy: Path) -> None:
     """aggregate.json and verdict.json are built by the default target and are inputs of the report."""
-    out = e2e / "results" / "e2e"
+    out = e2e_copy / "results" / "e2e"
     aggregate = json.loads((out / "aggregate.json").read_text())
     oracle = next(m for m in aggregate["models"] if m["model"] == "oracle")
     assert oracle["columns"]["ActionSequence"]["value"] == pytest.approx(100.0)
     assert json.loads((out / "verdict.json").read_text())["run"] == "e2e"
-    verdict = out / "verdict.json"
-    saved, stat = verdict.read_bytes(), verdict.stat()
-    verdict.unlink()
-    try:
-        counts = job_counts(snakemake(e2e, "-n", "--quiet", "rules", "--cores", "1", *e2e_config(e2e)))
-    finally:
-        verdict.write_bytes(saved)
-        os.utime(verdict, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    (out / "verdict.json").unlink()
+    counts = job_counts(snakemake(e2e_copy, "-n", "--quiet", "rules", "--cores", "1", *e2e_config(e2e_copy)))
     assert counts == {"aggregate": 1, "report": 1, "all": 1}, counts
 
 

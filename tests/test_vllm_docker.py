@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 from docker_runs import SAME_CHOICES, add_same_choices
+from pipeline_runs import snakemake
 from test_containers import HOST_CA, LOCAL_BASE, engine_or_skip
-from test_declared_files import snakemake
 
 from milebench.audit.drift import DriftAudit
 from milebench.io import read_jsonl

@@ -19,7 +19,7 @@ from urllib.parse import quote, quote_plus
 import pytest
 import yaml
 from PIL import Image
-from test_declared_files import TASKS, snakemake, write_run
+from pipeline_runs import TASKS, snakemake, write_run
 
 from milebench import cli
 from milebench.infer.adapter import AdapterError
