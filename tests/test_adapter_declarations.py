@@ -1,5 +1,6 @@
 """A model family is a module, one entry point line and a spec: an installed distribution outside the kit
-adds one without editing any kit file, and the kit's own families are registered the same way.
+adds one, with its own prompt template, without editing any kit file, and the kit's own families are
+registered the same way.
 
 Each outside test writes a package ``toyfam`` and its distribution metadata into a folder put on
 PYTHONPATH (as pip installs a wheel beside the kit), and runs Python there.
@@ -7,6 +8,7 @@ PYTHONPATH (as pip installs a wheel beside the kit), and runs Python there.
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import textwrap
@@ -16,9 +18,19 @@ import pytest
 import yaml
 from package_copy import PACKAGE, run_with
 
-from milebench.spec.adapters import DECLARATION, ENTRY_POINTS, declarations_in, declared, declared_adapters
+from milebench.infer.adapter import AdapterError
+from milebench.infer.registry import template_renderer
+from milebench.spec.adapters import (
+    DECLARATION,
+    ENTRY_POINTS,
+    adapter_kinds,
+    declarations_in,
+    declared,
+    declared_adapters,
+)
 from milebench.spec.base import SpecError
 from milebench.spec.registry import DEFAULT_SPECS
+from milebench.spec.templates import SHARED, declared_templates, templates_in
 
 ADAPTER_LITERAL = {
     "kind": "toy-echo",
@@ -30,18 +42,32 @@ ADAPTER_LITERAL = {
 }
 """The literal the toy family's module declares."""
 
+TEMPLATES_LITERAL = {"toy_turn": "The toy family's turn: the text between <toy> tags."}
+"""The template the toy family's module declares beside its adapter."""
+
 TOY_BODY = '''
 
+def toy_turn(prompt):
+    return f"<toy>{prompt}</toy>"
+
+
 class ToyEchoAdapter:
-    """Answers every sample with its own model's name and the sample's id."""
+    """Answers every sample with its own model's name and the sample's id, in the spec's prompt template
+    where it states one."""
 
     version = "1"
 
     def __init__(self, spec, paths, data_root, *, policy=None):
         self.name = spec.name
+        self.template = spec.execution.prompt_template if spec.execution else None
 
     def generate(self, samples):
-        return [f"{self.name}:{s.sample_id}" for s in samples]
+        answers = [f"{self.name}:{s.sample_id}" for s in samples]
+        if self.template is None:
+            return answers
+        from milebench.infer.registry import template_renderer
+
+        return [template_renderer(self.template)(answer) for answer in answers]
 
 
 def build_tiny_toy(spec, out_dir: Path) -> None:
@@ -59,10 +85,20 @@ TOY_SPEC = {
 }
 
 
-def toy_module(adapter: dict[str, object]) -> str:
-    """A family the kit never shipped, declaring ``adapter`` as a literal ``ADAPTER``."""
+TOY_TURN_SPEC = {
+    **TOY_SPEC,
+    "name": "toy-turn",
+    "display_name": "Toy turn",
+    "execution": {"prompt_template": "toy_turn", "source": "the toy family's own turn"},
+}
+"""A model of the toy family run in the template the family brings."""
+
+
+def toy_module(adapter: dict[str, object], templates: dict[str, str] = TEMPLATES_LITERAL) -> str:
+    """A family the kit never shipped, declaring ``adapter`` as a literal ``ADAPTER`` and ``templates`` as
+    a literal ``TEMPLATES``."""
     header = '"""A family the kit never shipped."""\n\nfrom pathlib import Path\n\n'
-    return f"{header}ADAPTER = {adapter!r}\n{TOY_BODY}"
+    return f"{header}ADAPTER = {adapter!r}\nTEMPLATES = {templates!r}\n{TOY_BODY}"
 
 
 def toy_distribution(
@@ -80,11 +116,13 @@ def toy_distribution(
     return site
 
 
-def overlay(tmp_path: Path, spec: dict[str, object]) -> Path:
-    """A user's specs folder (no paper.yaml: an overlay of the kit's) holding one model spec."""
+def overlay(tmp_path: Path, *specs: dict[str, object]) -> Path:
+    """A user's specs folder (no paper.yaml: an overlay of the kit's) holding model specs, each in the file
+    of its name."""
     folder = tmp_path / "my-specs"
     (folder / "models").mkdir(parents=True)
-    (folder / "models" / "toy.yaml").write_text(yaml.safe_dump(spec))
+    for spec in specs:
+        (folder / "models" / f"{spec['name']}.yaml").write_text(yaml.safe_dump(spec))
     return folder
 
 
@@ -93,8 +131,10 @@ def run_python(site: Path, code: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_family_outside_the_kit_is_found_validated_and_answers_a_sample(tmp_path: Path) -> None:
+    """The family's module (its adapter and its template), its one entry point line and two specs: one in
+    the generic execution, one in the family's own template."""
     site = toy_distribution(tmp_path, toy_module(ADAPTER_LITERAL))
-    specs = overlay(tmp_path, TOY_SPEC)
+    specs = overlay(tmp_path, TOY_SPEC, TOY_TURN_SPEC)
     checked = run_with(site, ["-m", "milebench", "--specs", str(specs), "check-specs"])
     assert checked.returncode == 0, checked.stderr[-2000:]
     done = run_python(
@@ -103,7 +143,8 @@ def test_a_family_outside_the_kit_is_found_validated_and_answers_a_sample(tmp_pa
         import json, sys
         from pathlib import Path
         from milebench.spec.registry import load_specs
-        spec = load_specs(Path({str(specs)!r})).models["toy"]
+        loaded = load_specs(Path({str(specs)!r})).models
+        spec, turn = loaded["toy"], loaded["toy-turn"]
         torch_loaded = "torch" in sys.modules
         from milebench.commands.specs import schema_text
         from milebench.spec.model import ModelSpec
@@ -121,10 +162,12 @@ def test_a_family_outside_the_kit_is_found_validated_and_answers_a_sample(tmp_pa
         )
         paths = RunPaths(out=Path("out"), reports=Path("out"))
         run_model(load_adapter(spec, paths, Path(".")), spec, [sample], Path("p.jsonl"))
+        run_model(load_adapter(turn, paths, Path(".")), turn, [sample], Path("turn.jsonl"))
         build_tiny(spec, Path("tiny"))
         print(json.dumps({{
             "torch_loaded": torch_loaded,
             "answer": json.loads(Path("p.jsonl").read_text().splitlines()[0])["response"],
+            "turn_answer": json.loads(Path("turn.jsonl").read_text().splitlines()[0])["response"],
             "environment": list(adapter_environment(spec)),
             "generic": execution_of(spec) is GENERIC,
             "built": Path("tiny/config.json").is_file(),
@@ -136,6 +179,7 @@ def test_a_family_outside_the_kit_is_found_validated_and_answers_a_sample(tmp_pa
     found = json.loads(done.stdout)
     assert found["torch_loaded"] is False  # specs validate in images without torch
     assert found["answer"] == "toy:7"
+    assert found["turn_answer"] == "<toy>toy-turn:7</toy>"  # rendered by the function its module declares
     assert found["environment"] == ["TOY_ECHO_KEY"]
     assert found["generic"] and found["built"]
     committed = (DEFAULT_SPECS / "schemas" / "model.schema.json").read_text(encoding="utf-8")
@@ -151,6 +195,38 @@ def test_a_spec_naming_an_unknown_adapter_names_its_file_field_and_the_known_one
     assert line in done.stderr, done.stderr[-2000:]
     known = done.stderr.split(line)[1].splitlines()[0].split(", ")
     assert {"toy-echo", "hf-llava", "unported"} <= set(known)
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("execution", "field"),
+    [
+        ({"prompt_template": "toy_turns"}, "execution.prompt_template"),
+        (
+            {"variants": {"other": {"description": "d", "prompt_template": "toy_turns"}}},
+            "execution.variants.other.prompt_template",
+        ),
+    ],
+)
+def test_a_spec_naming_an_unknown_template_names_its_file_field_and_the_known_ones(
+    tmp_path: Path, execution: dict[str, object], field: str
+) -> None:
+    site = toy_distribution(tmp_path, toy_module(ADAPTER_LITERAL))
+    specs = overlay(tmp_path, {**TOY_SPEC, "execution": execution})
+    done = run_with(site, ["-m", "milebench", "--specs", str(specs), "check-specs"])
+    assert done.returncode == 2
+    line = f"{specs / 'models' / 'toy.yaml'}: {field}: unknown prompt template 'toy_turns'; known: "
+    assert line in done.stderr, done.stderr[-2000:]
+    known = done.stderr.split(line)[1].splitlines()[0].split(", ")
+    assert {"toy_turn", "chat_template", "llava_llama_2", "yi_mm_default"} <= set(known)
+    assert "Traceback" not in done.stderr
+
+
+def test_a_template_declared_twice_is_refused_naming_both_modules(tmp_path: Path) -> None:
+    site = toy_distribution(tmp_path, toy_module(ADAPTER_LITERAL, {"plain": "The toy's own plain text."}))
+    done = run_with(site, ["-m", "milebench", "check-specs"])
+    assert done.returncode == 2
+    assert f"{site / 'toyfam' / '__init__.py'}: TEMPLATES.plain: also declared by {SHARED}" in done.stderr
     assert "Traceback" not in done.stderr
 
 
@@ -241,3 +317,43 @@ def test_every_declaration_in_the_kit_is_registered() -> None:
         module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
         for declaration in declarations_in(path):
             assert (module, declaration.kind) in registered, f"{path}: {declaration.kind} not registered"
+
+
+def test_a_bad_template_declaration_names_its_file_and_field(tmp_path: Path) -> None:
+    cases = {
+        "name.py": ("TEMPLATES = {'Toy-Turn': 'A turn.'}\n", "TEMPLATES.Toy-Turn.[key]: String should match"),
+        "empty.py": ("TEMPLATES = {'toy_turn': ''}\n", "TEMPLATES.toy_turn: String should have at least 1"),
+        "listed.py": ("TEMPLATES = ['toy_turn']\n", "TEMPLATES: Input should be a valid dictionary"),
+        "named.py": ("TEMPLATES = {'toy_turn': DESCRIPTION}\n", "TEMPLATES: must be a literal"),
+    }
+    for name, (text, message) in cases.items():
+        path = write_module(tmp_path, name, text)
+        with pytest.raises(SpecError) as err:
+            templates_in(path)
+        assert str(err.value).startswith(f"{path}: {message}")
+
+
+def test_each_template_is_declared_where_its_family_lives() -> None:
+    found = declared_templates()
+    assert {name: found[name].module for name in ("chat_template", "llava_llama_2", "yi_mm_default")} == {
+        "chat_template": SHARED,
+        "llava_llama_2": SHARED,
+        "yi_mm_default": "milebench.infer.hf_yi_vl",
+    }
+    assert found["yi_mm_default"].description.startswith('Yi-VL\'s ``conv_templates["mm_default"]``')
+
+
+def test_every_template_a_kit_adapter_supports_is_declared() -> None:
+    """A template an adapter supports that no module declares could never pass a spec's validation."""
+    names = set(declared_templates())
+    for kind in adapter_kinds("generate"):
+        module, _, name = declared_adapters()[kind].target.partition(":")
+        adapter = getattr(importlib.import_module(module), name)
+        supported = set(getattr(adapter, "supported", {}).get("prompt_template", ()))
+        assert supported <= names, f"{kind}: {sorted(supported - names)}"
+
+
+def test_a_template_its_adapter_renders_has_no_renderer_to_look_up() -> None:
+    assert template_renderer("yi_mm_default")("Which?").endswith("### Human: Which?\n### Assistant:")
+    with pytest.raises(AdapterError, match=f"'chat_template': {SHARED} declares it but has no function"):
+        template_renderer("chat_template")

@@ -23,8 +23,10 @@ from milebench.infer.adapter import AdapterError
 from milebench.infer.chunk_tokens import per_chunk_ids
 from milebench.infer.engine import cache_key
 from milebench.infer.hf_llava import HfLlavaAdapter
+from milebench.infer.hf_mantis import mllava_v1
+from milebench.infer.hf_yi_vl import yi_mm_default
 from milebench.infer.image_preprocessing import expand_to_square, mean_colour, preprocess
-from milebench.infer.prompt_templates import llava_llama_2, mllava_v1, yi_mm_default
+from milebench.infer.prompt_templates import llava_llama_2
 from milebench.infer.registry import load_adapter
 from milebench.infer.stopping import KeywordStop, NewTextStop
 from milebench.infer.tiny import build_tiny, build_tokenizer

@@ -43,10 +43,20 @@ from milebench.infer.hf_image_text_to_text import PIL_IMAGE_PROCESSOR, HfImageTe
 from milebench.infer.hf_llava import ADJACENT_IMAGES, ADJACENT_IMAGES_SPLIT, left_pad
 from milebench.infer.input_view import InputView
 from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
-from milebench.spec.execution import Decoding, ImageBackend, PromptTemplate, Tokenization
+from milebench.spec.execution import Decoding, ImageBackend, Tokenization
 
 ADAPTER = {"kind": "hf-allava", "does": "generate", "entry": "HfAllavaAdapter"}
 """What this module runs (milebench.spec.adapters)."""
+
+TEMPLATES = {
+    "allava": """ALLaVA's ``chat`` (its code base's ``Chatbot.chat``): ``<image>``, ``<s>`` and ``</s>`` leave
+    the text, one ``<image>\\n`` per picture goes in front of it, and the turn is ``[INST] {text} [/INST]
+    ``.""",
+    "allava_interleaved": """ALLaVA's turn with each picture at its placeholder, where the official LLaVA
+    worker puts it.""",
+}
+"""The turn formats this module declares (milebench.spec.templates); :meth:`HfAllavaAdapter.render` renders
+them."""
 
 IMAGE_TOKEN = "<image>"
 IMAGE_TOKEN_INDEX = -200
@@ -107,7 +117,7 @@ class HfAllavaAdapter(HfImageTextToTextAdapter):
 
     model_class = "AutoModelForCausalLM"
     supported: ClassVar[dict[str, frozenset[Any]]] = {
-        "prompt_template": frozenset({PromptTemplate.ALLAVA, PromptTemplate.ALLAVA_INTERLEAVED}),
+        "prompt_template": frozenset(TEMPLATES),
         "tokenization": frozenset({Tokenization.PER_CHUNK}),
         "decoding": frozenset({Decoding.PER_SAMPLE}),
         "stop_strings": frozenset({()}),
@@ -155,7 +165,7 @@ class HfAllavaAdapter(HfImageTextToTextAdapter):
         return model
 
     def render(self, sample: PreparedSample) -> str:
-        if self.execution.prompt_template is PromptTemplate.ALLAVA:
+        if self.execution.prompt_template == "allava":
             return chat_text(sample.prompt, len(sample.images))
         return interleaved_text(sample.prompt)
 

@@ -33,11 +33,12 @@ from milebench.infer.adapter import AdapterError
 from milebench.infer.cheetor_model import Cheetor, CheetorShape
 from milebench.infer.hf_image_text_to_text import DTYPE_ARGUMENT
 from milebench.infer.hf_minigpt_v2 import IMAGE_ID, Blip2ImageEval, EvaLlamaAdapter
+from milebench.infer.prompt_templates import joined_message
 from milebench.infer.stopping import RowStop
 from milebench.infer.tiny_cheetor import BLIP2_FILE, CHECKPOINT_FILE, read_shape
 from milebench.infer.tiny_minigpt_v2 import EVA_FILE
 from milebench.records import IMAGE_PLACEHOLDER
-from milebench.spec.execution import Decoding, ImagePreprocessing, PromptTemplate, Tokenization
+from milebench.spec.execution import Decoding, ImagePreprocessing, Tokenization
 
 if TYPE_CHECKING:
     from milebench.infer.hf_image_text_to_text import GenerativeModel
@@ -50,6 +51,26 @@ ADAPTER = {
     "tiny": {"family": "cheetor", "builder": "milebench.infer.tiny_cheetor:build_tiny_cheetor"},
 }
 """What this module runs (milebench.spec.adapters)."""
+
+TEMPLATES = {
+    "cheetor_llama2": """Cheetor's ``CONV_VISION`` of ``conversation_llama2.py`` (github.com/DCDmllm/Cheetah)
+    as ``Chat.batch_answer`` fills it: the text pieces between placeholders that are not blank and one
+    ``<Img><HereForImage></Img>`` per picture, joined by spaces, in ``[INST] <<SYS>>\n\n<</SYS>>\n\n{message}
+    [/INST]`` (its empty system text).""",
+}
+"""The turn formats this module declares (milebench.spec.templates), each rendered by the function of its
+name."""
+
+CHEETOR_IMAGE = "<Img><HereForImage></Img>"
+"""How Cheetor's ``Chat`` writes a picture into the user's message (split at ``<HereForImage>``)."""
+
+
+def cheetor_llama2(prompt: str) -> str:
+    """Cheetor's LLaMA2 turn as ``Chat.batch_answer`` builds it from a prompt with ``<ImageHere>``
+    placeholders: a piece that is blank is dropped (``ask`` is skipped), the rest and the pictures are
+    joined by spaces into the one user message, the system text is empty."""
+    return f"[INST] <<SYS>>\n\n<</SYS>>\n\n{joined_message(prompt, CHEETOR_IMAGE)} [/INST]"
+
 
 IMAGE_MARKER = "<HereForImage>"
 """Where ``batch_get_context_emb`` splits the turn."""
@@ -179,7 +200,7 @@ class HfCheetorAdapter(QFormerLlamaAdapter[CheetorShape]):
     """LLaVA's prompting and batching with Cheetor's turn, per-piece ids, embeddings, VPG-C and decoding."""
 
     supported: ClassVar[dict[str, frozenset[Any]]] = {
-        "prompt_template": frozenset({PromptTemplate.CHEETOR_LLAMA2}),
+        "prompt_template": frozenset(TEMPLATES),
         "image_preprocessing": frozenset({ImagePreprocessing.PROCESSOR}),
         "tokenization": frozenset({Tokenization.PER_CHUNK}),
         "decoding": frozenset({Decoding.PER_SAMPLE}),

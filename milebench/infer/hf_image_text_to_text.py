@@ -35,7 +35,7 @@ from milebench.infer.time_limit import cut_by_time_limit, timeout_failure
 from milebench.infer.window import refusal
 from milebench.paths import RunPaths
 from milebench.records import IMAGE_PLACEHOLDER, FailureKind, PreparedSample
-from milebench.spec.execution import Autocast, Decoding, ImageBackend, PromptTemplate, Tokenization
+from milebench.spec.execution import CHAT_TEMPLATE, Autocast, Decoding, ImageBackend, Tokenization
 from milebench.spec.model import ModelSpec
 from milebench.spec.model_execution import execution_of
 from milebench.spec.policy import RunPolicy, run_policy
@@ -99,7 +99,7 @@ class HfImageTextToTextAdapter:
     """The transformers class that loads the model, looked up at load time: the module then imports
     under the older transformers of the paper-era containers, and only a class they lack is an error."""
     supported: ClassVar[dict[str, frozenset[Any]]] = {
-        "prompt_template": frozenset({PromptTemplate.CHAT_TEMPLATE}),
+        "prompt_template": frozenset({CHAT_TEMPLATE}),
         "tokenization": frozenset({Tokenization.WHOLE}),
         "decoding": frozenset({Decoding.BATCHED}),
     }

@@ -54,12 +54,13 @@ from milebench.infer.llama_vid_model import (
     QFormerShape,
 )
 from milebench.infer.minigpt_v2_model import EvaShape
-from milebench.infer.prompt_templates import FIXED_TEMPLATES, without_pictures
+from milebench.infer.prompt_templates import without_pictures
+from milebench.infer.registry import template_renderer
 from milebench.infer.stopping import RecentTextStop, RowStop, without_stop_keyword
 from milebench.infer.tiny_llama_vid import BERT_DIR, read_eva_shape
 from milebench.paths import RunPaths
 from milebench.records import PreparedSample
-from milebench.spec.execution import Decoding, ImageBackend, ImageSequence, PromptTemplate, Tokenization
+from milebench.spec.execution import Decoding, ImageBackend, ImageSequence, Tokenization
 from milebench.spec.model import ModelSpec, TinyWeights, UrlWeights
 
 if TYPE_CHECKING:
@@ -151,7 +152,7 @@ class HfLlamaVidAdapter(HfLlavaAdapter):
     """LLaVA's batching with LLaMA-VID's template, ids, frames, Q-Former prompt, stop rule and model."""
 
     supported: ClassVar[dict[str, frozenset[Any]]] = {
-        "prompt_template": frozenset({PromptTemplate.VICUNA_V1}),
+        "prompt_template": frozenset({"vicuna_v1"}),
         "tokenization": frozenset({Tokenization.PER_CHUNK}),
         "decoding": frozenset({Decoding.PER_SAMPLE}),
         "image_sequence": frozenset({ImageSequence.VIDEO_FRAMES}),
@@ -228,7 +229,7 @@ class HfLlamaVidAdapter(HfLlavaAdapter):
 
     def render(self, sample: PreparedSample) -> str:
         """The model's text input: the video's image token and the question in the execution's turn."""
-        return FIXED_TEMPLATES[self.execution.prompt_template](f"{IMAGE_TOKEN}\n{question(sample)}")
+        return template_renderer(self.execution.prompt_template)(f"{IMAGE_TOKEN}\n{question(sample)}")
 
     def token_ids(self, text: str) -> list[int]:
         return per_chunk_ids(text, self.processor.tokenizer, IMAGE_TOKEN, [IMAGE_TOKEN_INDEX])

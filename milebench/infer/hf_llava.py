@@ -28,10 +28,10 @@ from transformers import BatchFeature
 from milebench.infer.adapter import AdapterError, AdapterOptions
 from milebench.infer.chunk_tokens import per_chunk_ids
 from milebench.infer.hf_image_text_to_text import HfImageTextToTextAdapter
-from milebench.infer.prompt_templates import FIXED_TEMPLATES
+from milebench.infer.registry import template_renderer
 from milebench.paths import RunPaths
 from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
-from milebench.spec.execution import Decoding, PromptTemplate, Tokenization
+from milebench.spec.execution import CHAT_TEMPLATE, Decoding, Tokenization
 from milebench.spec.model import ModelSpec
 
 ADAPTER = {
@@ -62,9 +62,7 @@ class HfLlavaAdapter(HfImageTextToTextAdapter):
 
     model_class = "LlavaForConditionalGeneration"
     supported: ClassVar[dict[str, frozenset[Any]]] = {
-        "prompt_template": frozenset(
-            {PromptTemplate.LLAVA_LLAMA_2, PromptTemplate.USER_ASSISTANT, PromptTemplate.CHAT_TEMPLATE}
-        ),
+        "prompt_template": frozenset({"llava_llama_2", "user_assistant", CHAT_TEMPLATE}),
         "tokenization": frozenset(Tokenization),
         "decoding": frozenset(Decoding),
     }
@@ -74,7 +72,7 @@ class HfLlavaAdapter(HfImageTextToTextAdapter):
     ) -> None:
         super().__init__(spec, paths, data_root, **options)
         template = self.execution.prompt_template
-        if template is PromptTemplate.CHAT_TEMPLATE and not getattr(self.processor, "chat_template", None):
+        if template == CHAT_TEMPLATE and not getattr(self.processor, "chat_template", None):
             raise AdapterError(
                 f"model spec {spec.name!r}, execution {self.execution.label}: prompt_template chat_template, "
                 "but the checkpoint's processor has no chat template"
@@ -99,8 +97,8 @@ class HfLlavaAdapter(HfImageTextToTextAdapter):
         prompt = sample.prompt.replace(ADJACENT_IMAGES, ADJACENT_IMAGES_SPLIT)
         text = prompt.replace(IMAGE_PLACEHOLDER, self.image_token)
         template = self.execution.prompt_template
-        if template is not PromptTemplate.CHAT_TEMPLATE:
-            return FIXED_TEMPLATES[template](text)
+        if template != CHAT_TEMPLATE:
+            return template_renderer(template)(text)
         conversation = [{"role": "user", "content": [{"type": "text", "text": text}]}]
         return self.processor.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
 

@@ -46,10 +46,10 @@ from milebench.infer.lwm_model import (
     state_dict,
     vision_tokens,
 )
-from milebench.infer.prompt_templates import FIXED_TEMPLATES, LWM_VISION_END, LWM_VISION_START
+from milebench.infer.registry import template_renderer
 from milebench.paths import RunPaths
 from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
-from milebench.spec.execution import Decoding, ImageSequence, PromptTemplate, Tokenization
+from milebench.spec.execution import Decoding, ImageSequence, Tokenization
 from milebench.spec.model import ModelSpec, TinyWeights, UrlWeights
 
 if TYPE_CHECKING:
@@ -63,6 +63,28 @@ ADAPTER = {
     "tiny": {"family": "lwm", "builder": "milebench.infer.tiny_lwm:build_tiny_lwm"},
 }
 """What this module runs (milebench.spec.adapters)."""
+
+TEMPLATES = {
+    "lwm": """LWM's ``Sampler.construct_input`` (github.com/LargeWorldModel/LWM, ``lwm/vision_chat.py``): the
+    ids of ``<s>You are a helpful assistant. USER: {prompt}\n`` (the prompt without its image placeholders),
+    then each vision as ``<vision>``, its VQGAN codes (each frame closed by ``<eov>``) and ``</vision>``, then
+    `` ASSISTANT:``, each piece tokenized on its own.""",
+}
+"""The turn formats this module declares (milebench.spec.templates), each rendered by the function of its
+name."""
+
+LWM_SYSTEM = "<s>You are a helpful assistant. USER: "
+"""The start of ``construct_input``'s first text piece, BOS written as text."""
+LWM_VISION_START = "<vision>"
+LWM_VISION_END = "</vision>"
+LWM_ASSISTANT = " ASSISTANT:"
+"""``construct_input``'s last piece, after the visions."""
+
+
+def lwm(prompt: str) -> str:
+    """``construct_input``'s text with ``prompt`` (its visions already written in it)."""
+    return f"{LWM_SYSTEM}{prompt}{LWM_ASSISTANT}"
+
 
 PARAMS = "params"
 VQGAN = "vqgan"
@@ -186,7 +208,7 @@ class HfLwmAdapter(HfImageTextToTextAdapter):
     """LWM's ``Sampler``: VQGAN codes in the ids, the vision table where the mask is set, greedy text."""
 
     supported: ClassVar[dict[str, frozenset[Any]]] = {
-        "prompt_template": frozenset({PromptTemplate.LWM}),
+        "prompt_template": frozenset(TEMPLATES),
         "tokenization": frozenset({Tokenization.PER_CHUNK}),
         "decoding": frozenset({Decoding.PER_SAMPLE}),
         "image_sequence": frozenset(ImageSequence),
@@ -312,7 +334,7 @@ class HfLwmAdapter(HfImageTextToTextAdapter):
             written = f"{LWM_VISION_START}{' '.join(map(str, kept))}{LWM_VISION_END}"
         else:
             written = "".join(f"{LWM_VISION_START}{k}{LWM_VISION_END}" for k in kept)
-        return FIXED_TEMPLATES[self.execution.prompt_template](f"{question(sample)}\n{written}")
+        return template_renderer(self.execution.prompt_template)(f"{question(sample)}\n{written}")
 
     def ids_and_mask(self, sample: PreparedSample, codes: torch.Tensor) -> tuple[list[int], list[bool]]:
         """``construct_input``'s tokens and vision mask of one sample."""

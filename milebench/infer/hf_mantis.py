@@ -36,10 +36,9 @@ from transformers import BatchFeature
 from milebench.infer.adapter import AdapterError, AdapterOptions
 from milebench.infer.hf_llava import HfLlavaAdapter
 from milebench.infer.input_view import InputView
-from milebench.infer.prompt_templates import MLLAVA_IMAGE_TOKEN
 from milebench.paths import RunPaths
 from milebench.records import PreparedSample
-from milebench.spec.execution import Decoding, PromptTemplate, Tokenization
+from milebench.spec.execution import Decoding, Tokenization
 from milebench.spec.model import ModelSpec
 
 ADAPTER = {
@@ -49,6 +48,33 @@ ADAPTER = {
     "tiny": {"family": "mantis", "builder": "milebench.infer.tiny_mantis:build_tiny_mantis"},
 }
 """What this module runs (milebench.spec.adapters)."""
+
+TEMPLATES = {
+    "mllava_v1": """Mantis's ``conv_mllava_v1`` as ``chat_mllava`` renders one turn
+    (github.com/TIGER-AI-Lab/Mantis, ``mantis/models/conversation.py``), with the ``MLlavaProcessor``'s image
+    denotation: ``{system}</s>USER: {prompt}</s>ASSISTANT:``, the j-th ``<image>`` written ``(image j:
+    <Image><image></Image>)``.""",
+}
+"""The turn formats this module declares (milebench.spec.templates), each rendered by the function of its
+name."""
+
+MLLAVA_V1_SYSTEM = (
+    "A chat between a curious human and an artificial intelligence assistant. "
+    "The assistant gives helpful, detailed, and polite answers to the human's questions."
+)
+MLLAVA_IMAGE_TOKEN = "<image>"
+"""The image token ``MLlavaProcessor`` looks for (a literal in its code)."""
+
+
+def mllava_v1(prompt: str) -> str:
+    """The turn with every image token denoted as ``MLlavaProcessor`` does:
+    ``(image j: <Image><image></Image>)`` for the j-th image, counted from 1."""
+    first, *rest = prompt.split(MLLAVA_IMAGE_TOKEN)
+    denoted = first + "".join(
+        f"(image {j}: <Image>{MLLAVA_IMAGE_TOKEN}</Image>){piece}" for j, piece in enumerate(rest, start=1)
+    )
+    return f"{MLLAVA_V1_SYSTEM}</s>USER: {denoted}</s>ASSISTANT:"
+
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +86,7 @@ class HfMantisAdapter(HfLlavaAdapter):
     """LLaVA's model and batching with Mantis's turn, image denotation and whole-text tokenization."""
 
     supported: ClassVar[dict[str, frozenset[Any]]] = {
-        "prompt_template": frozenset({PromptTemplate.MLLAVA_V1}),
+        "prompt_template": frozenset(TEMPLATES),
         "tokenization": frozenset({Tokenization.WHOLE}),
         "decoding": frozenset(Decoding),
     }

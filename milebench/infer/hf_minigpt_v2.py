@@ -40,11 +40,11 @@ from milebench.infer.hf_image_text_to_text import DTYPE_ARGUMENT
 from milebench.infer.hf_llava import ADJACENT_IMAGES, ADJACENT_IMAGES_SPLIT, HfLlavaAdapter
 from milebench.infer.input_view import InputView
 from milebench.infer.minigpt_v2_model import MiniGPTv2, MiniGPTv2Shape
-from milebench.infer.prompt_templates import FIXED_TEMPLATES
+from milebench.infer.registry import template_renderer
 from milebench.infer.tiny_minigpt_v2 import CHECKPOINT_FILE, EVA_FILE, read_shape
 from milebench.paths import RunPaths
 from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
-from milebench.spec.execution import Decoding, Dtype, ImagePreprocessing, PromptTemplate, Tokenization
+from milebench.spec.execution import Decoding, Dtype, ImagePreprocessing, Tokenization
 from milebench.spec.model import ModelSpec, TinyWeights, UrlWeights
 
 if TYPE_CHECKING:
@@ -58,6 +58,24 @@ ADAPTER = {
     "tiny": {"family": "minigpt-v2", "builder": "milebench.infer.tiny_minigpt_v2:build_tiny_minigpt_v2"},
 }
 """What this module runs (milebench.spec.adapters)."""
+
+TEMPLATES = {
+    "minigpt_v2": """MiniGPT-v2's ``CONV_VISION_minigptv2`` (github.com/Vision-CAIR/MiniGPT-4,
+    ``minigpt4/conversation/conversation.py``) with the empty system text of its benchmark evaluation:
+    ``<s>[INST] {prompt} [/INST]``, each picture written ``<Img><ImageHere></Img>``.""",
+}
+"""The turn formats this module declares (milebench.spec.templates), each rendered by the function of its
+name."""
+
+MINIGPT_V2_IMAGE = "<Img><ImageHere></Img>"
+"""How MiniGPT-v2's ``Chat.upload_img`` writes a picture into the user's message."""
+
+
+def minigpt_v2(prompt: str) -> str:
+    """MiniGPT-v2's ``CONV_VISION_minigptv2`` for one user message with an empty system text, as its
+    ``eval_scripts/eval_vqa.py`` renders it, each ``<ImageHere>`` written as ``Chat.upload_img`` does."""
+    return f"<s>[INST] {prompt.replace('<ImageHere>', MINIGPT_V2_IMAGE)} [/INST]"
+
 
 IMAGE_ID = -200
 """The id the adapter puts where a picture's features go (the original splits the text there)."""
@@ -160,7 +178,7 @@ class EvaLlamaAdapter(HfLlavaAdapter):
 
     def render(self, sample: PreparedSample) -> str:
         prompt = sample.prompt.replace(ADJACENT_IMAGES, ADJACENT_IMAGES_SPLIT)
-        return FIXED_TEMPLATES[self.execution.prompt_template](prompt)
+        return template_renderer(self.execution.prompt_template)(prompt)
 
     def token_ids(self, text: str) -> list[int]:
         """BOS, then each piece's ids (no special tokens added) with ``IMAGE_ID`` between pieces."""
@@ -195,7 +213,7 @@ class HfMiniGPTv2Adapter(EvaLlamaAdapter):
     """LLaVA's prompting and batching with MiniGPT-v2's turn, per-piece ids, embeddings and decoding."""
 
     supported: ClassVar[dict[str, frozenset[Any]]] = {
-        "prompt_template": frozenset({PromptTemplate.MINIGPT_V2}),
+        "prompt_template": frozenset(TEMPLATES),
         "image_preprocessing": frozenset({ImagePreprocessing.PROCESSOR}),
         "tokenization": frozenset({Tokenization.PER_CHUNK}),
         "decoding": frozenset({Decoding.PER_SAMPLE}),

@@ -41,11 +41,11 @@ from milebench.infer.open_flamingo_model import (
     release_layout,
     resolved,
 )
-from milebench.infer.prompt_templates import OPEN_FLAMINGO_END_OF_CHUNK, OPEN_FLAMINGO_IMAGE_TOKEN
+from milebench.infer.prompt_templates import plain
 from milebench.infer.stopping import RowStop
 from milebench.paths import RunPaths
 from milebench.records import PreparedSample
-from milebench.spec.execution import Decoding, ImageBackend, ImagePreprocessing, PromptTemplate, Tokenization
+from milebench.spec.execution import Decoding, ImageBackend, ImagePreprocessing, Tokenization
 from milebench.spec.model import HubWeights, ModelSpec
 
 if TYPE_CHECKING:
@@ -61,6 +61,35 @@ ADAPTER = {
     },
 }
 """What this module runs (milebench.spec.adapters)."""
+
+TEMPLATES = {
+    "open_flamingo": """OpenFlamingo's interleaved text (github.com/mlfoundations/open_flamingo, its README's
+    generation example and evaluation prompts): no turn and no system text, each picture an ``<image>`` token
+    in place, the question's chunk left open (no ``<|endofchunk|>``), so the model continues it.""",
+    "open_flamingo_chunked": """OpenFlamingo's interleaved text with an ``<|endofchunk|>`` before every
+    ``<image>`` but the first, as its training data closes each picture's chunk of text before the next
+    picture.""",
+}
+"""The turn formats this module declares (milebench.spec.templates), each rendered by the function of its
+name."""
+
+OPEN_FLAMINGO_IMAGE_TOKEN = "<image>"
+"""The media token OpenFlamingo's ``create_model_and_transforms`` adds to the tokenizer."""
+OPEN_FLAMINGO_END_OF_CHUNK = "<|endofchunk|>"
+"""The token that ends a picture's chunk of text (added beside ``<image>``); its generate stops on it."""
+
+open_flamingo = plain
+"""OpenFlamingo's text has no turn: the prompt as it is."""
+
+
+def open_flamingo_chunked(prompt: str) -> str:
+    """Every ``<image>`` after the first preceded by ``<|endofchunk|>``."""
+    first, *rest = prompt.split(OPEN_FLAMINGO_IMAGE_TOKEN)
+    if not rest:
+        return first
+    head, *tail = rest
+    joiner = OPEN_FLAMINGO_END_OF_CHUNK + OPEN_FLAMINGO_IMAGE_TOKEN
+    return first + OPEN_FLAMINGO_IMAGE_TOKEN + head + "".join(joiner + piece for piece in tail)
 
 
 @dataclass(frozen=True)
@@ -81,7 +110,7 @@ class OpenFlamingoAdapter(HfLlavaAdapter):
     """LLaVA's prompting and per-sample loop with OpenFlamingo's text, pictures, model and generate."""
 
     supported: ClassVar[dict[str, frozenset[Any]]] = {
-        "prompt_template": frozenset({PromptTemplate.OPEN_FLAMINGO, PromptTemplate.OPEN_FLAMINGO_CHUNKED}),
+        "prompt_template": frozenset(TEMPLATES),
         "image_preprocessing": frozenset({ImagePreprocessing.PROCESSOR}),
         "image_backend": frozenset({ImageBackend.DEFAULT}),
         "tokenization": frozenset({Tokenization.WHOLE}),

@@ -43,7 +43,6 @@ from milebench.spec.execution import (
     Dtype,
     ImageBackend,
     ImagePreprocessing,
-    PromptTemplate,
     Tokenization,
 )
 from milebench.spec.model import ModelSpec
@@ -54,6 +53,9 @@ from milebench.spec.run import ContextOverflow
 ADAPTER = {"kind": "hf-qwen-vl-chat", "does": "generate", "entry": "HfQwenVLChatAdapter"}
 """What this module runs (milebench.spec.adapters)."""
 
+TEMPLATES = {"qwen_chat": """Qwen-VL-Chat's ``chat``: a chatml turn built by the checkpoint's remote code."""}
+"""The turn format this module declares (milebench.spec.templates); the checkpoint's ``chat`` renders it."""
+
 SYSTEM = "You are a helpful assistant."
 """The system turn of ``chat`` (its default), passed explicitly so the token count below matches it."""
 
@@ -63,7 +65,7 @@ CHATML_TURN = (
 """The text ``chat`` tokenizes (its ``make_context`` for chatml without history)."""
 
 SUPPORTED: dict[str, frozenset[Any]] = {
-    "prompt_template": frozenset({PromptTemplate.QWEN_CHAT}),
+    "prompt_template": frozenset(TEMPLATES),
     "image_preprocessing": frozenset({ImagePreprocessing.PROCESSOR}),
     "image_backend": frozenset({ImageBackend.DEFAULT}),
     "tokenization": frozenset({Tokenization.WHOLE}),

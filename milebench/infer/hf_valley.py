@@ -10,7 +10,7 @@ limits, one sample at a time), with the sample's pictures as the frames of one v
   and its ``CLIPImageProcessor`` the one ``model_worker.py`` loads from the same name
   (:mod:`milebench.infer.valley_model` says how the kit composes the model);
 - the user's message is ``<video>`` and the question (the prompt with its image placeholders taken out),
-  after the script's system prompt and greeting (``PromptTemplate.VALLEY``); ``build_inputs`` writes the
+  after the script's system prompt and greeting (the ``valley`` template); ``build_inputs`` writes the
   video as ``<im_start>``, 256 ``<im_patch>``, ``<im_end>``, ``<vi_start>``, one ``<vi_frame>`` per frame
   and ``<vi_end>``, and tokenizes the whole text;
 - the frames go through the image processor (``load_video``'s frame branch: resize, centre crop), all in
@@ -44,7 +44,8 @@ from milebench.infer.adapter import AdapterError, AdapterOptions
 from milebench.infer.hf_image_text_to_text import DTYPE_ARGUMENT, PIL_IMAGE_PROCESSOR
 from milebench.infer.hf_llava import HfLlavaAdapter
 from milebench.infer.hf_vila import tower_place
-from milebench.infer.prompt_templates import FIXED_TEMPLATES, VALLEY_STOP, without_pictures
+from milebench.infer.prompt_templates import without_pictures
+from milebench.infer.registry import template_renderer
 from milebench.infer.stopping import NewTextStop, RowStop
 from milebench.infer.valley_model import (
     DUMMY_WIDTH,
@@ -61,7 +62,7 @@ from milebench.infer.valley_model import (
 )
 from milebench.paths import RunPaths
 from milebench.records import PreparedSample
-from milebench.spec.execution import Decoding, ImageBackend, ImageSequence, PromptTemplate, Tokenization
+from milebench.spec.execution import Decoding, ImageBackend, ImageSequence, Tokenization
 from milebench.spec.model import ModelSpec
 
 if TYPE_CHECKING:
@@ -75,6 +76,34 @@ ADAPTER = {
     "tiny": {"family": "valley", "builder": "milebench.infer.tiny_valley:build_tiny_valley"},
 }
 """What this module runs (milebench.spec.adapters)."""
+
+TEMPLATES = {
+    "valley": """Valley's ``build_inputs`` (github.com/RupertLuo/Valley, ``valley/model/valley_model.py``) on
+    the messages of ``valley/inference/run_valley_llamma_v2.py``: ``{system}\n\n###`` then `` Assistent: Hi
+    there! How can I help you today? \n###`` (its user ``Hi!`` holds no ``<video>``, so build_inputs drops it)
+    and `` Human: {prompt} \n###``, the prompt's video already written as its tokens; no assistant turn is
+    opened. The stop keyword is ``###``.""",
+}
+"""The turn formats this module declares (milebench.spec.templates), each rendered by the function of its
+name."""
+
+VALLEY_SYSTEM = (
+    "You are Valley, a large language and vision assistant trained by ByteDance. You are able to understand "
+    "the visual content or video that the user provides, and assist the user with a variety of tasks using "
+    "natural language. Follow the instructions carefully and explain your answers in detail."
+)
+"""The system prompt of ``valley/inference/run_valley_llamma_v2.py``."""
+VALLEY_GREETING = "Hi there! How can I help you today?"
+"""The assistant message that script sends before the query (its user ``Hi!`` before it is dropped)."""
+VALLEY_STOP = "###"
+"""The keyword ``completion`` gives Valley's ``KeywordsStoppingCriteria`` and cuts answers at."""
+
+
+def valley(prompt: str) -> str:
+    """``build_inputs`` of the script's messages, the user's message (with its video tokens) last."""
+    greeting = f" Assistent: {VALLEY_GREETING} \n{VALLEY_STOP}"
+    return f"{VALLEY_SYSTEM}\n\n{VALLEY_STOP}{greeting} Human: {prompt} \n{VALLEY_STOP}"
+
 
 VIDEO_TOKEN = "<video>"
 """``DEFAULT_VIDEO_TOKEN``: the script's query is ``f"{DEFAULT_VIDEO_TOKEN} {question}"``."""
@@ -153,7 +182,7 @@ class HfValleyAdapter(HfLlavaAdapter):
     """LLaVA's batching with Valley's template, ids, frames, stop rule, answer cleaning and model."""
 
     supported: ClassVar[dict[str, frozenset[Any]]] = {
-        "prompt_template": frozenset({PromptTemplate.VALLEY}),
+        "prompt_template": frozenset(TEMPLATES),
         "tokenization": frozenset({Tokenization.WHOLE}),
         "decoding": frozenset({Decoding.PER_SAMPLE}),
         "image_sequence": frozenset({ImageSequence.VIDEO_FRAMES}),
@@ -233,7 +262,7 @@ class HfValleyAdapter(HfLlavaAdapter):
 
     def render(self, sample: PreparedSample) -> str:
         """The model's text input: the script's messages as ``build_inputs`` writes them."""
-        return FIXED_TEMPLATES[self.execution.prompt_template](user_message(sample))
+        return template_renderer(self.execution.prompt_template)(user_message(sample))
 
     def token_ids(self, text: str) -> list[int]:
         """``build_inputs``' ids: the whole text through the tokenizer."""

@@ -41,13 +41,13 @@ from transformers import BatchFeature
 from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_cheetor import QFormerLlamaAdapter
 from milebench.infer.hf_minigpt_v2 import IMAGE_ID
-from milebench.infer.prompt_templates import video_llama_2_video
+from milebench.infer.prompt_templates import joined_message, without_pictures
 from milebench.infer.tiny_cheetor import BLIP2_FILE
 from milebench.infer.tiny_minigpt_v2 import EVA_FILE
 from milebench.infer.tiny_video_llama_2 import CHECKPOINT_FILE, read_shape
 from milebench.infer.video_llama_2_model import VideoLlama, VideoLlamaShape
-from milebench.records import PreparedSample
-from milebench.spec.execution import Decoding, ImagePreprocessing, ImageSequence, PromptTemplate, Tokenization
+from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
+from milebench.spec.execution import Decoding, ImagePreprocessing, ImageSequence, Tokenization
 
 if TYPE_CHECKING:
     from milebench.infer.hf_image_text_to_text import GenerativeModel
@@ -63,6 +63,50 @@ ADAPTER = {
     },
 }
 """What this module runs (milebench.spec.adapters)."""
+
+TEMPLATES = {
+    "video_llama_2_chat": """Video-LLaMA-2's ``conv_llava_llama_2`` of ``conversation_video.py``
+    (github.com/DAMO-NLP-SG/Video-LLaMA) with the system text ``demo_video.py`` sets for an upload:
+    ``[INST] <<SYS>>\n{system}\n<</SYS>>\n\n{message} [/INST]``, the message the text pieces that are not
+    blank and one ``<Image><ImageHere></Image> `` per picture (``Chat.upload_img``), joined by spaces as
+    ``Chat.ask`` joins them.""",
+}
+"""The turn formats this module declares (milebench.spec.templates), each rendered by the function of its
+name."""
+
+VIDEO_LLAMA_IMAGE = "<Image><ImageHere></Image> "
+"""How Video-LLaMA's ``Chat.upload_img`` writes a picture into the user's message (split at
+``<ImageHere>``)."""
+VIDEO_LLAMA_SYSTEM = (
+    "You are able to understand the visual content that the user provides. Follow the instructions "
+    "carefully and explain your answers in detail."
+)
+"""The system text ``demo_video.py`` sets on ``conv_llava_llama_2`` before an image or a video upload."""
+
+
+VIDEO_LLAMA_VIDEO = "<Video><ImageHere></Video> "
+"""How Video-LLaMA's ``Chat.upload_video_without_audio`` writes a video into the user's message (its
+``load_video`` message after it, which the kit leaves empty: MileBench's pictures have no timestamps)."""
+
+
+def video_llama_2_turn(message: str) -> str:
+    """``conv_llava_llama_2`` with ``demo_video.py``'s system text and one user message; ``get_prompt``
+    strips the leading ``<s>`` separator, so the text starts at ``[INST]``."""
+    return f"[INST] <<SYS>>\n{VIDEO_LLAMA_SYSTEM}\n<</SYS>>\n\n{message} [/INST]"
+
+
+def video_llama_2_chat(prompt: str) -> str:
+    """Video-LLaMA-2's turn with its one user message joined as ``Chat.ask`` joins a question to an
+    uploaded picture, each picture at its placeholder."""
+    return video_llama_2_turn(joined_message(prompt, VIDEO_LLAMA_IMAGE))
+
+
+def video_llama_2_video(prompt: str) -> str:
+    """Video-LLaMA-2's turn after ``Chat.upload_video_without_audio`` and ``Chat.ask``: the one video
+    (all of the sample's pictures) first, then the prompt with its placeholders taken out, joined by a
+    space as ``Chat.ask`` joins a question to an upload."""
+    return video_llama_2_turn(joined_message(IMAGE_PLACEHOLDER + without_pictures(prompt), VIDEO_LLAMA_VIDEO))
+
 
 NEEDED = {
     CHECKPOINT_FILE: (
@@ -83,7 +127,7 @@ class HfVideoLlama2Adapter(QFormerLlamaAdapter[VideoLlamaShape]):
     video of all pictures), the answer's cut and decoding."""
 
     supported: ClassVar[dict[str, frozenset[Any]]] = {
-        "prompt_template": frozenset({PromptTemplate.VIDEO_LLAMA_2_CHAT}),
+        "prompt_template": frozenset(TEMPLATES),
         "image_preprocessing": frozenset({ImagePreprocessing.PROCESSOR}),
         "tokenization": frozenset({Tokenization.PER_CHUNK}),
         "decoding": frozenset({Decoding.PER_SAMPLE}),

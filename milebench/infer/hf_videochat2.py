@@ -51,12 +51,12 @@ from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_cheetor import QFormerLlamaAdapter
 from milebench.infer.hf_llava import left_pad
 from milebench.infer.hf_minigpt_v2 import CLIP_MEAN, CLIP_STD, IMAGE_ID
-from milebench.infer.prompt_templates import VIDEOCHAT2_VIDEO_MARKER, videochat2_video
+from milebench.infer.prompt_templates import without_pictures
 from milebench.infer.stopping import RowStop
 from milebench.infer.tiny_videochat2 import BERT_VOCAB_FILE, CHECKPOINT_FILE, UMT_FILE, read_shape
 from milebench.infer.videochat2_model import VideoChat2, VideoChat2Shape
-from milebench.records import PreparedSample
-from milebench.spec.execution import Decoding, ImagePreprocessing, ImageSequence, PromptTemplate, Tokenization
+from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
+from milebench.spec.execution import Decoding, ImagePreprocessing, ImageSequence, Tokenization
 
 if TYPE_CHECKING:
     from milebench.infer.hf_image_text_to_text import GenerativeModel
@@ -69,6 +69,49 @@ ADAPTER = {
     "tiny": {"family": "videochat2", "builder": "milebench.infer.tiny_videochat2:build_tiny_videochat2"},
 }
 """What this module runs (milebench.spec.adapters)."""
+
+TEMPLATES = {
+    "videochat2": """VideoChat2's conversation of ``conversation.py`` (github.com/OpenGVLab/Ask-Anything,
+    ``video_chat2``) as its ``Chat`` builds it over the demo's state: ``###Human: {message}###`` per message
+    (each text piece that is not blank, with ``Chat.ask``'s newline, and each picture's
+    ``<Image><ImageHere></Image>\n`` a message of its own), then ``Assistant:``; the system text is empty.""",
+}
+"""The turn formats this module declares (milebench.spec.templates), each rendered by the function of its
+name."""
+
+VIDEOCHAT2_IMAGE = "<Image><ImageHere></Image>\n"
+"""How VideoChat2's ``Chat.upload_img`` writes a picture as a user message (split at ``<ImageHere>``)."""
+
+
+def videochat2(prompt: str) -> str:
+    """VideoChat2's conversation as its ``Chat`` builds it (``conversation.py``: ``get_prompt`` over the
+    demo's state, system text empty, separator ``###``, roles ``Human`` and ``Assistant``): each text piece
+    between ``<ImageHere>`` placeholders that is not blank a ``Human`` message of its own (``Chat.ask``
+    appends a newline), each picture one (``Chat.upload_img``), in order, then the open ``Assistant:``."""
+    pieces = prompt.split("<ImageHere>")
+    messages: list[str] = []
+    for i, piece in enumerate(pieces):
+        messages += [piece + "\n"] if piece.strip() else []
+        messages += [VIDEOCHAT2_IMAGE] if i < len(pieces) - 1 else []
+    return "###" + "".join(f"Human: {message}###" for message in messages) + "Assistant:"
+
+
+VIDEOCHAT2_VIDEO_MARKER = "<VideoHere>"
+"""Where ``Chat.get_context_emb`` splits a text that holds a video (and then only there)."""
+VIDEOCHAT2_VIDEO = f"<Video>{VIDEOCHAT2_VIDEO_MARKER}</Video>\n"
+"""How VideoChat2's ``Chat.upload_video`` writes a video as a user message."""
+
+
+def videochat2_video(prompt: str) -> str:
+    """VideoChat2's conversation after ``demo.py``'s video upload and one question: the video
+    (``Chat.upload_video``, all of the sample's pictures; none without pictures) as the first ``Human``
+    message, then the prompt with its placeholders taken out as one more (``Chat.ask``, where not blank),
+    then the open ``Assistant:``."""
+    question = without_pictures(prompt)
+    messages = [VIDEOCHAT2_VIDEO] if IMAGE_PLACEHOLDER in prompt else []
+    messages += [question + "\n"] if question.strip() else []
+    return "###" + "".join(f"Human: {message}###" for message in messages) + "Assistant:"
+
 
 NEEDED = {
     CHECKPOINT_FILE: ("llama_proj.weight", "llama_proj.bias", "extra_query_tokens"),
@@ -136,7 +179,7 @@ class HfVideoChat2Adapter(QFormerLlamaAdapter[VideoChat2Shape]):
     decoding."""
 
     supported: ClassVar[dict[str, frozenset[Any]]] = {
-        "prompt_template": frozenset({PromptTemplate.VIDEOCHAT2}),
+        "prompt_template": frozenset(TEMPLATES),
         "image_preprocessing": frozenset({ImagePreprocessing.PROCESSOR}),
         "tokenization": frozenset({Tokenization.PER_CHUNK}),
         "decoding": frozenset({Decoding.PER_SAMPLE}),

@@ -43,7 +43,7 @@ from milebench.infer.hf_image_text_to_text import DTYPE_ARGUMENT, PIL_IMAGE_PROC
 from milebench.infer.hf_yi_vl import HfYiVLAdapter, YiVLProcessor
 from milebench.infer.stopping import KeywordStop, RowStop
 from milebench.infer.vila_model import VilaForCausalLM, max_positions
-from milebench.spec.execution import Decoding, ImageBackend, PromptTemplate, Tokenization
+from milebench.spec.execution import Decoding, ImageBackend, Tokenization
 
 if TYPE_CHECKING:
     from milebench.infer.hf_image_text_to_text import GenerativeModel
@@ -82,7 +82,7 @@ class HfVilaAdapter(HfYiVLAdapter):
     """Yi-VL's composition with VILA's template, tokenizer, tower, projector, stop rule and cut."""
 
     supported: ClassVar[dict[str, frozenset[Any]]] = {
-        "prompt_template": frozenset({PromptTemplate.VICUNA_V1, PromptTemplate.LLAVA_LLAMA_2}),
+        "prompt_template": frozenset({"vicuna_v1", "llava_llama_2"}),
         "tokenization": frozenset({Tokenization.PER_CHUNK}),
         "decoding": frozenset({Decoding.PER_SAMPLE}),
     }

@@ -47,7 +47,7 @@ from milebench.infer.stopping import NewTextStop, RowStop, without_stop_keyword
 from milebench.infer.yi_vl_model import IMAGE_TOKEN_INDEX, YiVLForCausalLM, dropped_features
 from milebench.paths import RunPaths
 from milebench.records import PreparedSample
-from milebench.spec.execution import Decoding, ImageBackend, ImagePreprocessing, PromptTemplate, Tokenization
+from milebench.spec.execution import Decoding, ImageBackend, ImagePreprocessing, Tokenization
 from milebench.spec.model import ModelSpec
 
 if TYPE_CHECKING:
@@ -61,6 +61,31 @@ ADAPTER = {
     "tiny": {"family": "yi-vl", "builder": "milebench.infer.tiny_yi_vl:build_tiny_yi_vl"},
 }
 """What this module runs (milebench.spec.adapters)."""
+
+TEMPLATES = {
+    "yi_mm_default": """Yi-VL's ``conv_templates["mm_default"]`` (github.com/01-ai/Yi,
+    ``VL/llava/conversation.py``) for one user message and an open assistant turn: ``{system}\\n\\n### Human:
+    {prompt}\\n### Assistant:``, with its bilingual system text; its separator ``###`` is the stop
+    keyword.""",
+}
+"""The turn formats this module declares (milebench.spec.templates), each rendered by the function of its
+name."""
+
+YI_MM_DEFAULT_SYSTEM = (
+    "This is a chat between an inquisitive human and an AI assistant. Assume the role of the AI assistant. "
+    "Read all the images carefully, and respond to the human's questions with informative, helpful, "
+    "detailed and polite answers. "
+    "这是一个好奇的人类和一个人工智能助手之间的对话。"
+    "假设你扮演这个AI助手的角色。"
+    "仔细阅读所有的图像，并对人类的问题做出信息丰富、有帮助、详细的和礼貌的回答。"  # noqa: RUF001 (the original's full-width comma)
+)
+YI_MM_DEFAULT_STOP = "###"
+"""The conversation's ``sep``, which Yi-VL's ``single_inference.py`` passes as its stop keyword."""
+
+
+def yi_mm_default(prompt: str) -> str:
+    return f"{YI_MM_DEFAULT_SYSTEM}\n\n### Human: {prompt}\n### Assistant:"
+
 
 IMAGE_TOKEN = "<image_placeholder>"
 """``DEFAULT_IMAGE_TOKEN`` of Yi-VL's code."""
@@ -95,7 +120,7 @@ class HfYiVLAdapter(HfLlavaAdapter):
     """LLaVA's prompting and batching with Yi-VL's template, ids, stop rule and model."""
 
     supported: ClassVar[dict[str, frozenset[Any]]] = {
-        "prompt_template": frozenset({PromptTemplate.YI_MM_DEFAULT}),
+        "prompt_template": frozenset(TEMPLATES),
         "tokenization": frozenset({Tokenization.PER_CHUNK}),
         "decoding": frozenset({Decoding.PER_SAMPLE}),
     }

@@ -1,9 +1,10 @@
-"""Which adapter class runs which kind (registered by entry point, declared in its module); classes are
-imported only when used (torch is heavy)."""
+"""Which adapter class runs which kind (registered by entry point, declared in its module), and which
+function renders which prompt template; both are imported only when used (torch is heavy)."""
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from pathlib import Path
 
 from milebench.infer.adapter import Adapter, AdapterError
@@ -13,6 +14,7 @@ from milebench.spec.execution import Backend
 from milebench.spec.model import ModelSpec
 from milebench.spec.model_execution import execution_of
 from milebench.spec.policy import RunPolicy
+from milebench.spec.templates import declared_templates
 
 ADAPTERS: dict[str, str] = {
     kind: declared.target
@@ -81,3 +83,15 @@ def load_adapter(
 ) -> Adapter:
     """The spec's adapter, built with the job's ``policy`` (None: a run spec's defaults)."""
     return adapter_class(spec)(spec, paths, data_root, policy=policy)
+
+
+def template_renderer(name: str) -> Callable[[str], str]:
+    """The function that renders template ``name`` (a name the spec's validation found declared): the one
+    of that name in the module that declares it."""
+    found = declared_templates()[name]
+    renderer: Callable[[str], str] | None = getattr(importlib.import_module(found.module), name, None)
+    if renderer is None:
+        raise AdapterError(
+            f"prompt template {name!r}: {found.module} declares it but has no function {name} to render it"
+        )
+    return renderer

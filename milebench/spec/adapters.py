@@ -104,21 +104,19 @@ class DeclaredAdapter(Spec):
         return (*self.declaration.environment, *proxies)
 
 
-def _literal(path: Path, text: str) -> object | None:
-    """The value of the module-level ``ADAPTER = ...`` in ``text``; None when there is none."""
+def module_literal(path: Path, text: str, name: str) -> object | None:
+    """The value of the module-level ``name = ...`` in ``text``; None when there is none."""
     for node in ast.parse(text, filename=str(path)).body:
         if (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
             and isinstance(node.targets[0], ast.Name)
-            and node.targets[0].id == DECLARATION
+            and node.targets[0].id == name
         ):
             try:
                 return ast.literal_eval(node.value)
             except ValueError:
-                raise SpecError(
-                    path, [(DECLARATION, "must be a literal (no names, calls or f-strings)")]
-                ) from None
+                raise SpecError(path, [(name, "must be a literal (no names, calls or f-strings)")]) from None
     return None
 
 
@@ -127,7 +125,7 @@ def declarations_in(path: Path) -> list[AdapterDeclaration]:
     text = path.read_text(encoding="utf-8")
     if f"{DECLARATION} =" not in text:  # most modules: skip parsing
         return []
-    value = _literal(path, text)
+    value = module_literal(path, text, DECLARATION)
     if value is None:
         return []
     items = value if isinstance(value, list) else [value]

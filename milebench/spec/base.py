@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import yaml
 from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, Strict, ValidationError
+from pydantic_core import PydanticCustomError
 from yaml.reader import ReaderError
 
 from milebench.io import UnreadableText, read_utf8
@@ -39,6 +41,18 @@ class SpecError(ValueError):
 
 
 S = TypeVar("S", bound=BaseModel)
+
+
+def registered(name: str, known: Iterable[str], what: str) -> str:
+    """``name`` if it is among ``known`` (read when a spec loads, so an installed family counts)."""
+    names = sorted(known)
+    if name not in names:
+        raise PydanticCustomError(
+            f"unknown_{what.replace(' ', '_')}",
+            "unknown {what} {name}; known: {known}",
+            {"what": what, "name": repr(name), "known": ", ".join(names)},
+        )
+    return name
 
 
 def field_path(loc: tuple[int | str, ...]) -> str:

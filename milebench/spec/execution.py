@@ -17,80 +17,11 @@ from enum import StrEnum
 from pydantic import Field, ValidationError, model_validator
 
 from milebench.spec.base import Spec, describe_errors
+from milebench.spec.templates import TemplateName
 
-
-class PromptTemplate(StrEnum):
-    """The turn format around the prepared prompt."""
-
-    LLAVA_LLAMA_2 = "llava_llama_2"
-    """LLaVA's ``llava_llama_2`` conversation, as the official MileBench LLaVA worker uses it:
-    ``[INST] <<SYS>>\\n{system}\\n<</SYS>>\\n\\n{prompt} [/INST]``."""
-    CHAT_TEMPLATE = "chat_template"
-    """The checkpoint processor's own chat template, one user turn."""
-    USER_ASSISTANT = "user_assistant"
-    """``USER: {prompt} ASSISTANT:``, the format of the llava-hf LLaVA-1.5 model cards."""
-    YI_MM_DEFAULT = "yi_mm_default"
-    """Yi-VL's ``conv_templates["mm_default"]`` (github.com/01-ai/Yi, ``VL/llava/conversation.py``) for one
-    user message and an open assistant turn: ``{system}\\n\\n### Human: {prompt}\\n### Assistant:``,
-    with its bilingual system text; its separator ``###`` is the stop keyword."""
-    MLLAVA_V1 = "mllava_v1"
-    """Mantis's ``conv_mllava_v1`` as ``chat_mllava`` renders one turn (github.com/TIGER-AI-Lab/Mantis,
-    ``mantis/models/conversation.py``), with the ``MLlavaProcessor``'s image denotation:
-    ``{system}</s>USER: {prompt}</s>ASSISTANT:``, the j-th ``<image>`` written
-    ``(image j: <Image><image></Image>)``."""
-    MINIGPT_V2 = "minigpt_v2"
-    """MiniGPT-v2's ``CONV_VISION_minigptv2`` (github.com/Vision-CAIR/MiniGPT-4,
-    ``minigpt4/conversation/conversation.py``) with the empty system text of its benchmark evaluation:
-    ``<s>[INST] {prompt} [/INST]``, each picture written ``<Img><ImageHere></Img>``."""
-    CHEETOR_LLAMA2 = "cheetor_llama2"
-    """Cheetor's ``CONV_VISION`` of ``conversation_llama2.py`` (github.com/DCDmllm/Cheetah) as
-    ``Chat.batch_answer`` fills it: the text pieces between placeholders that are not blank and one
-    ``<Img><HereForImage></Img>`` per picture, joined by spaces, in ``[INST] <<SYS>>\n\n<</SYS>>\n\n{message}
-    [/INST]`` (its empty system text)."""
-    VIDEO_LLAMA_2_CHAT = "video_llama_2_chat"
-    """Video-LLaMA-2's ``conv_llava_llama_2`` of ``conversation_video.py``
-    (github.com/DAMO-NLP-SG/Video-LLaMA) with the system text ``demo_video.py`` sets for an upload:
-    ``[INST] <<SYS>>\n{system}\n<</SYS>>\n\n{message} [/INST]``, the message the text pieces that are not
-    blank and one ``<Image><ImageHere></Image> `` per picture (``Chat.upload_img``), joined by spaces as
-    ``Chat.ask`` joins them."""
-    VIDEOCHAT2 = "videochat2"
-    """VideoChat2's conversation of ``conversation.py`` (github.com/OpenGVLab/Ask-Anything, ``video_chat2``)
-    as its ``Chat`` builds it over the demo's state: ``###Human: {message}###`` per message (each text piece
-    that is not blank, with ``Chat.ask``'s newline, and each picture's ``<Image><ImageHere></Image>\n`` a
-    message of its own), then ``Assistant:``; the system text is empty."""
-    OPEN_FLAMINGO = "open_flamingo"
-    """OpenFlamingo's interleaved text (github.com/mlfoundations/open_flamingo, its README's generation
-    example and evaluation prompts): no turn and no system text, each picture an ``<image>`` token in
-    place, the question's chunk left open (no ``<|endofchunk|>``), so the model continues it."""
-    OPEN_FLAMINGO_CHUNKED = "open_flamingo_chunked"
-    """OpenFlamingo's interleaved text with an ``<|endofchunk|>`` before every ``<image>`` but the first,
-    as its training data closes each picture's chunk of text before the next picture."""
-    VICUNA_V1 = "vicuna_v1"
-    """LLaVA's ``conv_vicuna_v1`` for one user message and an open assistant turn:
-    ``{system} USER: {prompt} ASSISTANT:``, its ``sep2`` ``</s>`` the stop keyword. VILA's
-    (github.com/Efficient-Large-Model/VILA, ``llava/conversation.py``; the conversation its README runs
-    VILA-7B with) and LLaMA-VID's copy (github.com/dvlab-research/LLaMA-VID, ``llamavid/conversation.py``;
-    its video evaluation's ``--conv-mode vicuna_v1``) are the same text."""
-    VALLEY = "valley"
-    """Valley's ``build_inputs`` (github.com/RupertLuo/Valley, ``valley/model/valley_model.py``) on the
-    messages of ``valley/inference/run_valley_llamma_v2.py``: ``{system}\n\n###`` then `` Assistent: Hi
-    there! How can I help you today? \n###`` (its user ``Hi!`` holds no ``<video>``, so build_inputs drops
-    it) and `` Human: {prompt} \n###``, the prompt's video already written as its tokens; no assistant
-    turn is opened. The stop keyword is ``###``."""
-    LWM = "lwm"
-    """LWM's ``Sampler.construct_input`` (github.com/LargeWorldModel/LWM, ``lwm/vision_chat.py``): the ids of
-    ``<s>You are a helpful assistant. USER: {prompt}\n`` (the prompt without its image placeholders), then
-    each vision as ``<vision>``, its VQGAN codes (each frame closed by ``<eov>``) and ``</vision>``, then
-    `` ASSISTANT:``, each piece tokenized on its own."""
-    QWEN_CHAT = "qwen_chat"
-    """Qwen-VL-Chat's ``chat``: a chatml turn built by the checkpoint's remote code."""
-    ALLAVA = "allava"
-    """ALLaVA's ``chat`` (its code base's ``Chatbot.chat``): ``<image>``, ``<s>`` and ``</s>`` leave the
-    text, one ``<image>\\n`` per picture goes in front of it, and the turn is ``[INST] {text} [/INST] ``."""
-    ALLAVA_INTERLEAVED = "allava_interleaved"
-    """ALLaVA's turn with each picture at its placeholder, where the official LLaVA worker puts it."""
-    PLAIN = "plain"
-    """The prepared prompt as it is (API messages, baselines)."""
+CHAT_TEMPLATE = "chat_template"
+"""The default prompt template: the checkpoint processor's own chat template (milebench.spec.templates says
+where each template is declared)."""
 
 
 class ImagePreprocessing(StrEnum):
@@ -188,7 +119,7 @@ class ExecutionVariant(Spec):
     model's; the others stay."""
 
     description: str = Field(description="What the variant changes and why one would use it.")
-    prompt_template: PromptTemplate | None = None
+    prompt_template: TemplateName | None = None
     image_preprocessing: ImagePreprocessing | None = None
     image_backend: ImageBackend | None = None
     image_sequence: ImageSequence | None = Field(default=None, exclude_if=lambda value: value is None)
@@ -213,7 +144,7 @@ class ExecutionVariant(Spec):
 class Execution(Spec):
     """The choices a model runs with. Defaults are the kit's generic transformers path."""
 
-    prompt_template: PromptTemplate = PromptTemplate.CHAT_TEMPLATE
+    prompt_template: TemplateName = CHAT_TEMPLATE
     image_preprocessing: ImagePreprocessing = ImagePreprocessing.PROCESSOR
     image_backend: ImageBackend = ImageBackend.DEFAULT
     image_sequence: ImageSequence = Field(

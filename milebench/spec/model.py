@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from enum import StrEnum
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, StrictBool, StrictInt, model_validator
-from pydantic_core import PydanticCustomError
 
 from milebench.spec.adapters import KIND, UNPORTED, adapter_kinds, tiny_families
-from milebench.spec.base import Number, Spec
+from milebench.spec.base import Number, Spec, registered
 from milebench.spec.context import (
     BUDGET_FIELDS,
     REQUIRED_FIELDS,
@@ -38,18 +36,6 @@ class Section(StrEnum):
     """A user's own model (a served endpoint, a checkpoint); never part of the paper's table."""
 
 
-def _registered(kind: str, known: Iterable[str], what: str) -> str:
-    """``kind`` if it is among ``known`` (read when a spec loads, so an installed family counts)."""
-    names = sorted(known)
-    if kind not in names:
-        raise PydanticCustomError(
-            f"unknown_{what.replace(' ', '_')}",
-            "unknown {what} {kind}; known: {known}",
-            {"what": what, "kind": repr(kind), "known": ", ".join(names)},
-        )
-    return kind
-
-
 AdapterKind = Annotated[
     str,
     Field(
@@ -57,7 +43,7 @@ AdapterKind = Annotated[
         description="A registered adapter family (an entry point of group milebench.adapters; checked "
         "when the spec loads), or ``unported``: the model needs its original code base.",
     ),
-    AfterValidator(lambda kind: _registered(kind, (*adapter_kinds("generate"), UNPORTED), "adapter")),
+    AfterValidator(lambda kind: registered(kind, (*adapter_kinds("generate"), UNPORTED), "adapter")),
 ]
 """Model families the engine knows, as they are registered (milebench.spec.adapters)."""
 
@@ -140,7 +126,7 @@ class BuiltinModel(Spec):
 TinyFamily = Annotated[
     str,
     Field(pattern=KIND, description="A tiny family a registered adapter declares."),
-    AfterValidator(lambda family: _registered(family, tiny_families(), "tiny family")),
+    AfterValidator(lambda family: registered(family, tiny_families(), "tiny family")),
 ]
 """The tiny families the adapters declare."""
 

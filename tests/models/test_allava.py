@@ -25,7 +25,7 @@ from milebench.infer.registry import load_adapter
 from milebench.io import read_jsonl
 from milebench.paths import RunPaths
 from milebench.records import FailureKind, Prediction
-from milebench.spec.execution import PAPER, Decoding, ImagePreprocessing, PromptTemplate
+from milebench.spec.execution import PAPER, Decoding, ImagePreprocessing
 from milebench.spec.model import ModelSpec
 from milebench.spec.model_execution import for_run
 from milebench.spec.policy import RunPolicy
@@ -201,12 +201,12 @@ def test_the_paper_run_uses_allava_s_own_chat() -> None:
     execution = for_run(specs.models["allava-longer"], specs.run("paper")).execution
     assert execution is not None and execution.label == PAPER
     assert (execution.prompt_template, execution.image_preprocessing, execution.decoding) == (
-        PromptTemplate.ALLAVA,
+        "allava",
         ImagePreprocessing.PAD_TO_SQUARE,
         Decoding.PER_SAMPLE,
     )
     assert execution.stop_strings == ()
-    assert execution.with_variant("interleaved").prompt_template is PromptTemplate.ALLAVA_INTERLEAVED
+    assert execution.with_variant("interleaved").prompt_template == "allava_interleaved"
 
 
 def test_choices_the_adapter_cannot_make_are_refused_by_name(checkpoint: Path, paths: RunPaths) -> None:

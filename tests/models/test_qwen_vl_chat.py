@@ -25,7 +25,7 @@ from milebench.io import read_jsonl
 from milebench.paths import RunPaths
 from milebench.provenance import job_provenance
 from milebench.records import FailureKind, Prediction
-from milebench.spec.execution import PAPER, Decoding, Dtype, PromptTemplate, Tokenization
+from milebench.spec.execution import PAPER, Decoding, Dtype, Tokenization
 from milebench.spec.model import ModelSpec
 from milebench.spec.model_execution import for_run
 from milebench.spec.policy import RunPolicy
@@ -204,7 +204,7 @@ def test_the_spec_states_how_the_checkpoint_runs_and_the_record_shows_it() -> No
     execution = model.execution
     assert execution is not None and execution.label == PAPER
     assert (execution.prompt_template, execution.tokenization, execution.decoding, execution.dtype) == (
-        PromptTemplate.QWEN_CHAT,
+        "qwen_chat",
         Tokenization.WHOLE,
         Decoding.PER_SAMPLE,
         Dtype.BFLOAT16,

@@ -15,8 +15,7 @@ from milebench.benchmarks.milebench.fixture.prepared import prepared_fixture
 from milebench.infer import hf_cheetor
 from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_minigpt_v2 import IMAGE_ID
-from milebench.infer.hf_video_llama_2 import HfVideoLlama2Adapter
-from milebench.infer.prompt_templates import VIDEO_LLAMA_VIDEO
+from milebench.infer.hf_video_llama_2 import VIDEO_LLAMA_VIDEO, HfVideoLlama2Adapter
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import build_tiny
 from milebench.infer.tiny_cheetor import BLIP2_FILE

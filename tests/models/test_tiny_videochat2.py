@@ -22,11 +22,13 @@ from milebench.infer.hf_minigpt_v2 import IMAGE_ID
 from milebench.infer.hf_videochat2 import (
     IMAGE_INSTRUCTION,
     VIDEO_INSTRUCTION,
+    VIDEOCHAT2_VIDEO,
     HfVideoChat2Adapter,
     StopIds,
     VideoFrames,
+    videochat2,
+    videochat2_video,
 )
-from milebench.infer.prompt_templates import VIDEOCHAT2_VIDEO, videochat2, videochat2_video
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import build_tiny
 from milebench.infer.tiny_minigpt_v2 import TOKENIZER_MODEL
