@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import resource
 import subprocess
@@ -79,6 +80,7 @@ print(json.dumps({"steps": steps, "entry_point_reads": reads}))
 class Side:
     python: Path
     tree: Path
+    env: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -92,10 +94,10 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def timed(command: Sequence[str], cwd: Path) -> tuple[Timed, str]:
+def timed(command: Sequence[str], cwd: Path, env: dict[str, str]) -> tuple[Timed, str]:
     """One run of ``command``: its wall time, the CPU time of it and its children, and its output."""
     cpu, start = children_cpu(), time.perf_counter()
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
     wall, cpu = time.perf_counter() - start, children_cpu() - cpu
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(map(str, command))} failed:\n{done.stderr[-3000:]}")
@@ -114,9 +116,9 @@ def processes(side: Side, cwd: Path) -> tuple[dict[str, Timed], str]:
         "milebench --help": [str(side.python), "-m", "milebench", "--help"],
         "snakemake --version": [*snakemake, "--version"],
     }
-    found = {name: timed(command, cwd)[0] for name, command in commands.items()}
+    found = {name: timed(command, cwd, side.env)[0] for name, command in commands.items()}
     plan = "snakemake -n, smoke run (plan of every job)"
-    found[plan], out = timed([*snakemake, "-n", "--quiet", "rules", "--cores", "2"], cwd)
+    found[plan], out = timed([*snakemake, "-n", "--quiet", "rules", "--cores", "2"], cwd, side.env)
     return found, out
 
 
@@ -132,7 +134,7 @@ def probed(side: Side, cwd: Path) -> tuple[dict[str, Timed], dict[str, Reads]]:
     steps: dict[str, Timed] = {}
     reads: dict[str, Reads] = {}
     for command in COMMANDS:
-        _, out = timed([str(side.python), "-c", PROBE, command], cwd)
+        _, out = timed([str(side.python), "-c", PROBE, command], cwd, side.env)
         found = json.loads(out.strip().splitlines()[-1])
         for name, (wall, cpu) in found["steps"].items():
             key = f"import the {command} handler" if name == "import the handler" else name
@@ -196,9 +198,11 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5, help="Timed repeats; the fastest counts.")
     args = parser.parse_args()
     base_tree = args.baseline.resolve()
+    # The baseline imports its own checkout, whatever PYTHONPATH this one was given.
+    base_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     sides = (
-        Side(args.baseline_python or base_tree / ".venv" / "bin" / "python", base_tree),
-        Side(Path(sys.executable), REPO),
+        Side(args.baseline_python or base_tree / ".venv" / "bin" / "python", base_tree, base_env),
+        Side(Path(sys.executable), REPO, dict(os.environ)),
     )
     timings: list[dict[str, list[Timed]]] = [{}, {}]
     reads: list[dict[str, Reads]] = [{}, {}]
