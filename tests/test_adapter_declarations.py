@@ -291,6 +291,13 @@ def test_only_a_single_name_assigned_a_literal_declares(tmp_path: Path) -> None:
     assert [declarations_in(p) for p in (none, chained, mentioned)] == [[], [], []]
 
 
+def test_a_declaration_shown_in_a_string_before_the_module_s_own_is_not_it(tmp_path: Path) -> None:
+    shown = {**ADAPTER_LITERAL, "kind": "shown-only"}
+    text = f'"""A family; its declaration reads:\n\nADAPTER = {shown!r}\n"""\n\nimport os\n\n'
+    path = write_module(tmp_path, "shown.py", f"{text}ADAPTER = {ADAPTER_LITERAL!r}\n{TOY_BODY}")
+    assert [d.kind for d in declarations_in(path)] == ["toy-echo"]
+
+
 def test_a_bad_declaration_in_a_list_names_its_index_and_field(tmp_path: Path) -> None:
     bad = {**ADAPTER_LITERAL, "kind": "toy-two", "colour": "red"}
     single = write_module(tmp_path, "single.py", f"ADAPTER = {bad!r}\n")

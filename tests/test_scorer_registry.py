@@ -14,6 +14,7 @@ from test_report import aggregate_and_report
 from test_score_aggregate_run import fill
 from test_score_command import paths_of, specs_dir  # noqa: F401
 
+from milebench.plugins import installed_entry_points
 from milebench.score.registry import (
     ENTRY_POINTS,
     scorer,
@@ -33,6 +34,7 @@ def judge(task, sample, prediction):
 
 
 def clear() -> None:
+    installed_entry_points.cache_clear()
     scorer_names.cache_clear()
     scorer.cache_clear()
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
-from importlib.metadata import entry_points
 
 from milebench.errors import KitError
+from milebench.plugins import registered
 from milebench.records import ScoredSample
 from milebench.spec.task import TaskSpec
 
@@ -38,7 +38,7 @@ class BadScorer(KitError):
 @cache
 def scorer_names() -> tuple[str, ...]:
     """Every registered scorer, the default first, then the variants by name (read, never imported)."""
-    names = {point.name for point in entry_points(group=ENTRY_POINTS)}
+    names = {point.name for point in registered(ENTRY_POINTS)}
     if DEFAULT_SCORER not in names:
         raise BadScorer(
             f"no scorer {DEFAULT_SCORER!r} among the entry points of group {ENTRY_POINTS}: the kit's package "
@@ -55,7 +55,7 @@ def variant_scorers() -> tuple[str, ...]:
 @cache
 def scorer(name: str) -> Judge:
     """The judge registered as ``name``, imported on first use."""
-    points = [point for point in entry_points(group=ENTRY_POINTS) if point.name == name]
+    points = [point for point in registered(ENTRY_POINTS) if point.name == name]
     if not points:
         raise BadScorer(f"unknown scorer {name!r}; known: {', '.join(scorer_names())}")
     point = points[0]

@@ -19,16 +19,20 @@ adapter class and the tiny builder are imported only when a model is run or buil
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib.util
+import io
 import re
+import tokenize
 from functools import cache
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, ValidationError
 
 from milebench.errors import KitError
+from milebench.plugins import registered
 from milebench.spec.base import Spec, SpecError, field_errors
 
 ENTRY_POINTS = "milebench.adapters"
@@ -104,20 +108,58 @@ class DeclaredAdapter(Spec):
         return (*self.declaration.environment, *proxies)
 
 
-def module_literal(path: Path, text: str, name: str) -> object | None:
-    """The value of the module-level ``name = ...`` in ``text``; None when there is none."""
-    for node in ast.parse(text, filename=str(path)).body:
+def _through_statement(text: str, name: str) -> str | None:
+    """``text`` up to the end of the statement its first line-leading ``name =`` starts, the module's
+    header where the declaration sits; None where no such statement is found."""
+    found = re.compile(rf"^{name}\s*=(?!=)", re.MULTILINE).search(text)
+    if found is None:
+        return None
+    rest = text[found.start() :]
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(rest).readline):
+            if token.type == tokenize.NEWLINE:
+                row, column = token.end
+                line_start = 0
+                for _ in range(row - 1):
+                    line_start = rest.index("\n", line_start) + 1
+                return text[: found.start() + line_start + column]
+    except (tokenize.TokenError, SyntaxError):  # not a statement's start (inside a string, say)
+        return None
+    return None
+
+
+def _assigned(module: ast.Module, name: str) -> ast.expr | None:
+    """The value of the first module-level ``name = ...``; None when there is none."""
+    for node in module.body:
         if (
             isinstance(node, ast.Assign)
             and len(node.targets) == 1
             and isinstance(node.targets[0], ast.Name)
             and node.targets[0].id == name
         ):
-            try:
-                return ast.literal_eval(node.value)
-            except ValueError:
-                raise SpecError(path, [(name, "must be a literal (no names, calls or f-strings)")]) from None
+            return node.value
     return None
+
+
+def module_literal(path: Path, text: str, name: str) -> object | None:
+    """The value of the module-level ``name = ...`` in ``text``; None when there is none.
+
+    Every job validates specs against the declarations, so only the module's header through the
+    declaration is parsed, a fraction of the module; all of it where that header is no valid module or
+    holds no declaration (the line found was inside a string)."""
+    header = _through_statement(text, name)
+    node = None
+    if header is not None:
+        with contextlib.suppress(SyntaxError):
+            node = _assigned(ast.parse(header, filename=str(path)), name)
+    if node is None:
+        node = _assigned(ast.parse(text, filename=str(path)), name)
+    if node is None:
+        return None
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        raise SpecError(path, [(name, "must be a literal (no names, calls or f-strings)")]) from None
 
 
 def declarations_in(path: Path) -> list[AdapterDeclaration]:
@@ -159,10 +201,13 @@ def _named(point: EntryPoint) -> str:
     return f"entry point {point.name} = {point.value!r} of group {ENTRY_POINTS}"
 
 
-def _registered(point: EntryPoint) -> DeclaredAdapter:
-    """The declaration an entry point registers: its module's ``ADAPTER`` of that kind and class."""
+def _registered(point: EntryPoint, read: dict[Path, list[AdapterDeclaration]]) -> DeclaredAdapter:
+    """The declaration an entry point registers: its module's ``ADAPTER`` of that kind and class (each
+    module read once into ``read``, though it may declare several kinds)."""
     module, name, path = _source(point)
-    for declaration in declarations_in(path):
+    if path not in read:
+        read[path] = declarations_in(path)
+    for declaration in read[path]:
         if declaration.kind == point.name and declaration.entry == name:
             return DeclaredAdapter(module=module, path=path, declaration=declaration)
     raise SpecError(
@@ -176,11 +221,12 @@ def declared_adapters() -> dict[str, DeclaredAdapter]:
     imported); a kind registered twice, or ``unported``, is refused."""
     found: dict[str, DeclaredAdapter] = {}
     values: dict[str, str] = {}
-    for point in sorted(entry_points(group=ENTRY_POINTS), key=lambda p: (p.name, p.value)):
+    read: dict[Path, list[AdapterDeclaration]] = {}
+    for point in sorted(registered(ENTRY_POINTS), key=lambda p: (p.name, p.value)):
         if point.name == UNPORTED or point.name in found:
             other = f"also registered as {values[point.name]!r}" if point.name in found else "reserved"
             raise BadAdapter(f"{_named(point)}: {point.name!r} is {other}")
-        found[point.name] = _registered(point)
+        found[point.name] = _registered(point, read)
         values[point.name] = point.value
     if not found:
         raise BadAdapter(

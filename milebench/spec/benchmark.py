@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import importlib
 from functools import cache
-from importlib.metadata import entry_points
 from importlib.resources import files
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from milebench.errors import KitError
+from milebench.plugins import registered
 from milebench.spec.base import Spec, SpecError, load_spec, read_yaml
 from milebench.spec.folder import overlay_base
 
@@ -87,7 +87,7 @@ def located(text: str, base: Path) -> Path:
 def benchmarks() -> dict[str, Benchmark]:
     """Every installed benchmark by name, from the entry points of :data:`ENTRY_POINTS`."""
     found: dict[str, Benchmark] = {}
-    for point in sorted(entry_points(group=ENTRY_POINTS), key=lambda p: p.name):
+    for point in sorted(registered(ENTRY_POINTS), key=lambda p: p.name):
         declared = point.load()
         if not isinstance(declared, Benchmark):
             raise BadDeclaration(

@@ -16,6 +16,7 @@ from test_import_official import setup  # noqa: F401
 from test_score_command import CHOICES, paths_of, specs_dir  # noqa: F401
 
 from milebench import cli
+from milebench.benchmarks.milebench import cli as milebench_cli
 from milebench.benchmarks.milebench.score.foreign import FORMATS
 from milebench.io import read_jsonl
 from milebench.spec.run import Mode
@@ -134,7 +135,7 @@ def test_vlmevalkit_predictions_give_the_official_judgments(
 
 
 def test_every_format_the_command_offers_is_read() -> None:
-    assert tuple(FORMATS) == cli.IMPORT_FORMATS
+    assert tuple(FORMATS) == milebench_cli.IMPORT_FORMATS
 
 
 def lmms(name: str, record: dict) -> Callable[[Path], Path]:
