@@ -12,7 +12,7 @@ from PIL import Image
 
 from milebench.benchmarks.milebench.preprocess import combine
 
-GOLDEN = Path(__file__).parents[1] / "golden" / "combine_official.json"
+GOLDEN = Path(__file__).parents[2] / "golden" / "combine_official.json"
 CASES = [(1, 0), (2, 0), (3, 4), (5, 0)]
 """(images, first label index): pictures the official script made from :func:`synthetic_images`."""
 

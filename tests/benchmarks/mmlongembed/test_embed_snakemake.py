@@ -22,7 +22,7 @@ from milebench.benchmarks.mmlongembed.aggregate import Analysis
 from milebench.benchmarks.mmlongembed.analysis import OVERALL
 from milebench.spec.registry import DEFAULT_SPECS
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 TINY = {
     "name": "embed-tiny",

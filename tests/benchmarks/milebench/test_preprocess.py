@@ -29,7 +29,7 @@ from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode, RunSpec
 
 REAL = load_specs()
-STANDIN = Path(__file__).parents[1] / "qwen_vl_chat_standin"
+STANDIN = Path(__file__).parents[2] / "qwen_vl_chat_standin"
 """A stand-in for the Qwen-VL-Chat hub repository: config, tokenizer and model as remote code."""
 TASKS = ("ActionSequence", "SlideVQA", "GPR1200")
 

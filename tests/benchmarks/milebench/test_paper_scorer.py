@@ -25,7 +25,7 @@ from milebench.spec.task import (
     official_scorer,
 )
 
-GOLDEN = Path(__file__).parents[1] / "golden" / "paper_judgments.jsonl"
+GOLDEN = Path(__file__).parents[2] / "golden" / "paper_judgments.jsonl"
 
 
 def make_task(name: str, question_type: QuestionType | str) -> TaskSpec:

@@ -195,7 +195,7 @@ def test_aggregate_names_a_metrics_file_that_is_not_json(tmp_path: Path) -> None
     metrics = tmp_path / "results" / "embed-smoke" / "metrics" / "all-minilm-l6-v2.json"
     metrics.parent.mkdir(parents=True)
     metrics.write_text("{not json", encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
     done = subprocess.run(
         [
             sys.executable,

@@ -21,7 +21,7 @@ from test_preprocess import png_header
 from milebench.cli import main
 from milebench.spec.registry import DEFAULT_SPECS
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 
 

@@ -18,7 +18,7 @@ from milebench.benchmarks.mmlongembed.spec import VisualGrounding, load_embed_sp
 from milebench.benchmarks.mmlongembed.tokenizer_spec import PackageTokenizer
 from milebench.spec.registry import DEFAULT_SPECS
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 
 
