@@ -5,8 +5,8 @@ The ranks file is tiktoken's format: one base64 token and its rank per line, 151
 turns it into byte-level BPE vocabulary and merges (``TikTokenConverter``) and builds them into its own
 ``Qwen2Tokenizer``, the class Qwen3's hub tokenizer names: NFC normalisation, Qwen's pre-tokenizer
 pattern (letters, single digits, punctuation runs, newline and whitespace runs), byte-level BPE. Ids 0 to
-151,642 are the ranks; ``tests/benchmarks/mmlongembed/test_embed_qwen_vocab.py`` holds the result to tiktoken's ids on
-the same file and to published Qwen2/Qwen3 ids.
+151,642 are the ranks; ``tests/benchmarks/mmlongembed/test_embed_qwen_vocab.py`` holds the result to
+tiktoken's ids on the same file and to published Qwen2/Qwen3 ids.
 
 Where Qwen3's hub tokenizer differs: it has added tokens from id 151,643 on (``<|endoftext|>``,
 ``<|im_start|>``, ``<|im_end|>``, then vision, tool-call, fill-in-the-middle and think markers) that the
