@@ -16,11 +16,11 @@ import yaml
 from fetch_helpers import RangeServer, link_member, tar_gz, write_lock
 from test_score_command import paths_of, specs_dir  # noqa: F401
 
-from milebench.data import commands, hub_lock
+from milebench.benchmarks.milebench.data import hub_lock
+from milebench.data import commands
 from milebench.data.errors import FetchError
 from milebench.data.extract import ExtractLimits, RefusedArchiveError, marker_path
 from milebench.data.fetch import fetch_run
-from milebench.data.hub_lock import write_hub_lock
 from milebench.data.verify import VerificationError
 from milebench.hub import hub_errors
 from milebench.paths import RunPaths
@@ -476,7 +476,7 @@ def test_hub_lock_writes_a_complete_lock(tmp_path: Path) -> None:
     ]
     api = FakeApi(files)
     out = tmp_path / "locks" / "hub.lock.yaml"
-    write_hub_lock("FreedomIntelligence/MileBench", "main", out, api=api)
+    hub_lock.write_hub_lock("FreedomIntelligence/MileBench", "main", out, api=api)
     lock = load_lock(out)
     assert api.calls == [
         ("info", "FreedomIntelligence/MileBench", "main"),
@@ -501,13 +501,13 @@ def test_hub_lock_errors_name_the_dataset_the_revision_and_its_commit(tmp_path: 
     ]
     for files, message in cases:
         with pytest.raises(FetchError) as err:
-            write_hub_lock("o/d", "main", tmp_path / "hub.lock.yaml", api=FakeApi(files))
+            hub_lock.write_hub_lock("o/d", "main", tmp_path / "hub.lock.yaml", api=FakeApi(files))
         assert str(err.value) == message
 
 
 def test_an_archive_the_hub_lists_without_a_size_takes_its_lfs_size(tmp_path: Path) -> None:
     api = FakeApi([FakeFile("MileBench_part0.tar.gz", None, FakeLfs(10, "0" * 64))])
-    lock = write_hub_lock("o/d", "main", tmp_path / "hub.lock.yaml", api=api)
+    lock = hub_lock.write_hub_lock("o/d", "main", tmp_path / "hub.lock.yaml", api=api)
     assert [(a.name, a.size) for a in lock.archives] == [("MileBench_part0.tar.gz", 10)]
 
 
@@ -515,7 +515,7 @@ def test_hub_lock_refuses_archives_without_lfs_metadata(tmp_path: Path) -> None:
     api = FakeApi([FakeFile("MileBench_part0.tar.gz", 10, None)])
     out = tmp_path / "hub.lock.yaml"
     with pytest.raises(FetchError, match=r"MileBench_part0\.tar\.gz has no LFS metadata"):
-        write_hub_lock("o/d", "main", out, api=api)
+        hub_lock.write_hub_lock("o/d", "main", out, api=api)
     assert not out.exists()
 
 
@@ -523,11 +523,11 @@ def test_lock_command_uses_the_hub_api(tmp_path: Path, monkeypatch: pytest.Monke
     api = FakeApi([_lfs_file("MileBench_part0.tar.gz", 7)])
     monkeypatch.setattr(hub_lock, "HfApi", lambda: api)
     out = tmp_path / "hub.lock.yaml"
-    assert commands.lock(argparse.Namespace(repo_id="o/d", revision="v1", out=out)) == 0
+    assert hub_lock.lock(argparse.Namespace(repo_id="o/d", revision="v1", out=out)) == 0
     assert api.calls == [("info", "o/d", "v1"), ("tree", "o/d", "c" * 40)]
     assert load_lock(out).archives[0].size == 7
     monkeypatch.setattr(hub_lock, "HfApi", lambda: FakeApi([]))
-    assert commands.lock(argparse.Namespace(repo_id="o/d", revision="v1", out=tmp_path / "none.yaml")) == 1
+    assert hub_lock.lock(argparse.Namespace(repo_id="o/d", revision="v1", out=tmp_path / "none.yaml")) == 1
 
 
 def test_lock_command_on_an_unreachable_hub_fails_cleanly(
@@ -539,9 +539,9 @@ def test_lock_command_on_an_unreachable_hub_fails_cleanly(
 
     monkeypatch.setattr(hub_lock, "HfApi", DownApi)
     out = tmp_path / "hub.lock.yaml"
-    assert commands.lock(argparse.Namespace(repo_id="o/d", revision="v1", out=out)) == 1
+    assert hub_lock.lock(argparse.Namespace(repo_id="o/d", revision="v1", out=out)) == 1
     assert not out.exists()
     with pytest.raises(FetchError) as err:
-        write_hub_lock("o/d", "v1", out, api=DownApi())
+        hub_lock.write_hub_lock("o/d", "v1", out, api=DownApi())
     down = hub_errors()[-1].__name__
     assert str(err.value) == f"cannot read dataset o/d at 'v1': {down}: Name or service not known"

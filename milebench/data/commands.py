@@ -1,4 +1,4 @@
-"""CLI handlers of ``milebench fetch``, ``milebench fetch-weights`` and ``milebench lock-data``."""
+"""CLI handlers of ``milebench fetch`` and ``milebench fetch-weights``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import logging
 from milebench.data.download import RetryPolicy
 from milebench.data.errors import FetchError
 from milebench.data.fetch import fetch_run
-from milebench.data.hub_lock import write_hub_lock
 from milebench.paths import RunPaths
 from milebench.spec.registry import load_specs
 from milebench.spec.weights_lock import pin_weights
@@ -40,15 +39,6 @@ def fetch_weights(args: argparse.Namespace) -> int:
         spec = pin_weights(specs.model(args.model), specs.lock_root())
         for name, path in fetch_weight_files(spec).items():
             log.info("%s: %s verified at %s", spec.name, name, path)
-    except FetchError as err:
-        log.error("%s", err)
-        return 1
-    return 0
-
-
-def lock(args: argparse.Namespace) -> int:
-    try:
-        write_hub_lock(args.repo_id, args.revision, args.out)
     except FetchError as err:
         log.error("%s", err)
         return 1

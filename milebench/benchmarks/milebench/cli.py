@@ -103,7 +103,7 @@ def add_commands(add: AddCommand) -> None:
 
     p = add(
         "lock-data",
-        "milebench.data.commands:lock",
+        "milebench.benchmarks.milebench.data.hub_lock:lock",
         "Resolve the hub revision and archive checksums.",
         made_by=(),
     )

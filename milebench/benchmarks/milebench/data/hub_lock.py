@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import logging
 import re
 from pathlib import Path
@@ -70,3 +71,13 @@ def write_hub_lock(repo_id: str, revision: str, out: Path, api: DatasetApi | Non
     atomic_write_text(out, dump_lock(lock))
     log.info("wrote %s: %s at %s, %d archives", out, repo_id, lock.revision, len(lock.archives))
     return lock
+
+
+def lock(args: argparse.Namespace) -> int:
+    """The ``lock-data`` handler: a failed resolution is one logged line and exit 1."""
+    try:
+        write_hub_lock(args.repo_id, args.revision, args.out)
+    except FetchError as err:
+        log.error("%s", err)
+        return 1
+    return 0
