@@ -181,8 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--out",
         type=Path,
-        default=DEFAULT_SPECS / "schemas",
-        help="Folder to write them into (default: the kit's own, specs/schemas).",
+        default=None,
+        help="Folder to write them into, a folder per benchmark (default: each benchmark's own shipped "
+        "specs folder's schemas/, specs/schemas for MileBench).",
     )
 
     p = add(

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from milebench.benchmarks.milebench.paper import PaperSpec
 from milebench.records import Judgment
 from milebench.score.aggregate import (
     DIAGNOSTIC_GROUPS,
@@ -24,7 +25,6 @@ from milebench.score.aggregate import (
     summarise,
 )
 from milebench.spec.base import load_spec
-from milebench.spec.paper import PaperSpec
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
 from milebench.spec.run import Mode
 from milebench.spec.samples import expected_samples, warn_if_short

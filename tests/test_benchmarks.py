@@ -25,7 +25,7 @@ TOY_PACKAGE = {
         from typing import Literal
 
         from milebench.spec.base import Spec
-        from milebench.spec.benchmark import Benchmark
+        from milebench.spec.benchmark import Benchmark, SpecKind
 
 
         class ToyRun(Spec):
@@ -34,11 +34,18 @@ TOY_PACKAGE = {
             words: int
 
 
+        class ToyNote(Spec):
+            name: str
+            text: str
+
+
         BENCHMARK = Benchmark(
             name="toybench",
             specs="toybench:specs",
             rules="toybench:rules.smk",
             run_model="toybench:ToyRun",
+            kinds={"note": SpecKind(model="toybench:ToyNote", files="notes/")},
+            check="toybench.cli:check_specs",
             commands="toybench.cli:add_commands",
         )
     ''',
@@ -61,6 +68,19 @@ TOY_PACKAGE = {
             run = load_spec(folder / f"{args.run}.yaml", ToyRun)
             Path(args.out).write_text(f"{run.words}\\n")
             return 0
+
+
+        def check_specs(specs_root):
+            from milebench.spec.base import SpecError, load_spec
+            from milebench.spec.benchmark import benchmarks
+
+            from toybench import ToyNote
+
+            folder = benchmarks()["toybench"].folder(specs_root)
+            notes = [load_spec(p, ToyNote) for p in sorted((folder / "notes").glob("*.yaml"))]
+            if any(not n.text for n in notes):
+                raise SpecError(folder / "notes", [("text", "a note says something")])
+            return f"{len(notes)} notes"
     """,
     "rules.smk": """
         BENCHMARK_TARGETS = [f"toy/{BENCHMARK_RUN}.txt"]
@@ -73,6 +93,7 @@ TOY_PACKAGE = {
                 "{MB} toy-count --run {wildcards.run} --out {output}"
     """,
     "specs/runs/toy-run.yaml": "name: toy-run\nbenchmark: toybench\nwords: 7\n",
+    "specs/notes/hello.yaml": "name: hello\ntext: Hello.\n",
 }
 
 
@@ -147,6 +168,27 @@ def test_a_benchmark_outside_the_kit_plugs_in_by_one_entry_point(tmp_path: Path)
     done = snakemake(site, REPO, "toy-run", DEFAULT_SPECS, "--directory", str(work))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert (work / "toy" / "toy-run.txt").read_text() == "7\n"
+
+
+def test_a_benchmark_outside_the_kit_has_its_spec_kinds_checked_and_published(tmp_path: Path) -> None:
+    """check-specs validates the files of every kind it declares, then says what its own check found; a
+    broken file of its kind is named with its field (exit 2); export-schemas publishes a schema per kind."""
+    site = distribution(tmp_path, TOY_PACKAGE, "toybench:BENCHMARK")
+    done = run_with(site, ["-m", "milebench", "check-specs"])
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "toybench specs OK: 1 notes" in done.stderr and "MileBench specs OK" in done.stderr
+    out = tmp_path / "schemas"
+    done = run_with(site, ["-m", "milebench", "export-schemas", "--out", str(out)])
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert sorted(p.name for p in (out / "toybench").iterdir()) == ["note.schema.json", "run.schema.json"]
+    bad = site / "toybench" / "specs" / "notes" / "bad.yaml"
+    bad.write_text("name: other\ntext: Named not as its file.\n")  # its own check would pass it
+    done = run_with(site, ["-m", "milebench", "check-specs"])
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"{bad}: name: 'other' must equal the file name 'bad'" in done.stderr
+    bad.write_text("name: bad\ntext: ''\n")
+    done = run_with(site, ["-m", "milebench", "check-specs"])
+    assert done.returncode == 2 and "a note says something" in done.stderr
 
 
 def test_an_entry_point_that_names_no_benchmark_is_named(tmp_path: Path) -> None:

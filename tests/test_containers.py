@@ -31,6 +31,7 @@ from docker.errors import ImageNotFound
 from mini_specs import task_spec
 
 from milebench import cli
+from milebench.benchmarks.milebench.paper import ContaminationTable, ImageQuantityTable, MainTable, PaperSpec
 from milebench.containers import commands, docker_runtime, image
 from milebench.containers.docker_runtime import (
     ContainerFailed,
@@ -48,7 +49,6 @@ from milebench.paths import RunPaths
 from milebench.records import PreparedSample
 from milebench.spec.base import SpecError
 from milebench.spec.model import ModelSpec
-from milebench.spec.paper import ContaminationTable, ImageQuantityTable, MainTable, PaperSpec
 from milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.spec.task import Group, QuestionType, ScorerKind
 

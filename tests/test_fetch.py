@@ -57,7 +57,7 @@ def _offline_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def setup(tmp_path: Path, data: object) -> tuple[Specs, RunSpec, RunPaths]:
     run = RunSpec(name="t", description="test", models=("m",), data=data, output_dir=str(tmp_path / "out"))
-    specs = Specs(root=tmp_path / "specs", tasks={}, models={}, runs={"t": run}, paper=None)  # type: ignore[arg-type]
+    specs = Specs(root=tmp_path / "specs", tasks={}, models={}, runs={"t": run})
     return specs, run, RunPaths.for_run(run)
 
 

@@ -32,7 +32,6 @@ from milebench.paths import RunPaths
 from milebench.record_files import RecordError, read_prepared
 from milebench.records import FailureKind, Prediction, PreparedSample, WindowExcess, option_label
 from milebench.spec.model import BatchRule, Generation
-from milebench.spec.paper import ContaminationTable, ImageQuantityTable, MainTable, PaperSpec
 from milebench.spec.policy import RunPolicy, run_policy
 from milebench.spec.registry import Specs
 from milebench.spec.run import ContextOverflow, FixtureSource, Mode, RunSpec
@@ -400,13 +399,7 @@ def test_preprocess_then_infer_handlers(tmp_path: Path, monkeypatch: pytest.Monk
         data=FixtureSource(kind="fixture"),
         output_dir=str(tmp_path),
     )
-    paper = PaperSpec(
-        source="t",
-        main_table=MainTable(caption="", rows=()),
-        contamination=ContaminationTable(caption="", rows=()),
-        image_quantity=ImageQuantityTable(note="", rows=()),
-    )
-    specs = Specs(tmp_path, {task.name: task}, {"random": model()}, {"t": run}, paper)
+    specs = Specs(tmp_path, {task.name: task}, {"random": model()}, {"t": run})
     monkeypatch.setattr(preprocess_commands, "load_specs", lambda _root: specs)
     monkeypatch.setattr(commands, "load_specs", lambda _root: specs)
     paths = RunPaths.for_run(run)

@@ -19,6 +19,7 @@ from mini_specs import linked_specs
 from served_model import ServedModel, free_port, served
 
 from milebench import cli
+from milebench.benchmarks.milebench.paper import load_paper
 from milebench.infer.adapter import FIRST_FAILURES, AdapterError, Preflight
 from milebench.infer.api.prerequisites import missing_prerequisites
 from milebench.infer.engine import run_model
@@ -115,7 +116,7 @@ def test_a_folder_without_paper_spec_overlays_the_shipped_one(tmp_path: Path) ->
         shipped_random.replace("display_name:", "display_name: Mine #")
     )
     specs, shipped = load_specs(folder), load_specs()
-    assert specs.tasks == shipped.tasks and specs.paper == shipped.paper
+    assert specs.tasks == shipped.tasks and load_paper(specs) == load_paper(shipped)
     assert set(specs.models) == {*shipped.models, model_file()["name"]}
     assert set(specs.runs) == {*shipped.runs, run_file()["name"]}
     assert specs.models["random"].display_name.startswith("Mine")  # a file of the same name replaces

@@ -13,10 +13,10 @@ import yaml
 from test_score_command import CHOICES, args, paths_of, prediction, sample, specs_dir  # noqa: F401
 
 from milebench.benchmarks.milebench.score.compare import compare_command
+from milebench.benchmarks.milebench.score.run_aggregate import IncompleteError, aggregate, aggregate_run
 from milebench.benchmarks.milebench.scoring import score
 from milebench.io import atomic_write_jsonl
 from milebench.paths import RunPaths
-from milebench.score.run_aggregate import IncompleteError, aggregate, aggregate_run
 from milebench.spec.base import SpecError
 from milebench.spec.registry import load_specs
 from milebench.spec.run import Mode

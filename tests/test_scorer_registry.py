@@ -14,6 +14,7 @@ from test_report import aggregate_and_report
 from test_score_aggregate_run import fill
 from test_score_command import paths_of, specs_dir  # noqa: F401
 
+from milebench.benchmarks.milebench.score.run_aggregate import RunAggregate
 from milebench.plugins import installed_entry_points
 from milebench.score.registry import (
     ENTRY_POINTS,
@@ -21,7 +22,6 @@ from milebench.score.registry import (
     scorer_names,
     variant_scorers,
 )
-from milebench.score.run_aggregate import RunAggregate
 from milebench.spec.run import Mode
 
 LENIENT = '''
@@ -84,7 +84,7 @@ def test_a_third_scorer_appears_in_the_aggregate_and_both_reports(
 def test_an_aggregate_of_format_1_reads_as_the_standard_variant(specs_dir: Path) -> None:  # noqa: F811
     """Archived bundles hold aggregates written before the variants: their one variant was ``standard``."""
     fill(specs_dir)
-    from milebench.score.run_aggregate import aggregate_run
+    from milebench.benchmarks.milebench.score.run_aggregate import aggregate_run
     from milebench.spec.registry import load_specs
 
     specs = load_specs(specs_dir)

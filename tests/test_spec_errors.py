@@ -11,10 +11,11 @@ import pytest
 import yaml
 
 from milebench.cli import main
-from milebench.commands.specs import WEIGHTS_LOCK, check
+from milebench.commands.specs import check
 from milebench.spec.base import SpecError
 from milebench.spec.data_lock import load_lock
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
+from milebench.spec.weights_lock import WEIGHTS_LOCK
 
 
 @pytest.fixture

@@ -15,23 +15,31 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from milebench.cli import main
-from milebench.commands.specs import SCHEMA_MODELS
 from milebench.spec.base import SpecError, load_spec
+from milebench.spec.benchmark import benchmarks
 from milebench.spec.registry import DEFAULT_SPECS
 from milebench.spec.safe_yaml import MAX_DEPTH
 
-# A real file of each spec kind, relative to the specs folder; fuzzed inputs start from its content.
-REAL_FILES = {
-    "task": Path("tasks/TQA.yaml"),
-    "model": Path("models/gpt-4o.yaml"),
-    "run": Path("runs/paper.yaml"),
-    "paper": Path("paper.yaml"),
-    "data-lock": Path("locks/milebench-hub.lock.yaml"),
-    "weights-lock": Path("locks/weights.lock.yaml"),
-}
-KINDS = sorted(SCHEMA_MODELS)
+
+def declared_kinds() -> dict[str, tuple[Path, type[BaseModel]]]:
+    """Every benchmark's spec kinds as ``benchmark:kind``, each with a real file of it (relative to the
+    shipped specs folder; fuzzed inputs start from its content) and its model."""
+    found = {}
+    for benchmark in benchmarks().values():
+        for name, kind in benchmark.spec_kinds().items():
+            where = benchmark.folder(DEFAULT_SPECS) / kind.files
+            path = min(where.glob("*.yaml")) if kind.files.endswith("/") else where
+            found[f"{benchmark.name}:{name}"] = (path.relative_to(DEFAULT_SPECS), kind.spec_model())
+    return found
+
+
+DECLARED = declared_kinds()
+REAL_FILES = {name: path for name, (path, _) in DECLARED.items()}
+MODELS = {name: model for name, (_, model) in DECLARED.items()}
+KINDS = sorted(DECLARED)
 
 FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -132,7 +140,7 @@ def test_loading_any_file_gives_a_spec_or_a_spec_error(
     path = tmp_path_factory.mktemp("fuzz") / REAL_FILES[kind].name
     put(path, data.draw(documents(kind)))
     try:
-        load_spec(path, SCHEMA_MODELS[kind])
+        load_spec(path, MODELS[kind])
     except SpecError as err:
         assert err.path == path
         assert err.problems and str(err).startswith(f"{path}: ")
@@ -166,7 +174,7 @@ def test_check_specs_cli_on_any_file(specs_copy: Path, kind: str, data: st.DataO
     try:
         put(path, data.draw(documents(kind)))
         try:
-            load_spec(path, SCHEMA_MODELS[kind])
+            load_spec(path, MODELS[kind])
             loads = True
         except SpecError:
             loads = False

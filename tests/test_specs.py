@@ -11,9 +11,11 @@ from statistics import mean
 import pytest
 import yaml
 
+from milebench.benchmarks.milebench.paper import load_paper
 from milebench.cli import main
-from milebench.commands.specs import SCHEMA_MODELS, WEIGHTS_LOCK, export
+from milebench.commands.specs import export, schemas_folder
 from milebench.spec.base import SpecError, load_spec
+from milebench.spec.benchmark import benchmarks
 from milebench.spec.context import SourceKind
 from milebench.spec.data_lock import load_lock
 from milebench.spec.model import (
@@ -27,7 +29,7 @@ from milebench.spec.model import (
 from milebench.spec.registry import DEFAULT_SPECS, Specs, load_specs
 from milebench.spec.run import FixtureSource, HubSource, Mode
 from milebench.spec.task import Group, QuestionType
-from milebench.spec.weights_lock import WeightsLock, check_weights_lock, load_weights_lock
+from milebench.spec.weights_lock import WEIGHTS_LOCK, WeightsLock, check_weights_lock, load_weights_lock
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 
@@ -120,8 +122,8 @@ def test_every_group_has_its_tasks(specs: Specs) -> None:
 def test_models_cover_the_paper_table(specs: Specs) -> None:
     with_paper_name = {m.paper_name: m for m in specs.models.values() if m.paper_name is not None}
     assert len(with_paper_name) == 23
-    assert set(with_paper_name) == {row.paper_name for row in specs.paper.main_table.rows}
-    for row in specs.paper.main_table.rows:
+    assert set(with_paper_name) == {row.paper_name for row in load_paper(specs).main_table.rows}
+    for row in load_paper(specs).main_table.rows:
         model = specs.models[row.model]
         assert (model.paper_name, model.section, model.size) == (row.paper_name, row.section, row.size)
     kit = {n: m for n, m in specs.models.items() if m.section is Section.KIT}
@@ -170,7 +172,7 @@ def test_every_paper_model_traces_its_budget_to_a_source_or_says_why_not(specs: 
     """Every model of the paper's table in the specs folder: a value with where it comes from, or
     null with a ``none`` source that says why; a set max_images has a source too."""
     paper_models = [m for m in specs.models.values() if m.paper_model]
-    assert len(paper_models) == len(specs.paper.main_table.rows) - 1  # every row but Random
+    assert len(paper_models) == len(load_paper(specs).main_table.rows) - 1  # every row but Random
     for model in paper_models:
         for name in ("max_context_len", "n_tokens_per_image", "max_images"):
             value, source = getattr(model, name), getattr(model.context_sources, name)
@@ -199,7 +201,7 @@ def test_runs(specs: Specs) -> None:
     assert smoke.models == ("random", "tiny-llava", "tiny-qwen2-vl")
     assert smoke.modes == (Mode.MULTI_IMAGE,)
     assert isinstance(smoke.data, FixtureSource) and smoke.data.samples_per_task == 3
-    paper_models = {row.model for row in specs.paper.main_table.rows}
+    paper_models = {row.model for row in load_paper(specs).main_table.rows}
     assert set(paper.models) == paper_models and len(paper.models) == 23
     assert set(paper.modes) == set(Mode)
     assert isinstance(paper.data, HubSource)
@@ -256,8 +258,8 @@ def test_weights_lock_rejects_short_commits(tmp_path: Path) -> None:
 
 def test_paper_rows_equal_the_csv(specs: Specs) -> None:
     rows = _reference_csv("paper_main_table.csv")
-    assert len(rows) == len(specs.paper.main_table.rows)
-    for csv_row, row in zip(rows, specs.paper.main_table.rows, strict=True):
+    assert len(rows) == len(load_paper(specs).main_table.rows)
+    for csv_row, row in zip(rows, load_paper(specs).main_table.rows, strict=True):
         assert row.paper_name == csv_row["model"]
         assert row.section == csv_row["section"]
         assert row.size == (None if csv_row["size"] == "-" else csv_row["size"])
@@ -269,18 +271,18 @@ def test_paper_rows_equal_the_csv(specs: Specs) -> None:
 def test_side_tables_equal_the_csv(specs: Specs) -> None:
     by_paper_name = {m.paper_name: n for n, m in specs.models.items() if m.paper_name}
     contamination = _reference_csv("paper_contamination.csv")
-    assert [(r.model, r.regular, r.adv, r.delta) for r in specs.paper.contamination.rows] == [
+    assert [(r.model, r.regular, r.adv, r.delta) for r in load_paper(specs).contamination.rows] == [
         (by_paper_name[r["model"]], float(r["regular"]), float(r["adv"]), float(r["delta"]))
         for r in contamination
     ]
     quantity = _reference_csv("paper_image_quantity.csv")
-    assert [(r.model, r.few, r.medium, r.many) for r in specs.paper.image_quantity.rows] == [
+    assert [(r.model, r.few, r.medium, r.many) for r in load_paper(specs).image_quantity.rows] == [
         (by_paper_name[r["model"]], float(r["few"]), float(r["medium"]), float(r["many"])) for r in quantity
     ]
 
 
 def test_side_tables_and_footnotes_name_models(specs: Specs) -> None:
-    paper = specs.paper
+    paper = load_paper(specs)
     named = [r.model for r in paper.contamination.rows] + [r.model for r in paper.image_quantity.rows]
     named += list(paper.main_table.footnotes) + [i.model for i in paper.main_table.inconsistencies]
     assert set(named) <= set(specs.models)
@@ -290,9 +292,9 @@ def test_side_tables_and_footnotes_name_models(specs: Specs) -> None:
 
 
 def test_group_means_reproduce_overall_except_listed_inconsistencies(specs: Specs) -> None:
-    listed = {(i.model, i.column): i for i in specs.paper.main_table.inconsistencies}
+    listed = {(i.model, i.column): i for i in load_paper(specs).main_table.inconsistencies}
     seen = set()
-    for row in specs.paper.main_table.rows:
+    for row in load_paper(specs).main_table.rows:
         for column, groups in OVERALL.items():
             computed = mean(row.groups[g] for g in groups)
             printed = getattr(row, column)
@@ -309,16 +311,16 @@ def test_group_means_reproduce_overall_except_listed_inconsistencies(specs: Spec
 
 
 def test_gpt4_diag_is_the_mean_of_the_needles_only(specs: Specs) -> None:
-    rows = {r.model: r for r in specs.paper.main_table.rows}
+    rows = {r.model: r for r in load_paper(specs).main_table.rows}
     for name in ("gpt-4v", "gpt-4o"):
         row = rows[name]
         assert round(mean([row.groups[Group.N1], row.groups[Group.N2]]), 1) == row.overall_diag
 
 
 def test_copied_llava_groups_really_coincide(specs: Specs) -> None:
-    entries = [i for i in specs.paper.main_table.inconsistencies if i.column == "T-1..T-4"]
+    entries = [i for i in load_paper(specs).main_table.inconsistencies if i.column == "T-1..T-4"]
     assert {i.model for i in entries} == {"llava-1.6-7b", "llava-1.5-13b"}
-    rows = {r.model: r for r in specs.paper.main_table.rows}
+    rows = {r.model: r for r in load_paper(specs).main_table.rows}
     first = [Group.T1, Group.T2, Group.T3, Group.T4]
     assert [rows["llava-1.6-7b"].groups[g] for g in first] == [rows["llava-1.5-13b"].groups[g] for g in first]
     assert rows["llava-1.6-7b"].groups[Group.S1] != rows["llava-1.5-13b"].groups[Group.S1]
@@ -327,19 +329,23 @@ def test_copied_llava_groups_really_coincide(specs: Specs) -> None:
 
 
 def test_schemas_are_fresh(tmp_path: Path) -> None:
+    """Each benchmark's committed schemas are exactly those of its declared spec kinds, as exported now."""
     export(argparse.Namespace(out=tmp_path))
-    committed = DEFAULT_SPECS / "schemas"
-    expected = sorted(f"{name}.schema.json" for name in SCHEMA_MODELS)
-    assert sorted(p.name for p in tmp_path.iterdir()) == expected
-    assert sorted(p.name for p in committed.glob("*.json")) == expected
-    for name in expected:
-        fresh = (tmp_path / name).read_bytes()
-        assert fresh.endswith(b"}\n")
-        assert (committed / name).read_bytes() == fresh, f"{name} is stale: run `milebench export-schemas`"
+    for benchmark in benchmarks().values():
+        fresh_folder, committed = tmp_path / benchmark.name, schemas_folder(benchmark, None)
+        expected = sorted(f"{name}.schema.json" for name in benchmark.spec_kinds())
+        assert sorted(p.name for p in fresh_folder.iterdir()) == expected
+        assert sorted(p.name for p in committed.glob("*.json")) == expected
+        for name in expected:
+            fresh = (fresh_folder / name).read_bytes()
+            assert fresh.endswith(b"}\n")
+            assert (committed / name).read_bytes() == fresh, (
+                f"{name} is stale: run `milebench export-schemas`"
+            )
 
 
 def test_check_specs_cli_accepts_the_real_specs(specs: Specs, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO):
         assert main(["--specs", str(DEFAULT_SPECS), "check-specs"]) == 0
-    counts = (len(specs.tasks), len(specs.models), len(specs.runs), len(specs.paper.main_table.rows))
+    counts = (len(specs.tasks), len(specs.models), len(specs.runs), len(load_paper(specs).main_table.rows))
     assert "{} tasks, {} models, {} runs, {} paper rows".format(*counts) in caplog.text

@@ -16,13 +16,19 @@ from test_report import (  # noqa: F401
     write_scores,
 )
 
+from milebench.benchmarks.milebench.paper import PaperSpec
+from milebench.benchmarks.milebench.report.verdict_view import build_verdict_view
+from milebench.benchmarks.milebench.score.verdict import (
+    COLUMNS,
+    Verdict,
+    build_verdict,
+    inconsistent_cells,
+    rank_correlation,
+)
 from milebench.io import atomic_write_jsonl
 from milebench.records import Judgment
-from milebench.report.verdict_view import build_verdict_view
 from milebench.score.uncertainty import TaskSamples
-from milebench.score.verdict import COLUMNS, Verdict, build_verdict, inconsistent_cells, rank_correlation
 from milebench.spec.base import load_spec
-from milebench.spec.paper import PaperSpec
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
 from milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.spec.task import Group

@@ -18,7 +18,7 @@ from milebench.plan import mode_tasks
 from milebench.record_files import read_prepared
 from milebench.score.inputs import read_predictions
 from milebench.score.registry import scorer as judge_of
-from milebench.score.run_aggregate import RunFiles
+from milebench.score.run_files import RunFiles
 from milebench.spec.base import SpecError
 from milebench.spec.execution import PAPER
 from milebench.spec.model_execution import execution_of, variant_problem

@@ -1,71 +1,58 @@
-"""CLI handlers ``check-specs`` and ``export-schemas``: validate the specs folder, publish its schemas."""
+"""CLI handlers ``check-specs`` and ``export-schemas``: validate every benchmark's specs, publish their
+schemas. Each benchmark's declaration (``milebench.spec.benchmark``) names its spec kinds and the check of
+the references between them."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel
 
-from milebench.audit.plan import audit_jobs
 from milebench.io import atomic_write_text
-from milebench.spec.base import SpecError
-from milebench.spec.data_lock import DataLock, load_lock
-from milebench.spec.model import ModelSpec
-from milebench.spec.paper import PaperSpec
-from milebench.spec.registry import Specs, load_specs
-from milebench.spec.run import RunSpec
-from milebench.spec.task import TaskSpec
-from milebench.spec.weights_lock import (
-    WEIGHTS_LOCK,
-    WeightsLock,
-    check_weights_lock,
-    load_weights_lock,
-)
+from milebench.spec.base import load_spec
+from milebench.spec.benchmark import Benchmark, SpecKind, benchmarks, imported
+from milebench.spec.folder import DEFAULT_SPECS, load_kind, overlay_base, resolve_file
 
 log = logging.getLogger(__name__)
 
-SCHEMA_MODELS: dict[str, type[BaseModel]] = {
-    "task": TaskSpec,
-    "model": ModelSpec,
-    "run": RunSpec,
-    "paper": PaperSpec,
-    "data-lock": DataLock,
-    "weights-lock": WeightsLock,
-}
 
-
-def _check_locks(specs: Specs) -> None:
-    """Locks are outside ``load_specs``; validate their format (resolution is checked when fetching)."""
-    for name, run in specs.runs.items():
-        lock_ref = getattr(run.data, "lock", None)
-        if lock_ref is None:
-            continue
-        lock_path = specs.file(lock_ref)
-        if not lock_path.exists():
-            raise SpecError(specs.file(f"runs/{name}.yaml"), [("data.lock", f"no file {lock_path}")])
-        load_lock(lock_path, require_complete=False)
-    weights_path = specs.file(WEIGHTS_LOCK)
-    if weights_path.exists():
-        check_weights_lock(load_weights_lock(weights_path), specs.models, weights_path)
+def kind_files(benchmark: Benchmark, specs_root: Path, kind: SpecKind) -> list[Path]:
+    """The files of ``kind`` under ``specs_root`` (over the shipped ones where it is an overlay), each
+    validated by the kind's model; a folder's specs named by their files. A single file that is absent is
+    for the benchmark's own check to require (a run names its lock, say)."""
+    shipped = overlay_base(specs_root)
+    root = benchmark.folder(specs_root)
+    base = None if shipped is None else benchmark.folder(shipped)
+    model = kind.spec_model()
+    if kind.files.endswith("/"):
+        return [path for path, _ in load_kind(root, kind.files.rstrip("/"), model, base).values()]
+    path = resolve_file(root, base, kind.files)
+    if not path.exists():
+        return []
+    load_spec(path, model)
+    return [path]
 
 
 def check(args: argparse.Namespace) -> int:
-    """Load every spec and lock; a SpecError propagates so the CLI reports it and exits 2."""
-    specs = load_specs(args.specs)
-    _check_locks(specs)
-    for run in specs.runs.values():
-        audit_jobs(specs, run)
-    log.info(
-        "specs OK: %d tasks, %d models, %d runs, %d paper rows",
-        len(specs.tasks),
-        len(specs.models),
-        len(specs.runs),
-        len(specs.paper.main_table.rows),
-    )
+    """Every benchmark's spec files, then the references between them; a SpecError propagates so the CLI
+    reports it and exits 2."""
+    for benchmark in benchmarks().values():
+        kinds = benchmark.spec_kinds()
+        found = ", ".join(f"{len(kind_files(benchmark, args.specs, k))} {name}" for name, k in kinds.items())
+        if benchmark.check is not None:
+            checked: Callable[[Path], str] = imported(benchmark.check)
+            found = checked(Path(args.specs))
+        log.info("%s specs OK: %s", benchmark.title or benchmark.name, found)
     return 0
+
+
+def schema_models(benchmark: Benchmark) -> dict[str, type[BaseModel]]:
+    """The benchmark's spec models by schema name."""
+    return {name: kind.spec_model() for name, kind in benchmark.spec_kinds().items()}
 
 
 def schema_text(model: type[BaseModel]) -> str:
@@ -73,10 +60,17 @@ def schema_text(model: type[BaseModel]) -> str:
     return json.dumps(model.model_json_schema(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
+def schemas_folder(benchmark: Benchmark, out: Path | None) -> Path:
+    """Where its schemas go: ``schemas/`` in its shipped specs folder, or ``out/<benchmark>``."""
+    return benchmark.folder(DEFAULT_SPECS) / "schemas" if out is None else Path(out) / benchmark.name
+
+
 def export(args: argparse.Namespace) -> int:
-    """Write ``<name>.schema.json`` for each spec model into ``args.out`` (for editors and reviewers)."""
-    out = Path(args.out)
-    for name, model in SCHEMA_MODELS.items():
-        atomic_write_text(out / f"{name}.schema.json", schema_text(model))
-    log.info("wrote %d schemas to %s", len(SCHEMA_MODELS), out)
+    """Write ``<kind>.schema.json`` for each spec kind of each benchmark (for editors and reviewers)."""
+    for benchmark in benchmarks().values():
+        folder = schemas_folder(benchmark, args.out)
+        models = schema_models(benchmark)
+        for name, model in models.items():
+            atomic_write_text(folder / f"{name}.schema.json", schema_text(model))
+        log.info("wrote %d %s schemas to %s", len(models), benchmark.name, folder)
     return 0

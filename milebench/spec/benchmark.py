@@ -1,7 +1,7 @@
 """Benchmarks plug into the kit's core through one declaration each: an entry point of the group
-``milebench.benchmarks`` naming a :class:`Benchmark` (its name, specs folder, Snakemake rules file, run
-spec model and CLI commands). The core names no benchmark; MileBench and MMLongEmbed declare themselves in
-the kit's ``pyproject.toml`` as any other distribution would in its own.
+``milebench.benchmarks`` naming a :class:`Benchmark` (its name, specs folder and spec kinds, Snakemake
+rules file, run spec model, specs check and CLI commands). The core names no benchmark; MileBench and
+MMLongEmbed declare themselves in the kit's ``pyproject.toml`` as any other distribution would in its own.
 
 A run spec names its benchmark (``benchmark:``, default ``milebench``), and the top Snakefile includes that
 benchmark's rules alone.
@@ -13,6 +13,7 @@ import importlib
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -34,6 +35,25 @@ class BadDeclaration(KitError):
     exit_status = 2
 
 
+MODULE_ATTRIBUTE = r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$"
+"""``module:name`` of a class or function."""
+
+
+class SpecKind(Spec):
+    """A kind of a benchmark's spec files: the model that validates each, and where they are."""
+
+    model: str = Field(pattern=MODULE_ATTRIBUTE, description="``module:Class`` validating each file.")
+    files: str = Field(
+        pattern=r"^[\w.-]+(/[\w.-]+)*/?$",
+        description="Under the benchmark's specs folder: a folder ending in `/`, every `*.yaml` in it one "
+        "spec named by its file, or one file, validated where it exists.",
+    )
+
+    def spec_model(self) -> type[BaseModel]:
+        model: type[BaseModel] = imported(self.model)
+        return model
+
+
 class Benchmark(Spec):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     specs: str = Field(
@@ -45,11 +65,23 @@ class Benchmark(Spec):
         "installed package."
     )
     run_model: str = Field(
-        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$", description="``module:Class`` of its run specs."
+        pattern=MODULE_ATTRIBUTE, description="``module:Class`` of its run specs, the files of `runs/`."
+    )
+    kinds: dict[str, SpecKind] = Field(
+        default_factory=dict,
+        description="Its other spec kinds by name: `check-specs` validates their files, `export-schemas` "
+        "publishes their schemas.",
+    )
+    check: str | None = Field(
+        default=None,
+        pattern=MODULE_ATTRIBUTE,
+        description="``module:function`` called with the specs root after its files are valid: checks the "
+        "references between its specs (a SpecError names the file and field) and returns what it found, "
+        "for `check-specs` to say.",
     )
     commands: str | None = Field(
         default=None,
-        pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$",
+        pattern=MODULE_ATTRIBUTE,
         description="``module:function`` that adds its subcommands to the `milebench` parser, called with "
         "the parser's `add(name, target, help)`; the shared options are in `milebench.arguments`.",
     )
@@ -70,9 +102,18 @@ class Benchmark(Spec):
         return located(self.rules, Path(snakefile_folder))
 
     def run_spec_model(self) -> type[BaseModel]:
-        module, name = self.run_model.split(":")
-        model: type[BaseModel] = getattr(importlib.import_module(module), name)
+        model: type[BaseModel] = imported(self.run_model)
         return model
+
+    def spec_kinds(self) -> dict[str, SpecKind]:
+        """Every kind of its spec files, its runs first (schema name ``run``)."""
+        return {"run": SpecKind(model=self.run_model, files="runs/"), **self.kinds}
+
+
+def imported(reference: str) -> Any:
+    """The object a ``module:name`` reference names."""
+    module, name = reference.split(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def located(text: str, base: Path) -> Path:

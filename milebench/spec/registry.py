@@ -1,5 +1,5 @@
-"""Load MileBench's specs of a specs folder once and check the references between them (the folder and
-its overlay of the shipped one: ``milebench.spec.folder``)."""
+"""Load the tasks, models and runs of a specs folder once and check the references between them (the
+folder and its overlay of the shipped one: ``milebench.spec.folder``)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from milebench.spec.base import Spec, SpecError, load_spec
+from milebench.spec.base import Spec, SpecError
 from milebench.spec.folder import DEFAULT_SPECS as DEFAULT_SPECS  # where every command finds it
-from milebench.spec.folder import PAPER, load_kind, overlay_base, resolve_file
+from milebench.spec.folder import load_kind, overlay_base, resolve_file
 from milebench.spec.model import ModelSpec
 from milebench.spec.model_execution import for_run, variant_problem
 from milebench.spec.names import by_name
-from milebench.spec.paper import PaperSpec
 from milebench.spec.run import RunSpec
 from milebench.spec.task import TaskSpec
 from milebench.spec.weights_lock import WEIGHTS_LOCK, pin_weights
@@ -38,12 +37,11 @@ class Specs:
     tasks: dict[str, TaskSpec]
     models: dict[str, ModelSpec]
     runs: dict[str, RunSpec]
-    paper: PaperSpec
     base: Path | None = None
     """The shipped folder ``root`` overlays; None when ``root`` is whole."""
 
     def file(self, relative: str | Path) -> Path:
-        """Where the file at ``relative`` (a lock, the paper spec) comes from: the overlay's own, else
+        """Where the file at ``relative`` (a lock, a paper spec) comes from: the overlay's own, else
         the shipped one."""
         return resolve_file(self.root, self.base, relative)
 
@@ -87,18 +85,6 @@ def spec_hash(spec: Spec, exclude: frozenset[str] = frozenset()) -> str:
         spec.model_dump(mode="json", exclude=set(exclude)), sort_keys=True, separators=(",", ":")
     )
     return hashlib.sha256(payload.encode()).hexdigest()
-
-
-def _paper_models(paper: PaperSpec) -> list[tuple[str, str]]:
-    """(field path, model name) for every place the paper spec names a model spec."""
-    table = paper.main_table
-    return [
-        *((f"main_table.rows.{i}.model", row.model) for i, row in enumerate(table.rows)),
-        *((f"main_table.footnotes.{name}", name) for name in table.footnotes),
-        *((f"main_table.inconsistencies.{i}.model", x.model) for i, x in enumerate(table.inconsistencies)),
-        *((f"contamination.rows.{i}.model", row.model) for i, row in enumerate(paper.contamination.rows)),
-        *((f"image_quantity.rows.{i}.model", row.model) for i, row in enumerate(paper.image_quantity.rows)),
-    ]
 
 
 def _audit_problems(
@@ -151,7 +137,7 @@ def _audit_problems(
 
 
 def load_specs(root: Path = DEFAULT_SPECS) -> Specs:
-    """Load and cross-check tasks, models, runs and the paper spec under ``root``."""
+    """Load and cross-check the tasks, models and runs under ``root``."""
     root = Path(root)
     if not root.is_dir():
         raise SpecError(root, [("<folder>", "no such specs folder")])
@@ -159,8 +145,6 @@ def load_specs(root: Path = DEFAULT_SPECS) -> Specs:
     tasks = load_kind(root, "tasks", TaskSpec, base)
     models = load_kind(root, "models", ModelSpec, base)
     runs = load_kind(root, "runs", RunSpec, base)
-    paper_path = resolve_file(root, base, PAPER)
-    paper = load_spec(paper_path, PaperSpec)
 
     for path, run in runs.values():
         problems = [
@@ -181,16 +165,10 @@ def load_specs(root: Path = DEFAULT_SPECS) -> Specs:
         problems += _audit_problems(run, {n: r for n, (_, r) in runs.items()}, models, tasks)
         if problems:
             raise SpecError(path, problems)
-    bad_refs = [
-        (field, f"unknown model {name!r}") for field, name in _paper_models(paper) if name not in models
-    ]
-    if bad_refs:
-        raise SpecError(paper_path, bad_refs)
     return Specs(
         root=root,
         tasks={k: v for k, (_, v) in tasks.items()},
         models={k: v for k, (_, v) in models.items()},
         runs={k: v for k, (_, v) in runs.items()},
-        paper=paper,
         base=base,
     )

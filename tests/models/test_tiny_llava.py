@@ -28,7 +28,6 @@ from milebench.preprocess.regime import model_regime
 from milebench.record_files import read_prepared
 from milebench.records import IMAGE_PLACEHOLDER, FailureKind, Prediction, PreparedSample
 from milebench.spec.model import BuiltinModel, ModelSpec
-from milebench.spec.paper import ContaminationTable, ImageQuantityTable, MainTable, PaperSpec
 from milebench.spec.registry import Specs
 from milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.spec.task import Group, QuestionType, ScorerKind
@@ -187,13 +186,7 @@ def test_tiny_model_command_installs_and_replaces(tmp_path: Path, monkeypatch: p
         data=FixtureSource(kind="fixture"),
         output_dir=str(tmp_path),
     )
-    paper = PaperSpec(
-        source="t",
-        main_table=MainTable(caption="", rows=()),
-        contamination=ContaminationTable(caption="", rows=()),
-        image_quantity=ImageQuantityTable(note="", rows=()),
-    )
-    specs = Specs(tmp_path, {}, {"tiny-llava": tiny_spec()}, {"t": run}, paper)
+    specs = Specs(tmp_path, {}, {"tiny-llava": tiny_spec()}, {"t": run})
     monkeypatch.setattr(commands, "load_specs", lambda _root: specs)
     args = argparse.Namespace(run="t", model="tiny-llava", specs=tmp_path, root=Path("."))
     target = RunPaths.for_run(run).model_dir("tiny-llava")
@@ -219,13 +212,7 @@ def test_an_image_changed_after_preprocessing_fails_its_sample_and_the_rest_are_
         data=FixtureSource(kind="fixture"),
         output_dir=str(tmp_path),
     )
-    paper = PaperSpec(
-        source="t",
-        main_table=MainTable(caption="", rows=()),
-        contamination=ContaminationTable(caption="", rows=()),
-        image_quantity=ImageQuantityTable(note="", rows=()),
-    )
-    specs = Specs(tmp_path, {task.name: task}, {"tiny-llava": tiny_spec()}, {"t": run}, paper)
+    specs = Specs(tmp_path, {task.name: task}, {"tiny-llava": tiny_spec()}, {"t": run})
     monkeypatch.setattr(preprocess_commands, "load_specs", lambda _root: specs)
     monkeypatch.setattr(commands, "load_specs", lambda _root: specs)
     paths = RunPaths.for_run(run)

@@ -1,12 +1,24 @@
 """MileBench, the kit's first benchmark: its specs are the specs root, its rules this package's rules.smk."""
 
-from milebench.spec.benchmark import Benchmark
+from milebench.spec.benchmark import Benchmark, SpecKind
 
 BENCHMARK = Benchmark(
     name="milebench",
     specs="",
     rules="milebench.benchmarks.milebench:rules.smk",
     run_model="milebench.spec.run:RunSpec",
+    kinds={
+        "task": SpecKind(model="milebench.spec.task:TaskSpec", files="tasks/"),
+        "model": SpecKind(model="milebench.spec.model:ModelSpec", files="models/"),
+        "paper": SpecKind(model="milebench.benchmarks.milebench.paper:PaperSpec", files="paper.yaml"),
+        "data-lock": SpecKind(
+            model="milebench.spec.data_lock:DataLock", files="locks/milebench-hub.lock.yaml"
+        ),
+        "weights-lock": SpecKind(
+            model="milebench.spec.weights_lock:WeightsLock", files="locks/weights.lock.yaml"
+        ),
+    },
+    check="milebench.benchmarks.milebench.check:check_specs",
     commands="milebench.benchmarks.milebench.cli:add_commands",
     title="MileBench",
 )

@@ -168,7 +168,7 @@ def add_commands(add: AddCommand) -> None:
 
     p = add(
         "aggregate",
-        "milebench.score.run_aggregate:aggregate",
+        "milebench.benchmarks.milebench.score.run_aggregate:aggregate",
         "Write a run's aggregate and verdict JSON.",
         made_by=("milebench score",),
     )

@@ -13,6 +13,7 @@ outputs of unchanged jobs keep their checksums, so nothing downstream of them re
 from pathlib import Path
 
 from milebench.audit.plan import audit_jobs
+from milebench.benchmarks.milebench.paper import load_paper
 from milebench.commands.run_console import RunConsole
 from milebench.containers.image import RECORDS_DIR, content_key, family
 from milebench.infer.api.prerequisites import missing_prerequisites
@@ -30,6 +31,7 @@ from snakemake.settings.types import DeploymentMethod
 
 
 SPECS = load_specs(SPECS_DIR)
+PAPER = load_paper(SPECS)
 RUN = SPECS.run(BENCHMARK_RUN)
 P = RunPaths.for_run(RUN)
 CELLS = cells(SPECS, RUN)
@@ -373,7 +375,7 @@ rule aggregate:
         run=RUN.name,
         root=job_root(P.aggregate_json),
         spec=spec_hash(RUN, exclude=frozenset({"audit"})),
-        paper=spec_hash(SPECS.paper),
+        paper=spec_hash(PAPER),
     log:
         P.logs("aggregate", "aggregate"),
     benchmark:
@@ -409,7 +411,7 @@ rule report:
         run=RUN.name,
         root=job_root(P.report_html),
         spec=spec_hash(RUN),
-        paper=spec_hash(SPECS.paper),
+        paper=spec_hash(PAPER),
     log:
         P.logs("report", "report"),
     benchmark:

@@ -12,9 +12,9 @@ from milebench.benchmarks.milebench.score.commands import score_one_task
 from milebench.benchmarks.milebench.score.foreign import FORMATS
 from milebench.benchmarks.milebench.score.new_model import new_model
 from milebench.benchmarks.milebench.score.official import import_task, score_imported, write_predictions
+from milebench.benchmarks.milebench.score.run_aggregate import write_aggregate
 from milebench.paths import RunPaths
 from milebench.plan import applies
-from milebench.score.run_aggregate import write_aggregate
 from milebench.spec.names import check_in_run
 from milebench.spec.registry import load_specs
 from milebench.spec.run import Mode

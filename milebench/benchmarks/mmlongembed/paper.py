@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from milebench.benchmarks.mmlongembed.spec import EmbedSpecs, Modality, specs_folder
+from milebench.benchmarks.mmlongembed.spec import EmbedSpecs, Modality, load_embed_specs, specs_folder
 from milebench.spec.base import Number, Spec, SpecError, load_spec
 from milebench.spec.folder import PAPER
 
@@ -185,3 +185,10 @@ def load_embed_paper(specs: EmbedSpecs) -> EmbedPaper:
 
 def paper_path(specs_root: Path) -> Path:
     return specs_folder(specs_root) / PAPER
+
+
+def check_specs(specs_root: Path) -> str:
+    """MMLongEmbed's part of ``check-specs``: its runs' embedders and its paper spec's models exist."""
+    specs = load_embed_specs(specs_root)
+    paper = load_embed_paper(specs)
+    return f"{len(specs.models)} embedders, {len(specs.runs)} runs, {len(paper.averages.rows)} paper rows"

@@ -261,7 +261,7 @@ AnyEmbedder = SentenceTransformersModel | Bm25Model | VlmEmbedder | ApiEmbedder
 EmbedderSpec = Annotated[AnyEmbedder, Field(discriminator="kind")]
 
 
-class _EmbedderFile(RootModel[EmbedderSpec]):
+class EmbedderFile(RootModel[EmbedderSpec]):
     """One embedder spec file, its ``kind`` picking the model."""
 
     @property
@@ -297,7 +297,7 @@ def load_embed_specs(specs_root: Path) -> EmbedSpecs:
     root = specs_folder(specs_root)
     shipped = overlay_base(specs_root)
     base = None if shipped is None else specs_folder(shipped)
-    models = {name: model.root for name, (_, model) in load_kind(root, "models", _EmbedderFile, base).items()}
+    models = {name: model.root for name, (_, model) in load_kind(root, "models", EmbedderFile, base).items()}
     runs = load_kind(root, "runs", EmbedRunSpec, base)
     for path, run in runs.values():
         unknown = [

@@ -61,7 +61,7 @@ def specs_for(root: Path, out: Path, **run_fields: Any) -> Specs:
         }
     )
     models = {"random": REAL.models["random"], "small": model("small"), "small-twin": model("small-twin")}
-    return Specs(root=root, tasks=REAL.tasks, models=models, runs={"t": run}, paper=REAL.paper)
+    return Specs(root=root, tasks=REAL.tasks, models=models, runs={"t": run})
 
 
 @pytest.fixture
@@ -135,7 +135,6 @@ def test_regimes_share_and_change_with_settings(tmp_path: Path) -> None:
         tasks=specs.tasks,
         models={**specs.models, "small": model("small", max_context_len=97)},
         runs=specs.runs,
-        paper=specs.paper,
     )
     assert model_regime(longer, run, "small", Mode.MULTI_IMAGE).id != base.id
     clean = run.model_copy(update={"truncation": "clean"})

@@ -18,7 +18,6 @@ from milebench.io import read_jsonl, sha256_file, sha256_text
 from milebench.paths import RunPaths
 from milebench.records import PreparedSample
 from milebench.spec.model import ModelSpec
-from milebench.spec.paper import ContaminationTable, ImageQuantityTable, MainTable, PaperSpec
 from milebench.spec.registry import Specs
 from milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.spec.task import TaskSpec
@@ -245,12 +244,6 @@ def minimal_specs(root: Path, out: Path, tasks: list[TaskSpec]) -> Specs:
         data=FixtureSource(kind="fixture"),
         output_dir=str(out),
     )
-    paper = PaperSpec(
-        source="test",
-        main_table=MainTable(caption="", rows=()),
-        contamination=ContaminationTable(caption="", rows=()),
-        image_quantity=ImageQuantityTable(note="", rows=()),
-    )
     random = ModelSpec.model_validate(
         {
             "name": "random",
@@ -261,7 +254,7 @@ def minimal_specs(root: Path, out: Path, tasks: list[TaskSpec]) -> Specs:
         }
     )
     models = {"random": random}
-    return Specs(root=root, tasks={t.name: t for t in tasks}, models=models, runs={"t": run}, paper=paper)
+    return Specs(root=root, tasks={t.name: t for t in tasks}, models=models, runs={"t": run})
 
 
 def test_preprocess_adversarial_reads_adv_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,6 +15,7 @@ import yaml
 from milebench import cli
 from milebench.benchmarks.milebench.preprocess.prepare import PrepareManifest, SkippedSample
 from milebench.benchmarks.milebench.report.commands import ScoreFileError, report
+from milebench.benchmarks.milebench.score.run_aggregate import aggregate
 from milebench.io import atomic_write_json, atomic_write_jsonl
 from milebench.paths import UNLIMITED_REGIME, RunPaths
 from milebench.plan import cells as plan_cells
@@ -22,7 +23,6 @@ from milebench.preprocess.regime import UNLIMITED
 from milebench.records import FailureKind, Judgment
 from milebench.report.render import latex_escape
 from milebench.score.aggregate import summarise
-from milebench.score.run_aggregate import aggregate
 from milebench.spec.base import Spec
 from milebench.spec.model import BuiltinModel, ModelSpec, Section
 from milebench.spec.registry import load_specs

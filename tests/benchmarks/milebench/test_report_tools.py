@@ -20,12 +20,12 @@ from milebench.benchmarks.milebench.report.commands import gather
 from milebench.benchmarks.milebench.report.needle import N_DEPTHS, needle_grid
 from milebench.benchmarks.milebench.report.tables import Report
 from milebench.benchmarks.milebench.report.truncation import seen_share
+from milebench.benchmarks.milebench.score.run_aggregate import write_aggregate
 from milebench.io import atomic_write_json, atomic_write_jsonl
 from milebench.paths import RunPaths
 from milebench.preprocess.regime import UNLIMITED
 from milebench.records import Judgment, PreparedSample, TruncationRecord
 from milebench.score.aggregate import LevelScore, TaskScore, VariantScore
-from milebench.score.run_aggregate import write_aggregate
 from milebench.spec.model import BuiltinModel, ModelSpec, Section
 from milebench.spec.registry import DEFAULT_SPECS, load_specs
 from milebench.spec.run import FixtureSource, Mode, RunSpec

@@ -19,17 +19,10 @@ from test_score_command import CHOICES, args, paths_of, prediction, sample, spec
 from milebench.benchmarks.milebench.score.commands import _points, judge_sample
 from milebench.benchmarks.milebench.score.compare import compare_command, format_table
 from milebench.benchmarks.milebench.score.official import OfficialFormatError
-from milebench.benchmarks.milebench.scoring import import_official, score
-from milebench.io import atomic_write_jsonl, read_jsonl
-from milebench.paths import UNLIMITED_REGIME, RunPaths
-from milebench.preprocess.regime import model_regime
-from milebench.provenance import DataRevision, read_provenance
-from milebench.records import FailureKind, Prediction, PreparedSample
-from milebench.score.run_aggregate import (
+from milebench.benchmarks.milebench.score.run_aggregate import (
     IncompleteCell,
     IncompleteError,
     ModelAggregate,
-    RunFiles,
     adversarial_deltas,
     aggregate,
     aggregate_run,
@@ -37,6 +30,13 @@ from milebench.score.run_aggregate import (
     require_complete,
     run_verdict,
 )
+from milebench.benchmarks.milebench.scoring import import_official, score
+from milebench.io import atomic_write_jsonl, read_jsonl
+from milebench.paths import UNLIMITED_REGIME, RunPaths
+from milebench.preprocess.regime import model_regime
+from milebench.provenance import DataRevision, read_provenance
+from milebench.records import FailureKind, Prediction, PreparedSample
+from milebench.score.run_files import RunFiles
 from milebench.score.uncertainty import Comparison, Estimate, compare
 from milebench.spec.base import SpecError
 from milebench.spec.registry import load_specs

@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from milebench.benchmarks.milebench.paper import load_paper
+from milebench.benchmarks.milebench.score.verdict import build_verdict, inconsistent_cells, rank_correlation
 from milebench.score.uncertainty import TaskSamples
-from milebench.score.verdict import build_verdict, inconsistent_cells, rank_correlation
 from milebench.spec.registry import load_specs
 from milebench.spec.run import FixtureSource, RunSpec
 from milebench.spec.task import Group
@@ -15,7 +16,8 @@ from milebench.verdict import Agreement, VerdictCell
 
 SPECS = load_specs()
 TASKS = list(SPECS.tasks.values())
-ROW = next(r for r in SPECS.paper.main_table.rows if r.model == "vila")
+PAPER = load_paper(SPECS)
+ROW = next(r for r in PAPER.main_table.rows if r.model == "vila")
 GROUPS = [g.value for g in Group]
 
 
@@ -29,7 +31,7 @@ def group_cells(offset: float, tolerance: float = 1.0) -> list[VerdictCell]:
     samples = {t.name: constant(ROW.groups[t.group] + offset) for t in TASKS}
     run = RunSpec(name="v", description="d", models=("vila",), data=FixtureSource(kind="fixture"),
                   tolerance=tolerance)  # fmt: skip
-    verdict = build_verdict(run, SPECS.paper, TASKS, {"vila": samples}, resamples=20)
+    verdict = build_verdict(run, PAPER, TASKS, {"vila": samples}, resamples=20)
     cells = [c for c in verdict.cells if c.column in GROUPS]
     assert len(cells) == 12
     return cells
@@ -54,7 +56,7 @@ def test_the_interval_is_widened_by_the_printed_rounding(offset: float, inside: 
 def test_a_model_with_a_published_row_and_no_scores_has_no_score_in_any_cell() -> None:
     """Models without a published row are skipped, whatever their place in the run."""
     run = RunSpec(name="v", description="d", models=("oracle", "vila"), data=FixtureSource(kind="fixture"))
-    verdict = build_verdict(run, SPECS.paper, TASKS, {}, resamples=20)
+    verdict = build_verdict(run, PAPER, TASKS, {}, resamples=20)
     assert {c.model for c in verdict.cells} == {"vila"}
     assert [(c.ours, c.passed, c.coverage) for c in verdict.cells] == [(None, None, 0.0)] * 14
     assert {c.agreement for c in verdict.cells} == {Agreement.NO_SCORE}
@@ -65,7 +67,7 @@ def test_a_model_with_a_published_row_and_no_scores_has_no_score_in_any_cell() -
 
 def test_defaults_are_the_paper_scorer_and_2000_seeded_resamples() -> None:
     run = RunSpec(name="v", description="d", models=("vila",), data=FixtureSource(kind="fixture"))
-    verdict = build_verdict(run, SPECS.paper, TASKS, {})
+    verdict = build_verdict(run, PAPER, TASKS, {})
     assert (verdict.scorer, verdict.resamples, verdict.seed, verdict.confidence) == ("paper", 2000, 0, 0.95)
 
 
@@ -77,7 +79,7 @@ def test_the_verdict_interval_has_the_asked_confidence() -> None:
     run = RunSpec(name="v", description="d", models=("vila",), data=FixtureSource(kind="fixture"))
     samples = {"vila": {t.name: half for t in TASKS}}
     for confidence, interval in ((0.95, (35.0, 65.0)), (0.90, (37.5, 62.5))):
-        verdict = build_verdict(run, SPECS.paper, TASKS, samples, resamples=20_000, confidence=confidence)
+        verdict = build_verdict(run, PAPER, TASKS, samples, resamples=20_000, confidence=confidence)
         s5 = next(c for c in verdict.cells if c.column == "S-5")  # one task
         assert (s5.ci_low, s5.ci_high) == interval
         assert verdict.confidence == confidence
@@ -87,9 +89,7 @@ def test_a_column_without_tasks_has_no_coverage() -> None:
     """With only the T-1 tasks listed, every other column rests on nothing: coverage is undefined."""
     t1 = [t for t in TASKS if t.group is Group.T1]
     run = RunSpec(name="v", description="d", models=("vila",), data=FixtureSource(kind="fixture"))
-    verdict = build_verdict(
-        run, SPECS.paper, t1, {"vila": {t.name: constant(40.3) for t in t1}}, resamples=20
-    )
+    verdict = build_verdict(run, PAPER, t1, {"vila": {t.name: constant(40.3) for t in t1}}, resamples=20)
     coverage = {c.column: c.coverage for c in verdict.cells}
     assert coverage["T-1"] == 1.0
     assert coverage["T-2"] is None and coverage["overall_diag"] is None
@@ -100,10 +100,10 @@ def test_a_value_the_paper_s_own_rule_gives_is_reproduced_by_that_rule() -> None
     """GPT-4V's printed Overall Diag. (99.4) is not the mean of N-1, N-2 and I-1 (95.17, listed as the
     rule's value). With every group at its printed value, ours is 95.17: outside the tolerance of the
     print, within it of the rule's value, so the cell is reproduced by the paper's rule."""
-    row = next(r for r in SPECS.paper.main_table.rows if r.model == "gpt-4v")
+    row = next(r for r in PAPER.main_table.rows if r.model == "gpt-4v")
     samples = {t.name: constant(row.groups[t.group]) for t in TASKS}
     run = RunSpec(name="v", description="d", models=("gpt-4v",), data=FixtureSource(kind="fixture"))
-    verdict = build_verdict(run, SPECS.paper, TASKS, {"gpt-4v": samples}, resamples=20)
+    verdict = build_verdict(run, PAPER, TASKS, {"gpt-4v": samples}, resamples=20)
     cells = {c.column: c for c in verdict.cells}
     diag = cells["overall_diag"]
     assert diag.ours == pytest.approx(95.17, abs=0.005)
@@ -115,7 +115,7 @@ def test_a_value_the_paper_s_own_rule_gives_is_reproduced_by_that_rule() -> None
 
 
 def test_a_column_range_flags_exactly_its_columns() -> None:
-    flags = inconsistent_cells(SPECS.paper)
+    flags = inconsistent_cells(PAPER)
     llava = sorted(column for model, column in flags if model == "llava-1.6-7b")
     assert llava == ["T-1", "T-2", "T-3", "T-4"]
 

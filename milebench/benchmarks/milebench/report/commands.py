@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from milebench.benchmarks.milebench.paper import PAPER_MODE, load_paper
 from milebench.benchmarks.milebench.report.audit import audit_tables
 from milebench.benchmarks.milebench.report.evidence import Evidence
 from milebench.benchmarks.milebench.report.fidelity import fidelity_rows, telling
@@ -26,25 +27,24 @@ from milebench.benchmarks.milebench.report.sensitivity import sensitivity_tables
 from milebench.benchmarks.milebench.report.skipped import skipped_tables
 from milebench.benchmarks.milebench.report.tables import Report, build_report
 from milebench.benchmarks.milebench.report.truncation import budget_rows, truncation_tables
+from milebench.benchmarks.milebench.report.verdict_view import build_verdict_view
+from milebench.benchmarks.milebench.score.run_aggregate import (
+    IncompleteCell,
+    IncompleteError,
+    RunAggregate,
+    incomplete_cells,
+    require_complete,
+    require_scores,
+)
+from milebench.benchmarks.milebench.score.verdict import Verdict
 from milebench.errors import KitError
 from milebench.io import atomic_write_bytes, atomic_write_text
 from milebench.paths import RunPaths
 from milebench.plan import cells
 from milebench.record_files import read_record
 from milebench.report.render import FIGURES
-from milebench.report.verdict_view import build_verdict_view
 from milebench.score.aggregate import TaskScore
-from milebench.score.run_aggregate import (
-    IncompleteCell,
-    IncompleteError,
-    RunAggregate,
-    RunFiles,
-    incomplete_cells,
-    require_complete,
-    require_scores,
-)
-from milebench.score.verdict import Verdict
-from milebench.spec.paper import PAPER_MODE
+from milebench.score.run_files import RunFiles
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode, RunSpec, has_verdict
 from milebench.stage_inputs import command
@@ -101,14 +101,14 @@ def read_aggregate(run: RunSpec, paths: RunPaths) -> tuple[RunAggregate, Verdict
 def gather(specs: Specs, run: RunSpec, paths: RunPaths, files: ReportFiles | None = None) -> Report:
     lookup = (files or ReportFiles(paths)).task_score
     aggregate, verdict = read_aggregate(run, paths)
-    models, tasks = specs.run_models(run), specs.run_tasks(run)
+    models, tasks, paper = specs.run_models(run), specs.run_tasks(run), load_paper(specs)
     tables = build_report(
-        run=run, models=models, run_tasks=tasks, paper=specs.paper, lookup=lookup, aggregate=aggregate
+        run=run, models=models, run_tasks=tasks, paper=paper, lookup=lookup, aggregate=aggregate
     )
     evidence = Evidence(paths)
     return replace(
         tables,
-        verdict=build_verdict_view(run, specs.paper, models, verdict),
+        verdict=build_verdict_view(run, paper, models, verdict),
         figures=report_figures(tables, models, tasks, evidence),
         provenance=run_provenance(paths, cells(specs, run)),
         sensitivity=sensitivity_tables(models, tasks, aggregate) if PAPER_MODE in run.modes else None,

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from milebench.benchmarks.milebench.paper import PAPER_MODE
+from milebench.benchmarks.milebench.score.run_aggregate import RunAggregate
 from milebench.score.aggregate import OVERALL_DIAG, OVERALL_REAL
-from milebench.score.run_aggregate import RunAggregate
 from milebench.spec.model import ModelSpec
-from milebench.spec.paper import PAPER_MODE
 from milebench.spec.task import TaskSpec
 
 

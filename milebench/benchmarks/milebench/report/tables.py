@@ -10,12 +10,12 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from milebench.audit.render import AuditTable
+from milebench.benchmarks.milebench.paper import PAPER_MODE, MainRow, PaperSpec
+from milebench.benchmarks.milebench.score.run_aggregate import ModelAggregate, RunAggregate
 from milebench.plan import applies
 from milebench.report.render import DIGITS
 from milebench.score.aggregate import OVERALL_DIAG, OVERALL_REAL, Coverage, TaskScore
-from milebench.score.run_aggregate import ModelAggregate, RunAggregate
 from milebench.spec.model import ModelSpec, Section
-from milebench.spec.paper import PAPER_MODE, MainRow, PaperSpec
 from milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.spec.task import Group, TaskSpec
 
@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from milebench.benchmarks.milebench.report.sensitivity import SensitivityTable
     from milebench.benchmarks.milebench.report.skipped import SkippedTable
     from milebench.benchmarks.milebench.report.truncation import ModelBudget, TruncationTable
+    from milebench.benchmarks.milebench.report.verdict_view import VerdictView
     from milebench.report.figure import Figure
-    from milebench.report.verdict_view import VerdictView
 
 MAIN_COLUMNS: tuple[tuple[str, str], ...] = (
     *((g.value, g.value) for g in Group),

@@ -15,7 +15,7 @@ import sys
 from milebench.io import atomic_write_json
 from milebench.paths import RunPaths
 from milebench.plan import applies
-from milebench.score.run_aggregate import RunFiles
+from milebench.score.run_files import RunFiles
 from milebench.score.uncertainty import Comparison, TaskSamples, compare
 from milebench.spec.base import SpecError
 from milebench.spec.names import check_in_run

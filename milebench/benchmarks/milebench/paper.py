@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from milebench.spec.base import Number, Spec
+from milebench.spec.base import Number, Spec, SpecError, load_spec
+from milebench.spec.folder import PAPER
 from milebench.spec.model import Section
+from milebench.spec.registry import Specs
 from milebench.spec.run import Mode
 from milebench.spec.task import Group
 
@@ -76,3 +78,28 @@ class PaperSpec(Spec):
     main_table: MainTable
     contamination: ContaminationTable
     image_quantity: ImageQuantityTable
+
+
+def _paper_models(paper: PaperSpec) -> list[tuple[str, str]]:
+    """(field path, model name) for every place the paper spec names a model spec."""
+    table = paper.main_table
+    return [
+        *((f"main_table.rows.{i}.model", row.model) for i, row in enumerate(table.rows)),
+        *((f"main_table.footnotes.{name}", name) for name in table.footnotes),
+        *((f"main_table.inconsistencies.{i}.model", x.model) for i, x in enumerate(table.inconsistencies)),
+        *((f"contamination.rows.{i}.model", row.model) for i, row in enumerate(paper.contamination.rows)),
+        *((f"image_quantity.rows.{i}.model", row.model) for i, row in enumerate(paper.image_quantity.rows)),
+    ]
+
+
+def load_paper(specs: Specs) -> PaperSpec:
+    """The paper spec of a specs folder (its own, else the shipped one it overlays), each model it names
+    checked against the model specs."""
+    path = specs.file(PAPER)
+    paper = load_spec(path, PaperSpec)
+    unknown = [
+        (field, f"unknown model {name!r}") for field, name in _paper_models(paper) if name not in specs.models
+    ]
+    if unknown:
+        raise SpecError(path, unknown)
+    return paper

@@ -15,15 +15,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
+from milebench.benchmarks.milebench.paper import load_paper
+from milebench.benchmarks.milebench.score.verdict import Verdict, build_verdict
 from milebench.data.schema import QuantityLevel
 from milebench.errors import KitError
 from milebench.io import atomic_write_json
 from milebench.paths import RunPaths
 from milebench.plan import applies
-from milebench.record_files import RecordError, read_records
-from milebench.records import FailureKind, Judgment
+from milebench.record_files import RecordError
+from milebench.records import FailureKind
 from milebench.score.aggregate import (
     OVERALL_REAL,
     Coverage,
@@ -35,9 +37,9 @@ from milebench.score.aggregate import (
     pooled_levels,
 )
 from milebench.score.registry import DEFAULT_SCORER, variant_scorers
-from milebench.score.uncertainty import Estimate, TaskSamples, bootstrap_table, point_columns, task_samples
-from milebench.score.verdict import Verdict, build_verdict
-from milebench.spec.base import Spec, describe_errors
+from milebench.score.run_files import RunFiles
+from milebench.score.uncertainty import Estimate, bootstrap_table, point_columns
+from milebench.spec.base import Spec
 from milebench.spec.registry import Specs, load_specs
 from milebench.spec.run import Mode, RunSpec, has_verdict
 from milebench.spec.samples import expected_samples
@@ -177,57 +179,6 @@ class RunAggregate(Spec):
             if (found.model, found.mode) == (model, mode):
                 return found
         raise KeyError(f"{model}/{mode.value}")
-
-
-def read_task_score(path: Path) -> TaskScore:
-    """A task score file; one that does not validate (malformed, or written before the official
-    denominator) is a ``RecordError`` naming the file and its fields."""
-    try:
-        return TaskScore.model_validate_json(path.read_text(encoding="utf-8"))
-    except ValidationError as err:
-        raise RecordError(
-            f"{path}: not a valid task score ({describe_errors(err)}); a file written before scores "
-            "divided by every expected sample lacks denominator and scored_only: run `milebench score` again"
-        ) from None
-
-
-class RunFiles:
-    """A run's task scores and judgments, read once each; absent files read as None / empty."""
-
-    def __init__(self, paths: RunPaths) -> None:
-        self.paths = paths
-        self._scores: dict[tuple[str, str, Mode], TaskScore | None] = {}
-        self._judgments: dict[tuple[str, str, Mode], list[Judgment]] = {}
-
-    def task_score(self, model: str, task: str, mode: Mode) -> TaskScore | None:
-        key = (model, task, mode)
-        if key not in self._scores:
-            path = self.paths.task_score(model, task, mode)
-            self._scores[key] = read_task_score(path) if path.exists() else None
-        return self._scores[key]
-
-    def judgments(self, model: str, task: str, mode: Mode) -> list[Judgment]:
-        key = (model, task, mode)
-        if key not in self._judgments:
-            path = self.paths.judgments(model, task, mode)
-            self._judgments[key] = read_records(path, Judgment) if path.exists() else []
-        return self._judgments[key]
-
-    def samples(
-        self,
-        model: str,
-        mode: Mode,
-        tasks: Sequence[TaskSpec],
-        scorer: str,
-        denominator: Denominator = Denominator.EXPECTED,
-    ) -> dict[str, TaskSamples]:
-        """Per-sample scores of every task with judgments under ``scorer``, for ``denominator``."""
-        found = {}
-        for task in tasks:
-            rows = [j for j in self.judgments(model, task.name, mode) if j.scorer == scorer]
-            if rows:
-                found[task.name] = task_samples(rows, scorer, denominator)
-        return found
 
 
 def incomplete_cells(run: RunSpec, run_tasks: Sequence[TaskSpec], files: RunFiles) -> list[IncompleteCell]:
@@ -418,7 +369,9 @@ def run_verdict(
         model: files.samples(model, Mode.MULTI_IMAGE, run_tasks, DEFAULT_SCORER) for model in run.models
     }
     all_tasks = list(specs.tasks.values())
-    return build_verdict(run, specs.paper, all_tasks, samples, DEFAULT_SCORER, resamples, seed, confidence)
+    return build_verdict(
+        run, load_paper(specs), all_tasks, samples, DEFAULT_SCORER, resamples, seed, confidence
+    )
 
 
 def aggregate(args: argparse.Namespace) -> int:
