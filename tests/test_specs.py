@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import csv
 import logging
+import shutil
 from pathlib import Path
 from statistics import mean
 
@@ -349,3 +350,18 @@ def test_check_specs_cli_accepts_the_real_specs(specs: Specs, caplog: pytest.Log
         assert main(["--specs", str(DEFAULT_SPECS), "check-specs"]) == 0
     counts = (len(specs.tasks), len(specs.models), len(specs.runs), len(load_paper(specs).main_table.rows))
     assert "{} tasks, {} models, {} runs, {} paper rows".format(*counts) in caplog.text
+
+
+def test_check_specs_leaves_out_a_benchmark_a_whole_folder_has_no_folder_for(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A whole specs folder of MileBench's alone is checked as MileBench's; MMLongEmbed's missing folder is
+    said, not an error. Its folder present but broken is an error naming the file."""
+    root = tmp_path / "specs"
+    shutil.copytree(DEFAULT_SPECS, root, ignore=shutil.ignore_patterns("mmlongembed"))
+    with caplog.at_level(logging.INFO):
+        assert main(["--specs", str(root), "check-specs"]) == 0
+    assert "MileBench specs OK" in caplog.text and "MMLongEmbed: no specs folder mmlongembed" in caplog.text
+    (root / "mmlongembed" / "models").mkdir(parents=True)
+    (root / "mmlongembed" / "models" / "bm25.yaml").write_text("name: bm25\nkind: nonsense\n")
+    assert main(["--specs", str(root), "check-specs"]) == 2
