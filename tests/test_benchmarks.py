@@ -191,6 +191,18 @@ def test_a_benchmark_outside_the_kit_has_its_spec_kinds_checked_and_published(tm
     assert done.returncode == 2 and "a note says something" in done.stderr
 
 
+def test_a_declaration_naming_a_missing_class_is_a_named_error(tmp_path: Path) -> None:
+    """A spec kind whose model is not in its module: check-specs names the reference, exit 2."""
+    package = {
+        **TOY_PACKAGE,
+        "__init__.py": TOY_PACKAGE["__init__.py"].replace('"toybench:ToyNote"', '"toybench:NoNote"'),
+    }
+    site = distribution(tmp_path, package, "toybench:BENCHMARK")
+    done = run_with(site, ["-m", "milebench", "check-specs"])
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "'toybench:NoNote' of a milebench benchmark declaration" in done.stderr
+
+
 def test_an_entry_point_that_names_no_benchmark_is_named(tmp_path: Path) -> None:
     site = distribution(tmp_path, TOY_PACKAGE, "toybench:ToyRun")
     done = run_with(site, ["-m", "milebench", "--help"])

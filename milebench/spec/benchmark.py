@@ -111,9 +111,13 @@ class Benchmark(Spec):
 
 
 def imported(reference: str) -> Any:
-    """The object a ``module:name`` reference names."""
+    """The object a ``module:name`` reference of a declaration names; one that names nothing is a
+    BadDeclaration saying which reference and why."""
     module, name = reference.split(":")
-    return getattr(importlib.import_module(module), name)
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as err:
+        raise BadDeclaration(f"{reference!r} of a milebench benchmark declaration: {err}") from None
 
 
 def located(text: str, base: Path) -> Path:
