@@ -49,9 +49,12 @@ def check(args: argparse.Namespace) -> int:
                 "%s: no specs folder %s in this whole specs folder, nothing to check", title, benchmark.specs
             )
             continue
-        kinds = benchmark.spec_kinds()
-        found = ", ".join(f"{len(kind_files(benchmark, args.specs, k))} {name}" for name, k in kinds.items())
-        if benchmark.check is not None:
+        counts = {
+            name: len(kind_files(benchmark, args.specs, k)) for name, k in benchmark.spec_kinds().items()
+        }
+        if benchmark.check is None:
+            found = ", ".join(f"{n} {name}" for name, n in counts.items())
+        else:
             checked: Callable[[Path], str] = imported(benchmark.check)
             found = checked(Path(args.specs))
         log.info("%s specs OK: %s", title, found)
