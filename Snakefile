@@ -43,7 +43,7 @@ from pathlib import Path
 from milebench.errors import KitError
 from milebench.spec.benchmark import benchmark_of_run
 from milebench.spec.base import SpecError
-from milebench.spec.registry import limit_runs
+from milebench.spec.run_limit import limit_runs
 from milebench.spec.workflow_config import workflow_config
 
 

@@ -22,8 +22,9 @@ from pathlib import Path
 
 import yaml
 
-from milebench.plan import cells
-from milebench.spec.registry import DEFAULT_SPECS, load_specs
+from milebench.benchmarks.milebench.plan import cells
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.spec.folder import DEFAULT_SPECS
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]

@@ -38,19 +38,19 @@ import torch
 from mini_inputs import bench_paths
 
 from milebench.benchmarks.milebench.fixture.prepared import prepared_fixture
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.preprocess.regime import regime_for
+from milebench.benchmarks.milebench.records import PreparedSample
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.infer.engine import plan_batches, run_model
 from milebench.infer.hf_image_text_to_text import HfImageTextToTextAdapter
 from milebench.infer.registry import load_adapter
 from milebench.infer.threads import limit_threads, split_threads
 from milebench.infer.tiny import build_tiny_llava
 from milebench.job_resources import infer_resources
-from milebench.paths import RunPaths
-from milebench.preprocess.regime import regime_for
-from milebench.records import PreparedSample
 from milebench.spec.execution import Decoding
 from milebench.spec.model import BatchRule, ModelSpec
-from milebench.spec.registry import load_specs
-from milebench.spec.run import FixtureSource, Mode, RunSpec
 
 MODEL = "tiny-llava"
 UNBATCHED = BatchRule(batch_image=1)

@@ -31,7 +31,8 @@ from pathlib import Path
 
 import yaml
 
-from milebench.spec.registry import DEFAULT_SPECS, load_specs
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.spec.folder import DEFAULT_SPECS
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = "bench-load-once"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from milebench.paths import RunPaths
+from milebench.benchmarks.milebench.paths import RunPaths
 
 FILLER_WORDS = (
     *("the", "red", "cube", "moves", "left", "while", "a", "small", "blue", "sphere", "stays", "on"),

@@ -40,13 +40,13 @@ import torch
 from infer import setup
 from transformers import AutoProcessor, LlavaForConditionalGeneration
 
+from milebench.benchmarks.milebench.records import PreparedSample
 from milebench.infer.engine import run_model
 from milebench.infer.hf_llava import HfLlavaAdapter
 from milebench.infer.journal import read_predictions
 from milebench.infer.registry import load_adapter
 from milebench.infer.threads import limit_threads, split_threads
 from milebench.job_resources import infer_resources
-from milebench.records import PreparedSample
 from milebench.spec.model import ModelSpec
 
 BASELINE = "bare loop"

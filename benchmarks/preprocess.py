@@ -21,11 +21,11 @@ from PIL import Image, ImageDraw
 
 from milebench.benchmarks.milebench.preprocess import combine
 from milebench.benchmarks.milebench.preprocess.truncate import Budget, fit_context
+from milebench.benchmarks.milebench.spec.run import TruncationMode
+from milebench.infer.records import IMAGE_PLACEHOLDER
 from milebench.infer.tiny import build_tokenizer
 from milebench.io import sha256_file
 from milebench.preprocess.tokenizer import HFTokenizer
-from milebench.records import IMAGE_PLACEHOLDER
-from milebench.spec.run import TruncationMode
 
 IMAGES_PER_SAMPLE = 4
 

@@ -34,12 +34,13 @@ from typing import Any
 from mini_inputs import FILLER_WORDS, bench_paths
 
 from milebench.benchmarks.milebench.fixture.prepared import prepared_fixture
+from milebench.benchmarks.milebench.records import PreparedSample
 from milebench.benchmarks.milebench.score.commands import score_task
-from milebench.records import Prediction, PreparedSample
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.run import Mode
+from milebench.benchmarks.milebench.spec.task import QuestionType, TaskSpec
+from milebench.infer.records import Prediction
 from milebench.score.registry import DEFAULT_SCORER, scorer
-from milebench.spec.registry import load_specs
-from milebench.spec.run import Mode
-from milebench.spec.task import QuestionType, TaskSpec
 
 FIXTURE_SAMPLES = 6
 """Fixture samples per task; they are repeated up to the task's real count."""

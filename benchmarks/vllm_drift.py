@@ -31,10 +31,11 @@ sys.path.insert(0, str(REPO / "tests"))  # the Docker tests' specs helpers, shar
 
 from docker_runs import SAME_CHOICES, add_same_choices  # type: ignore[import-not-found]  # noqa: E402
 
+from milebench.benchmarks.milebench.spec.registry import load_specs  # noqa: E402
+from milebench.benchmarks.milebench.spec.run import Mode  # noqa: E402
+from milebench.benchmarks.milebench.spec.task import ScorerKind  # noqa: E402
 from milebench.containers.image import EngineUnavailable, client_from_env  # noqa: E402
-from milebench.spec.registry import DEFAULT_SPECS, load_specs  # noqa: E402
-from milebench.spec.run import Mode  # noqa: E402
-from milebench.spec.task import ScorerKind  # noqa: E402
+from milebench.spec.folder import DEFAULT_SPECS  # noqa: E402
 
 log = logging.getLogger("vllm_drift")
 

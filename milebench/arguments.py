@@ -8,7 +8,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from milebench.spec.run import Mode
+
+class KitParser(argparse.ArgumentParser):
+    """An unknown command is answered with the commands ``--help`` lists, not the ones only rules call."""
+
+    listed: list[str]
+    made_by: tuple[str, ...] | None = None
+    """The commands that make the stage inputs this command reads (``AddCommand``); None: undeclared."""
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        if isinstance(action, argparse._SubParsersAction) and value not in action.choices:
+            names = ", ".join(self.listed)
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r} (choose from {names})")
+        super()._check_value(action, value)
 
 
 class AddCommand(Protocol):
@@ -19,8 +31,56 @@ class AddCommand(Protocol):
     lock) are not stage inputs."""
 
     def __call__(
-        self, name: str, target: str, help: str, *, made_by: tuple[str, ...] | None = None
-    ) -> argparse.ArgumentParser: ...
+        self,
+        name: str,
+        target: str,
+        help: str,
+        *,
+        made_by: tuple[str, ...] | None = None,
+        listed: bool = True,
+    ) -> KitParser: ...
+
+    """``listed=False``: a command only rules call, left out of ``milebench --help``; it still runs."""
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """States every option's default after its help, unless the help already says it: a flag is off, a
+    list empty is none, a default of None has no value to show (its help says what happens without it).
+    The description and epilog keep their line breaks (the examples)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if (
+            not action.option_strings
+            or action.required
+            or default is None
+            or default is argparse.SUPPRESS
+            or "default" in text.lower()
+        ):
+            return action.help
+        if default is False:
+            shown = "off"
+        elif isinstance(default, list | tuple):
+            shown = ",".join(map(str, default)) or "none"
+        else:
+            shown = str(default)
+        return f"{text} (default: {shown.replace('%', '%%')})".lstrip()
+
+
+def subcommands(p: KitParser, dest: str) -> AddCommand:
+    """``add`` for the subcommands of a command (``image build``), each listed in its own help."""
+    commands = p.add_subparsers(dest=dest, required=True)
+
+    def add_nested(
+        name: str, target: str, help: str, *, made_by: tuple[str, ...] | None = None, listed: bool = True
+    ) -> KitParser:
+        q = commands.add_parser(name, help=help, description=help, formatter_class=HelpFormatter)
+        q.made_by = made_by
+        q.set_defaults(target=target)
+        return q
+
+    return add_nested
 
 
 def run_args(p: argparse.ArgumentParser) -> None:
@@ -77,10 +137,6 @@ def scorer_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scorer", default="paper", help="Scorer whose judgments are compared.")
 
 
-def mode_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--mode", type=Mode, choices=list(Mode), default=Mode.MULTI_IMAGE, help="The mode.")
-
-
 def threads_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--threads",
@@ -89,26 +145,3 @@ def threads_arg(p: argparse.ArgumentParser) -> None:
         help="The job's CPU threads: from 2 on, one builds the next inputs in a worker process and the "
         "rest go to the model's libraries; default: all cores to the model, inputs built in line.",
     )
-
-
-def job_args(
-    p: argparse.ArgumentParser, model: bool, task_required: bool = True, many_tasks: bool = False
-) -> None:
-    run_root_args(p)
-    if model:
-        p.add_argument("--model", required=True, help="A model of the run.")
-    if many_tasks:
-        p.add_argument(
-            "--task",
-            action="append",
-            required=True,
-            help="A task; repeat it to answer several, loading once.",
-        )
-    elif task_required:
-        p.add_argument("--task", required=True, help="A task of the run.")
-    else:
-        p.add_argument(
-            "--task",
-            help="A task of the run; required without --official-outputs (default there: every task).",
-        )
-    p.add_argument("--mode", required=True, type=Mode, choices=list(Mode), help="The mode.")

@@ -1,5 +1,5 @@
-"""Read stage records (prepared samples, predictions, judgments from JSONL; aggregates and verdicts from
-JSON), naming a bad file and record."""
+"""Read stage records (JSON lines of prepared samples, predictions, judgments; aggregates and verdicts
+from JSON), naming a bad file and record."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from pydantic import BaseModel, ValidationError
 
 from milebench.errors import KitError
 from milebench.io import jsonl_lines
-from milebench.records import PreparedSample
 from milebench.spec.base import describe_errors
 from milebench.stage_inputs import require
 
@@ -30,11 +29,6 @@ def read_records(path: Path, model: type[R]) -> list[R]:
         except ValidationError as err:
             raise RecordError(f"{path}: record {number}: {describe_errors(err)}") from None
     return records
-
-
-def read_prepared(path: Path, made_by: str) -> list[PreparedSample]:
-    """The prepared samples; ``made_by`` is the preprocess command line named when the file is absent."""
-    return read_records(require(path, "prepared samples", made_by), PreparedSample)
 
 
 def read_record(path: Path, model: type[R], what: str, made_by: str) -> R:

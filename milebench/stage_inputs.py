@@ -45,8 +45,3 @@ def command(name: str, **options: object) -> str:
     """A kit command line as the user types it, quoted: ``command("fetch", run="smoke")``."""
     parts = ["milebench", name, *(f"--{k.replace('_', '-')} {v}" for k, v in options.items())]
     return "`" + " ".join(parts) + "`"
-
-
-def preprocess_command(run: str, task: str, mode: object, regime: str) -> str:
-    """The command that writes one prepared file (``RunPaths.prepared``)."""
-    return command("preprocess", run=run, task=task, mode=mode, regime=regime)

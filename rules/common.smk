@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from milebench.containers.image import RECORDS_DIR, registry_uri
-from milebench.spec.run import Mode
+from milebench.benchmarks.milebench.spec.run import Mode
 from snakemake.exceptions import WorkflowError
 
 

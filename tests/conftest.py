@@ -31,10 +31,10 @@ from pipeline_runs import (
 )
 from unavailable import unavailable
 
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.run import FixtureSource
 from milebench.infer.threads import THREAD_VARIABLES
 from milebench.spec.model import TinyWeights
-from milebench.spec.registry import load_specs
-from milebench.spec.run import FixtureSource
 
 if TYPE_CHECKING:
     from docker_runs import BoxedRun

@@ -13,7 +13,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from types import TracebackType
 
-from milebench.spec.data_lock import ArchiveEntry, DataLock, dump_lock
+from milebench.benchmarks.milebench.spec.data_lock import DataLock, dump_lock
+from milebench.spec.pinned_file import ArchiveEntry
 
 MAX_REQUESTS = 20
 ENDLESS_LIMIT = 16 << 20

@@ -24,12 +24,12 @@ import requests
 
 from milebench.benchmarks.milebench.fixture.generate import write_tree
 from milebench.benchmarks.milebench.fixture.pack import pack_mirror
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.spec.registry import Specs, load_specs
+from milebench.benchmarks.milebench.spec.task import TaskSpec
 from milebench.infer.adapter import AdapterError
 from milebench.infer.tiny import build_tiny
-from milebench.paths import RunPaths
 from milebench.spec.model import HubWeights, ModelSpec, TinyWeights
-from milebench.spec.registry import Specs, load_specs
-from milebench.spec.task import TaskSpec
 
 REPO = Path(__file__).resolve().parents[1]
 OLAH = REPO / ".venv-olah" / "bin" / "olah-cli"

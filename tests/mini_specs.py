@@ -5,9 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from milebench.benchmarks.milebench.spec.task import (
+    GROUP_CATEGORY,
+    Group,
+    Metric,
+    QuestionType,
+    ScorerKind,
+    TaskSpec,
+)
+from milebench.spec.folder import DEFAULT_SPECS
 from milebench.spec.model import ModelSpec
-from milebench.spec.registry import DEFAULT_SPECS
-from milebench.spec.task import GROUP_CATEGORY, Group, Metric, QuestionType, ScorerKind, TaskSpec
 
 
 def task_spec(

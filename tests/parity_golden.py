@@ -48,10 +48,10 @@ from llava_official.parity import listed_fixture
 from pydantic import BaseModel, ConfigDict, ValidationError
 from safetensors import safe_open
 
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.records import PreparedSample
 from milebench.infer.tiny import build_tiny
 from milebench.io import canonical_json
-from milebench.paths import RunPaths
-from milebench.records import PreparedSample
 from milebench.spec.model import ModelSpec
 
 GOLDEN_DIR = Path(__file__).parent / "golden" / "parity"

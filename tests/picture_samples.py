@@ -6,10 +6,10 @@ from collections.abc import Sequence
 
 from PIL import Image
 
-from milebench.paths import RunPaths
-from milebench.records import PreparedSample
-from milebench.spec.run import Mode
-from milebench.spec.task import QuestionType
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.records import PreparedSample
+from milebench.benchmarks.milebench.spec.run import Mode
+from milebench.benchmarks.milebench.spec.task import QuestionType
 
 
 def write_pictures(paths: RunPaths, sizes: Sequence[tuple[int, int]]) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 
 from milebench import cli
-from milebench.spec.registry import DEFAULT_SPECS
+from milebench.spec.folder import DEFAULT_SPECS
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]

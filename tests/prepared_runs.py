@@ -17,11 +17,12 @@ import pytest
 import yaml
 
 from milebench import cli
-from milebench.paths import RunPaths
-from milebench.preprocess.regime import model_regime
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.preprocess.regime import model_regime
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.run import Mode
+from milebench.spec.folder import DEFAULT_SPECS
 from milebench.spec.model import TinyWeights
-from milebench.spec.registry import DEFAULT_SPECS, load_specs
-from milebench.spec.run import Mode
 
 
 def mb(*argv: str) -> None:

@@ -24,9 +24,9 @@ from transformers import (
     PreTrainedTokenizerFast,
 )
 
+from milebench.benchmarks.milebench.spec.registry import load_specs
 from milebench.infer.tiny import train_bpe
 from milebench.spec.model import ModelSpec
-from milebench.spec.registry import load_specs
 
 HERE = Path(__file__).parent
 ENDOFTEXT = "<|endoftext|>"

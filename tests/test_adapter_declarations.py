@@ -29,7 +29,7 @@ from milebench.spec.adapters import (
     declared_adapters,
 )
 from milebench.spec.base import SpecError
-from milebench.spec.registry import DEFAULT_SPECS
+from milebench.spec.folder import DEFAULT_SPECS
 from milebench.spec.templates import SHARED, declared_templates, templates_in
 
 ADAPTER_LITERAL = {
@@ -142,7 +142,7 @@ def test_a_family_outside_the_kit_is_found_validated_and_answers_a_sample(tmp_pa
         f"""
         import json, sys
         from pathlib import Path
-        from milebench.spec.registry import load_specs
+        from milebench.benchmarks.milebench.spec.registry import load_specs
         loaded = load_specs(Path({str(specs)!r})).models
         spec, turn = loaded["toy"], loaded["toy-turn"]
         torch_loaded = "torch" in sys.modules
@@ -153,8 +153,8 @@ def test_a_family_outside_the_kit_is_found_validated_and_answers_a_sample(tmp_pa
         from milebench.infer.engine import run_model
         from milebench.infer.registry import adapter_environment, load_adapter
         from milebench.infer.tiny import build_tiny
-        from milebench.paths import RunPaths
-        from milebench.records import PreparedSample
+        from milebench.benchmarks.milebench.paths import RunPaths
+        from milebench.benchmarks.milebench.records import PreparedSample
         sample = PreparedSample(
             task="WebQA", mode="multi-image", sample_id=7, instruction="Answer.", context="Which?",
             images=(), image_sha256=(), prompt_sha256="0" * 64, question_type="open-ended",

@@ -12,9 +12,10 @@ import pytest
 import yaml
 from package_copy import run_with
 
-from milebench.spec.base import load_spec
-from milebench.spec.registry import DEFAULT_SPECS, spec_hash
-from milebench.spec.run import RunSpec
+import milebench
+from milebench.benchmarks.milebench.spec.run import RunSpec
+from milebench.spec.base import load_spec, spec_hash
+from milebench.spec.folder import DEFAULT_SPECS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -229,3 +230,13 @@ def test_a_run_parses_only_its_own_benchmarks_rules_and_specs(tmp_path: Path) ->
     done = snakemake(REPO, REPO, "smoke", specs, *fresh, "-n", "--quiet", "rules")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "report" in done.stdout + done.stderr and "embed_report" not in done.stdout + done.stderr
+
+
+def test_the_core_names_no_benchmark() -> None:
+    """The import contract sees imports only; a handler, entry or runner named by a ``module:name`` string
+    in the core would tie it to a benchmark as surely, so no core file names a benchmark's module."""
+    package = Path(milebench.__file__).parent
+    core = [p for p in package.rglob("*.py") if "benchmarks" not in p.relative_to(package).parts]
+    naming = [str(p.relative_to(package)) for p in core if "milebench.benchmarks." in p.read_text("utf-8")]
+    assert len(core) > 50
+    assert naming == []

@@ -3,8 +3,8 @@ value out of bounds is an argument error (exit 2, the option and its bounds name
 
 import pytest
 
+from milebench.benchmarks.milebench.spec.run import MAX_BATCH_SIZE, MAX_REPEATS, MAX_RESAMPLES
 from milebench.cli import build_parser, main
-from milebench.spec.run import MAX_BATCH_SIZE, MAX_REPEATS, MAX_RESAMPLES
 
 BATCH = ["audit", "batch", "--model", "tiny-llava", "--task", "ALFRED"]
 DRIFT = ["audit", "drift", "--model-a", "tiny-llava"]

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from milebench.cli import COMMAND_GROUPS, EXAMPLES, build_parser, main
+from milebench.cli import COMMAND_GROUPS, build_parser, main
 from milebench.spec.benchmark import benchmarks
 
 PARSER = build_parser()
@@ -59,12 +59,19 @@ def test_commands_are_listed_in_groups_and_each_benchmark_has_its_own() -> None:
         if p.get_default("target").startswith("milebench.benchmarks.mmlongembed.")
     )
     assert sorted(listed["MMLongEmbed"]) == embed and len(embed) > 0
-    assert {"infer", "render-input", "check-specs"} <= set(listed["run"])
-    assert {"preprocess", "score", "import-official", "aggregate", "compare", "report"} <= set(
-        listed["MileBench"]
-    )
-    assert {"fetch", "lock-weights"} <= set(listed["data"])
-    assert {"image", "archive", "verify"} <= set(listed["containers and archive"])
+    assert listed["specs"] == ["check-specs", "export-schemas"]
+    assert listed["containers"] == ["image"]
+    assert {
+        "preprocess",
+        "score",
+        "import-official",
+        "aggregate",
+        "compare",
+        "report",
+        "fetch",
+        "infer",
+    } <= set(listed["MileBench"])
+    assert {"render-input", "lock-weights", "audit", "archive", "verify"} <= set(listed["MileBench"])
     every = [name for names in listed.values() for name in names]
     assert len(every) == len(set(every)), "a command listed twice"
     assert set(every) | HIDDEN == set(subparsers(PARSER).choices)
@@ -74,7 +81,7 @@ def test_internal_commands_are_hidden_but_still_run(capsys: pytest.CaptureFixtur
     for name in HIDDEN:
         assert not re.search(rf"^\s+{name}\b", HELP, re.M)
     args = PARSER.parse_args(["container-infer", "--model", "m", "--task", "T", "--mode", "multi-image"])
-    assert args.target == "milebench.containers.commands:container_infer"
+    assert args.target == "milebench.benchmarks.milebench.containers:container_infer"
     with pytest.raises(SystemExit) as done:
         main(["container-infer", "--help"])
     assert done.value.code == 0
@@ -115,11 +122,19 @@ def test_a_concrete_default_is_shown_as_its_value() -> None:
 
 
 def test_the_examples_parse() -> None:
-    examples = re.findall(r"^  (milebench .*)$", EXAMPLES.replace("\\\n", " "), re.M)
-    assert len(examples) >= 4
+    assert PARSER.epilog is not None
+    examples = re.findall(r"^  (milebench .*)$", PARSER.epilog.replace("\\\n", " "), re.M)
+    assert len(examples) >= 5
     for line in examples:
         argv = shlex.split(line.split("#")[0])[1:]
         if "--help" in argv:
             continue
         args = PARSER.parse_args(argv)
         assert args.target, line
+
+
+def test_in_image_runs_only_a_command_whose_benchmark_says_how() -> None:
+    """``--in-image`` hands the command line to what the command's benchmark declares; a core command has
+    none, and is refused by name before anything runs."""
+    with pytest.raises(SystemExit, match="check-specs does not run in an image"):
+        main(["--in-image", "kit", "check-specs"])

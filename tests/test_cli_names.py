@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from milebench.benchmarks.milebench.spec.registry import load_specs
 from milebench.cli import main
-from milebench.spec.registry import load_specs
 
 SPECS = load_specs()
 SMOKE = SPECS.run("smoke")

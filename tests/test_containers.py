@@ -31,8 +31,13 @@ from docker.errors import ImageNotFound
 from mini_specs import task_spec
 
 from milebench import cli
+from milebench.benchmarks.milebench.containers import container_family, local_data
 from milebench.benchmarks.milebench.paper import ContaminationTable, ImageQuantityTable, MainTable, PaperSpec
-from milebench.containers import commands, docker_runtime, image
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.records import PreparedSample
+from milebench.benchmarks.milebench.spec.run import FixtureSource, Mode, RunSpec
+from milebench.benchmarks.milebench.spec.task import Group, QuestionType, ScorerKind
+from milebench.containers import docker_runtime, image
 from milebench.containers.docker_runtime import (
     ContainerFailed,
     ContainerSpec,
@@ -45,12 +50,8 @@ from milebench.containers.docker_runtime import (
 from milebench.containers.image import ImageError, ImageRecord, build_image
 from milebench.infer.registry import ADAPTERS, adapter_environment, load_adapter
 from milebench.io import atomic_write_jsonl, read_jsonl
-from milebench.paths import RunPaths
-from milebench.records import PreparedSample
 from milebench.spec.base import SpecError
 from milebench.spec.model import ModelSpec
-from milebench.spec.run import FixtureSource, Mode, RunSpec
-from milebench.spec.task import Group, QuestionType, ScorerKind
 
 REPO = Path(__file__).resolve().parents[1]
 FAMILIES = tuple(
@@ -417,10 +418,10 @@ def test_local_data_tree_is_mounted_read_only_at_its_resolved_path(tmp_path: Pat
     run = RunSpec(
         name="r", description="r", models=("random",), data={"kind": "local", "path": str(tmp_path / "link")}
     )
-    (tree,) = commands.local_data(run)
+    (tree,) = local_data(run)
     assert tree == (tmp_path / "tree").resolve()
     fixture_run = run.model_copy(update={"data": FixtureSource(kind="fixture")})
-    assert commands.local_data(fixture_run) == ()
+    assert local_data(fixture_run) == ()
     mounts = create_kwargs(spec_for(model(), tmp_path, readable=(tree,)), {})["mounts"]
     assert {m["Target"]: m["ReadOnly"] for m in mounts}[str(tree)] is True
 
@@ -435,8 +436,8 @@ def test_gpu_requests() -> None:
 
 def test_model_without_container_is_a_spec_error_naming_its_file(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match=r"models/random\.yaml: container: null"):
-        commands.container_family(model(container=None), tmp_path)
-    assert commands.container_family(model(), tmp_path) == "kit"
+        container_family(model(container=None), tmp_path)
+    assert container_family(model(), tmp_path) == "kit"
 
 
 def test_cli_wiring() -> None:
@@ -445,7 +446,7 @@ def test_cli_wiring() -> None:
     assert args.target == "milebench.containers.commands:image_build"
     assert (args.family, args.base, args.ca_bundle) == ("kit", None, Path("/x.pem"))
     args = parser.parse_args(["container-infer", "--model", "m", "--task", "T", "--mode", "multi-image"])
-    assert args.target == "milebench.containers.commands:container_infer"
+    assert args.target == "milebench.benchmarks.milebench.containers:container_infer"
     assert (args.runtime, args.gpus, args.api_network, args.mode) == (
         "docker",
         None,

@@ -17,17 +17,19 @@ from docker_runs import BOXED_RUN, HOST_CA, LOCAL_BASE, BoxedRun, snakemake_in, 
 from test_declared_files import report_tables
 
 from milebench import cli
+from milebench.benchmarks.milebench.containers import provenance_env, stage_container
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.preprocess.regime import model_regime
+from milebench.benchmarks.milebench.provenance import read_provenance
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.run import Mode
 from milebench.containers import image
-from milebench.containers.commands import provenance_env, stage_container
 from milebench.containers.docker_runtime import MODELS_MOUNT, ContainerSpec, caller_user, job_spec
 from milebench.io import read_jsonl
-from milebench.paths import RunPaths
-from milebench.preprocess.regime import model_regime
-from milebench.provenance import COMMIT_VAR, DIRTY_VAR, IMAGE_ID_VAR, provenance_path, read_provenance
+from milebench.provenance import COMMIT_VAR, DIRTY_VAR, IMAGE_ID_VAR, provenance_path
 from milebench.spec.base import SpecError
 from milebench.spec.deployment import Deployment, DockerJobs
-from milebench.spec.registry import DEFAULT_SPECS, load_specs
-from milebench.spec.run import Mode
+from milebench.spec.folder import DEFAULT_SPECS
 from milebench.spec.workflow_config import workflow_config
 
 REPO = Path(__file__).resolve().parents[1]

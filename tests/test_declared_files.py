@@ -20,7 +20,7 @@ import pytest
 import yaml
 from pipeline_runs import AUDITED_RUN, E2E_RUN, audited_snakemake, run_config, snakemake
 
-from milebench.spec.registry import DEFAULT_SPECS
+from milebench.spec.folder import DEFAULT_SPECS
 
 EMBED_RUN = "audited-embed"
 EMBED_SPEC = {

@@ -18,6 +18,9 @@ from PIL import Image
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from transformers import CLIPImageProcessor, LlavaForConditionalGeneration, PreTrainedTokenizerFast
 
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.provenance import job_provenance
+from milebench.benchmarks.milebench.spec.registry import load_specs
 from milebench.commands.specs import check
 from milebench.infer.adapter import AdapterError
 from milebench.infer.chunk_tokens import per_chunk_ids
@@ -30,13 +33,11 @@ from milebench.infer.prompt_templates import llava_llama_2
 from milebench.infer.registry import load_adapter
 from milebench.infer.stopping import KeywordStop, NewTextStop
 from milebench.infer.tiny import build_tiny, build_tokenizer
-from milebench.paths import RunPaths
-from milebench.provenance import job_provenance
 from milebench.spec.base import SpecError
 from milebench.spec.execution import PAPER, Decoding, ImagePreprocessing
+from milebench.spec.folder import DEFAULT_SPECS
 from milebench.spec.model import ModelSpec
 from milebench.spec.model_execution import for_run
-from milebench.spec.registry import DEFAULT_SPECS, load_specs
 
 CLIP_MEAN_COLOUR = (122, 116, 104)
 OFFICIAL_SYSTEM = (

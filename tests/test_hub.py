@@ -34,11 +34,12 @@ from hub_server import (
 from mini_specs import linked_specs
 from unavailable import unavailable
 
+from milebench.benchmarks.milebench.provenance import read_provenance
+from milebench.benchmarks.milebench.spec.data_lock import load_lock
+from milebench.benchmarks.milebench.spec.registry import load_specs
 from milebench.io import sha256_file
-from milebench.provenance import read_provenance
-from milebench.spec.data_lock import load_lock
+from milebench.spec.folder import DEFAULT_SPECS
 from milebench.spec.model import TinyWeights
-from milebench.spec.registry import DEFAULT_SPECS, load_specs
 from milebench.spec.weights_lock import load_weights_lock
 
 pytestmark = pytest.mark.hub

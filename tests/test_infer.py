@@ -17,25 +17,27 @@ from mini_specs import builtin_model as model
 from mini_specs import task_spec
 from PIL import Image
 
+from milebench.benchmarks.milebench.infer import commands
+from milebench.benchmarks.milebench.infer.cell import failure_verdict
+from milebench.benchmarks.milebench.infer.oracle import OracleAdapter
+from milebench.benchmarks.milebench.infer.random import RandomAdapter
+from milebench.benchmarks.milebench.paths import RunPaths
 from milebench.benchmarks.milebench.preprocess import commands as preprocess_commands
-from milebench.infer import commands, engine, registry
+from milebench.benchmarks.milebench.records import PreparedSample, option_label, read_prepared
+from milebench.benchmarks.milebench.spec.registry import Specs
+from milebench.benchmarks.milebench.spec.run import FixtureSource, Mode, RunSpec
+from milebench.benchmarks.milebench.spec.task import Group, QuestionType, ScorerKind
+from milebench.infer import engine, registry
 from milebench.infer.adapter import Adapter, AdapterError, SampleFailure, TokenUsage
-from milebench.infer.cell import failure_verdict
 from milebench.infer.engine import InferSummary, cache_key, plan_batches, run_model
-from milebench.infer.oracle import OracleAdapter
-from milebench.infer.random import RandomAdapter
+from milebench.infer.records import FailureKind, Prediction, WindowExcess
 from milebench.infer.registry import load_adapter
 from milebench.infer.threads import THREAD_VARIABLES
 from milebench.infer.time_limit import cut_by_time_limit
 from milebench.io import read_jsonl
-from milebench.paths import RunPaths
-from milebench.record_files import RecordError, read_prepared
-from milebench.records import FailureKind, Prediction, PreparedSample, WindowExcess, option_label
+from milebench.record_files import RecordError
 from milebench.spec.model import BatchRule, Generation
-from milebench.spec.policy import RunPolicy, run_policy
-from milebench.spec.registry import Specs
-from milebench.spec.run import ContextOverflow, FixtureSource, Mode, RunSpec
-from milebench.spec.task import Group, QuestionType, ScorerKind
+from milebench.spec.policy import ContextOverflow, RunPolicy, run_policy
 from milebench.spec.weights_lock import pin_weights
 
 PATHS = RunPaths(out=Path("unused"), reports=Path("unused"))

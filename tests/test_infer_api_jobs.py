@@ -22,10 +22,10 @@ from prepared_runs import infer_argv as infer_job
 from served_model import ServedModel, served
 
 from milebench import cli
+from milebench.benchmarks.milebench.plan import job_per_cell, mode_tasks
+from milebench.benchmarks.milebench.spec.registry import load_specs
 from milebench.infer.adapter import FIRST_FAILURES
 from milebench.io import read_jsonl
-from milebench.plan import job_per_cell, mode_tasks
-from milebench.spec.registry import load_specs
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = "served"

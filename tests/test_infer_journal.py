@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from test_infer import CountingAdapter, model, prepared, records
 
+from milebench.benchmarks.milebench.records import PreparedSample
 from milebench.infer.engine import cache_key, run_model
 from milebench.io import JsonlAppender, atomic_write_jsonl, read_jsonl
-from milebench.records import PreparedSample
 from milebench.spec.model import BatchRule
 
 

@@ -16,13 +16,14 @@ from pathlib import Path
 
 import pytest
 
+from milebench.benchmarks.milebench.records import PreparedSample
+from milebench.benchmarks.milebench.spec.run import Mode
+from milebench.benchmarks.milebench.spec.task import QuestionType
 from milebench.infer.engine import run_model
 from milebench.infer.journal import CellBusy
+from milebench.infer.records import Prediction
 from milebench.io import read_jsonl
-from milebench.records import Prediction, PreparedSample
 from milebench.spec.model import ModelSpec
-from milebench.spec.run import Mode
-from milebench.spec.task import QuestionType
 
 N = 24
 DEADLINE_S = 60.0
@@ -51,7 +52,7 @@ REAL_CHILD = textwrap.dedent(
     from pathlib import Path
     from milebench.infer.engine import run_model
     from milebench.infer.registry import load_adapter
-    from milebench.paths import RunPaths
+    from milebench.benchmarks.milebench.paths import RunPaths
     from milebench.spec.model import ModelSpec
     from tests.picture_samples import picture_sample
 

@@ -21,13 +21,13 @@ from prepared_runs import fixture_run, journal_lines, kill_once_answered, prepar
 from prepared_runs import infer_argv as infer_job
 
 from milebench import cli
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.preprocess.regime import model_regime
+from milebench.benchmarks.milebench.provenance import read_provenance
+from milebench.benchmarks.milebench.records import PreparedSample
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.run import Mode
 from milebench.infer import registry
-from milebench.paths import RunPaths
-from milebench.preprocess.regime import model_regime
-from milebench.provenance import read_provenance
-from milebench.records import PreparedSample
-from milebench.spec.registry import load_specs
-from milebench.spec.run import Mode
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = "once"

@@ -14,19 +14,20 @@ from picture_samples import picture_sample
 from PIL import Image
 from tiny_checks import tiny_run, tiny_spec
 
+from milebench.benchmarks.milebench.infer.random import RandomAdapter
+from milebench.benchmarks.milebench.paths import RunPaths
 from milebench.benchmarks.milebench.preprocess.prompt import Where, hash_images
+from milebench.benchmarks.milebench.records import PreparedSample
+from milebench.image_files import MAX_IMAGE_PIXELS
 from milebench.infer import prefetch
 from milebench.infer.adapter import BuildsInputs, InferenceError
 from milebench.infer.engine import run_model
 from milebench.infer.prefetch import MIN_WORKER_BATCHES, InputFailure, prefetched
-from milebench.infer.random import RandomAdapter
+from milebench.infer.records import FailureKind, Prediction
 from milebench.infer.registry import load_adapter
 from milebench.infer.threads import split_threads
 from milebench.io import read_jsonl
-from milebench.paths import RunPaths
-from milebench.records import FailureKind, Prediction, PreparedSample
 from milebench.spec.model import BatchRule, Generation, ModelSpec
-from milebench.spec.run import MAX_IMAGE_PIXELS
 
 ONE_PER_BATCH = BatchRule(batch_image=1)
 

@@ -17,13 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.records import Judgment
+from milebench.benchmarks.milebench.score.aggregate import summarise
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.run import Mode
 from milebench.containers.image import REPO_ROOT, SKIP, copy_kit_source
 from milebench.io import atomic_write_json, atomic_write_jsonl
-from milebench.paths import RunPaths
-from milebench.records import Judgment
-from milebench.score.aggregate import summarise
-from milebench.spec.registry import DEFAULT_SPECS, load_specs
-from milebench.spec.run import Mode
+from milebench.spec.folder import DEFAULT_SPECS
 
 pytestmark = pytest.mark.install
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from milebench.cli import build_parser
-from milebench.spec.registry import DEFAULT_SPECS
+from milebench.spec.folder import DEFAULT_SPECS
 
 ROOT = Path(__file__).resolve().parents[1]
 VALUES = {

@@ -20,19 +20,21 @@ from served_model import ServedModel, free_port, served
 
 from milebench import cli
 from milebench.benchmarks.milebench.paper import load_paper
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.records import PreparedSample
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.run import Mode
+from milebench.benchmarks.milebench.spec.task import QuestionType
 from milebench.infer.adapter import FIRST_FAILURES, AdapterError, Preflight
 from milebench.infer.api.prerequisites import missing_prerequisites
 from milebench.infer.engine import run_model
+from milebench.infer.records import Prediction
 from milebench.infer.registry import load_adapter
 from milebench.io import read_jsonl
-from milebench.paths import RunPaths
-from milebench.records import Prediction, PreparedSample
 from milebench.spec.base import SpecError
 from milebench.spec.benchmark import benchmark_of_run
+from milebench.spec.folder import DEFAULT_SPECS
 from milebench.spec.model import ModelSpec
-from milebench.spec.registry import DEFAULT_SPECS, load_specs
-from milebench.spec.run import Mode
-from milebench.spec.task import QuestionType
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "own-model.md"

@@ -70,7 +70,7 @@ from milebench.cli import build_parser
 from milebench.infer.registry import adapter_class
 from milebench.spec.adapters import tiny_families
 from milebench.spec.model import TinyWeights
-from milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.registry import load_specs
 
 commands = {sub: p.get_default("target") for a in build_parser()._actions if hasattr(a, "choices")
             and isinstance(a.choices, dict) for sub, p in a.choices.items()}

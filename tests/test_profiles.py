@@ -11,10 +11,10 @@ import pytest
 import yaml
 from mini_specs import linked_specs
 
+from milebench.benchmarks.milebench.plan import job_per_cell
+from milebench.benchmarks.milebench.spec.registry import load_specs
 from milebench.job_resources import infer_resources, params_billions
-from milebench.plan import job_per_cell
 from milebench.spec.benchmark import benchmarks
-from milebench.spec.registry import load_specs
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]

@@ -7,13 +7,12 @@ from pathlib import Path
 
 from picture_samples import picture_sample, write_pictures
 
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.spec.registry import load_specs
 from milebench.infer.hf_llava import HfLlavaAdapter
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import build_tiny
-from milebench.paths import RunPaths
-from milebench.spec.policy import RunPolicy, run_policy
-from milebench.spec.registry import load_specs
-from milebench.spec.run import ContextOverflow
+from milebench.spec.policy import ContextOverflow, RunPolicy, run_policy
 
 
 def test_the_policy_takes_the_runs_settings_and_the_selected_variants_stop_strings() -> None:

@@ -15,6 +15,7 @@ from test_score_aggregate_run import fill
 from test_score_command import paths_of, specs_dir  # noqa: F401
 
 from milebench.benchmarks.milebench.score.run_aggregate import RunAggregate
+from milebench.benchmarks.milebench.spec.run import Mode
 from milebench.plugins import installed_entry_points
 from milebench.score.registry import (
     ENTRY_POINTS,
@@ -22,7 +23,6 @@ from milebench.score.registry import (
     scorer_names,
     variant_scorers,
 )
-from milebench.spec.run import Mode
 
 LENIENT = '''
 """Counts every answer right: the largest gap a scorer can make."""
@@ -85,7 +85,7 @@ def test_an_aggregate_of_format_1_reads_as_the_standard_variant(specs_dir: Path)
     """Archived bundles hold aggregates written before the variants: their one variant was ``standard``."""
     fill(specs_dir)
     from milebench.benchmarks.milebench.score.run_aggregate import aggregate_run
-    from milebench.spec.registry import load_specs
+    from milebench.benchmarks.milebench.spec.registry import load_specs
 
     specs = load_specs(specs_dir)
     now = aggregate_run(specs, specs.run("t"), paths_of(specs_dir), resamples=50).model_dump(mode="json")

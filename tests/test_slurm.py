@@ -26,9 +26,9 @@ from test_infer_kill import answers
 from test_infer_load_once import journal_lines
 from unavailable import unavailable
 
-from milebench.paths import RunPaths
-from milebench.spec.registry import load_specs
-from milebench.spec.run import Mode
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.run import Mode
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]

@@ -12,12 +12,13 @@ import pytest
 import yaml
 from pipeline_runs import E2E_RUN, E2E_TASKS, SNAKEMAKE, run_config
 
-from milebench.paths import RunPaths
-from milebench.plan import applies, cells, job_per_cell, prepare_jobs
-from milebench.preprocess.regime import model_regime
-from milebench.provenance import read_provenance
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.plan import applies, cells, job_per_cell, prepare_jobs
+from milebench.benchmarks.milebench.preprocess.regime import model_regime
+from milebench.benchmarks.milebench.provenance import read_provenance
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.spec.base import spec_hash
 from milebench.spec.model import ApiModel, TinyWeights
-from milebench.spec.registry import load_specs, spec_hash
 
 
 def job_counts(output: str) -> dict[str, int]:

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from milebench.benchmarks.milebench.spec.data_lock import load_lock
+from milebench.benchmarks.milebench.spec.registry import load_specs
 from milebench.cli import main
 from milebench.commands.specs import check
 from milebench.spec.base import SpecError
-from milebench.spec.data_lock import load_lock
-from milebench.spec.registry import DEFAULT_SPECS, load_specs
+from milebench.spec.folder import DEFAULT_SPECS
 from milebench.spec.weights_lock import WEIGHTS_LOCK
 
 

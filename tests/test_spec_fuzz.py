@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from milebench.cli import main
 from milebench.spec.base import SpecError, load_spec
 from milebench.spec.benchmark import benchmarks
-from milebench.spec.registry import DEFAULT_SPECS
+from milebench.spec.folder import DEFAULT_SPECS
 from milebench.spec.safe_yaml import MAX_DEPTH
 
 

@@ -13,12 +13,16 @@ import pytest
 import yaml
 
 from milebench.benchmarks.milebench.paper import load_paper
+from milebench.benchmarks.milebench.spec.data_lock import load_lock
+from milebench.benchmarks.milebench.spec.registry import Specs, load_specs
+from milebench.benchmarks.milebench.spec.run import FixtureSource, HubSource, Mode
+from milebench.benchmarks.milebench.spec.task import Group, QuestionType
 from milebench.cli import main
 from milebench.commands.specs import export, schemas_folder
 from milebench.spec.base import SpecError, load_spec
 from milebench.spec.benchmark import benchmarks
 from milebench.spec.context import SourceKind
-from milebench.spec.data_lock import load_lock
+from milebench.spec.folder import DEFAULT_SPECS
 from milebench.spec.model import (
     ApiModel,
     BuiltinModel,
@@ -27,9 +31,6 @@ from milebench.spec.model import (
     Section,
     TinyWeights,
 )
-from milebench.spec.registry import DEFAULT_SPECS, Specs, load_specs
-from milebench.spec.run import FixtureSource, HubSource, Mode
-from milebench.spec.task import Group, QuestionType
 from milebench.spec.weights_lock import WEIGHTS_LOCK, WeightsLock, check_weights_lock, load_weights_lock
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"

@@ -11,22 +11,23 @@ from pathlib import Path
 import pytest
 import yaml
 
-from milebench.audit.drift import Side, drift_audit
+from milebench.benchmarks.milebench.audit.drift import Side, drift_audit
 from milebench.benchmarks.milebench.fixture.prepared import prepared_fixture
+from milebench.benchmarks.milebench.paths import RunPaths
 from milebench.benchmarks.milebench.report.fidelity import shown
 from milebench.benchmarks.milebench.score.commands import score_task
+from milebench.benchmarks.milebench.spec.registry import Specs, load_specs
+from milebench.benchmarks.milebench.spec.run import Mode
 from milebench.infer.adapter import AdapterError
+from milebench.infer.records import Prediction
 from milebench.infer.registry import VLLM_ENVIRONMENT, adapter_class, adapter_environment, load_adapter
 from milebench.infer.tiny import build_tiny
-from milebench.paths import RunPaths
-from milebench.records import Prediction
 from milebench.spec.base import SpecError
 from milebench.spec.execution import PAPER, Aspect, Backend
+from milebench.spec.folder import DEFAULT_SPECS
 from milebench.spec.model import ModelSpec
 from milebench.spec.model_execution import execution_of, for_run
-from milebench.spec.policy import run_policy
-from milebench.spec.registry import DEFAULT_SPECS, Specs, load_specs
-from milebench.spec.run import ContextOverflow, Mode
+from milebench.spec.policy import ContextOverflow, run_policy
 
 VLLM = importlib.util.find_spec("vllm") is not None
 

@@ -18,9 +18,9 @@ from docker_runs import SAME_CHOICES, add_same_choices
 from pipeline_runs import snakemake
 from test_containers import HOST_CA, LOCAL_BASE, engine_or_skip
 
-from milebench.audit.drift import DriftAudit
+from milebench.benchmarks.milebench.audit.drift import DriftAudit
 from milebench.io import read_jsonl
-from milebench.spec.registry import DEFAULT_SPECS
+from milebench.spec.folder import DEFAULT_SPECS
 
 MODELS = ["tiny-llava", "tiny-qwen2-vl"]
 TASKS = ["ActionLocalization", "ObjectExistence"]

@@ -104,7 +104,7 @@ def test_the_cache_follows_the_environment() -> None:
 
 
 def test_the_paper_spec_names_every_file_and_leaves_no_digest_unsourced() -> None:
-    from milebench.spec.registry import load_specs
+    from milebench.benchmarks.milebench.spec.registry import load_specs
 
     weights = load_specs().models["minigpt-v2"].weights
     assert isinstance(weights, UrlWeights)

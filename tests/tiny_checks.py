@@ -14,16 +14,17 @@ from parity_golden import checkpoint_sha256
 from picture_samples import write_pictures
 
 from milebench.benchmarks.milebench.fixture.prepared import prepared_fixture
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.preprocess.regime import regime_for
+from milebench.benchmarks.milebench.records import PreparedSample
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.infer.engine import run_model
+from milebench.infer.records import Prediction
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import build_tiny
 from milebench.io import read_jsonl
-from milebench.paths import RunPaths
-from milebench.preprocess.regime import regime_for
-from milebench.records import Prediction, PreparedSample
 from milebench.spec.model import ModelSpec
-from milebench.spec.registry import load_specs
-from milebench.spec.run import FixtureSource, Mode, RunSpec
 
 
 def tiny_spec(name: str, adapter: str, family: str, n_tokens: int, seed: int = 0) -> ModelSpec:

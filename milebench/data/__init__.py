@@ -1,1 +1,2 @@
-"""MileBench data: upstream schema, verified fetch, safe extraction and validation."""
+"""Downloads verified against a pinned size and sha256 before use: a benchmark's data archives, weight
+files."""

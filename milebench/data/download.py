@@ -25,7 +25,7 @@ import urllib3
 from milebench.data.errors import FetchError
 from milebench.http_deadline import Deadline, new_session
 from milebench.spec.adapters import PROXY_VARS
-from milebench.spec.data_lock import PART_SUFFIX
+from milebench.spec.pinned_file import PART_SUFFIX
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from milebench.data.errors import FetchError
 from milebench.io import sha256_file
-from milebench.spec.data_lock import ArchiveEntry
+from milebench.spec.pinned_file import ArchiveEntry
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ from milebench.data.download import RetryPolicy, download
 from milebench.data.errors import FetchError
 from milebench.data.verify import VerificationError, verify_archive
 from milebench.io import atomic_write_json, sha256_file
-from milebench.spec.data_lock import QUARANTINE
 from milebench.spec.model import ModelSpec, UrlWeights, WeightFile
+from milebench.spec.pinned_file import QUARANTINE
 
 log = logging.getLogger(__name__)
 

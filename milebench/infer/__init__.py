@@ -1,1 +1,1 @@
-"""Inference stage: run a model spec over prepared samples, resumably."""
+"""Inference: the engine that runs a model spec over model inputs, resumably, and the model adapters."""

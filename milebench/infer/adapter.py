@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol, TypedDict, runtime_checkable
 
 from milebench.errors import KitError
-from milebench.paths import RunPaths
-from milebench.records import FailureKind, PreparedSample
+from milebench.infer.records import FailureKind, ModelInput
+from milebench.paths import ModelFolders
 from milebench.spec.model import ModelSpec
 from milebench.spec.policy import RunPolicy
 
@@ -34,12 +34,12 @@ class ImageError(InferenceError):
     """One sample's image cannot be used (changed, unreadable, undecodable): that sample fails, the rest
     of its batch is answered."""
 
-    def __init__(self, sample: PreparedSample, image: str, problem: str) -> None:
+    def __init__(self, sample: ModelInput, image: str, problem: str) -> None:
         super().__init__(FailureKind.ADAPTER_ERROR, self.detail(sample, image, problem))
         self.sample_id = sample.sample_id
 
     @staticmethod
-    def detail(sample: PreparedSample, image: str, problem: str) -> str:
+    def detail(sample: ModelInput, image: str, problem: str) -> str:
         return f"task {sample.task}, sample {sample.sample_id}: image {image} {problem}"
 
 
@@ -76,10 +76,10 @@ class Adapter(Protocol):
     version: str
 
     def __init__(
-        self, spec: ModelSpec, paths: RunPaths, data_root: Path, *, policy: RunPolicy | None = None
+        self, spec: ModelSpec, paths: ModelFolders, data_root: Path, *, policy: RunPolicy | None = None
     ) -> None: ...
 
-    def generate(self, samples: Sequence[PreparedSample]) -> list[str | SampleFailure]:
+    def generate(self, samples: Sequence[ModelInput]) -> list[str | SampleFailure]:
         """One answer per sample, in order; a ``SampleFailure`` where only that sample failed."""
         ...
 
@@ -99,11 +99,11 @@ class BuildsInputs(Protocol):
     so the engine can build the next batch's inputs in a worker process while this batch generates.
     ``generate(samples)`` must equal ``answer(samples, encode(samples))``."""
 
-    def encode(self, samples: Sequence[PreparedSample]) -> Any:
+    def encode(self, samples: Sequence[ModelInput]) -> Any:
         """The model inputs of a batch; runs in a worker process, so it must not touch the model."""
         ...
 
-    def answer(self, samples: Sequence[PreparedSample], inputs: Any) -> list[str | SampleFailure]:
+    def answer(self, samples: Sequence[ModelInput], inputs: Any) -> list[str | SampleFailure]:
         """``generate`` from inputs already built by ``encode``."""
         ...
 

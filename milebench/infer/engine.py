@@ -40,9 +40,10 @@ from milebench.infer.images import changed_images
 from milebench.infer.journal import cell_lock, read_predictions
 from milebench.infer.prefetch import InputFailure, input_failure, prefetched, worth_a_worker
 from milebench.infer.progress import Progress
+from milebench.infer.records import FailureKind, ModelInput, Prediction
 from milebench.infer.window import images_over, window_excess
 from milebench.io import JsonlAppender, atomic_write_jsonl, canonical_json, sha256_text
-from milebench.records import FailureKind, Prediction, PreparedSample
+from milebench.spec.base import spec_hash
 from milebench.spec.model import (
     ApiLimits,
     ApiModel,
@@ -53,9 +54,7 @@ from milebench.spec.model import (
     ModelSpec,
 )
 from milebench.spec.model_execution import execution_of
-from milebench.spec.policy import RunPolicy
-from milebench.spec.registry import spec_hash
-from milebench.spec.run import ContextOverflow
+from milebench.spec.policy import ContextOverflow, RunPolicy
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +84,7 @@ def answer_spec(spec: ModelSpec) -> ModelSpec:
     return neutral.model_copy(update={"weights": api})
 
 
-def cache_key(spec: ModelSpec, sample: PreparedSample, adapter_version: str) -> str:
+def cache_key(spec: ModelSpec, sample: ModelInput, adapter_version: str) -> str:
     """Everything that can change an answer: spec, weights, prompt, images, decoding, the execution
     choices (an adapter's defaults included, a run's variant named), adapter code."""
     execution = execution_of(spec)
@@ -95,7 +94,7 @@ def cache_key(spec: ModelSpec, sample: PreparedSample, adapter_version: str) -> 
                 "spec": spec_hash(answer_spec(spec), exclude=NOT_IN_ANSWER),
                 "revision": weights_revision(spec),
                 "task": sample.task,
-                "mode": sample.mode.value,
+                "mode": str(sample.mode),
                 "sample_id": sample.sample_id,
                 "prompt": sample.prompt_sha256,
                 "images": list(sample.image_sha256),
@@ -107,10 +106,10 @@ def cache_key(spec: ModelSpec, sample: PreparedSample, adapter_version: str) -> 
     )
 
 
-def plan_batches(samples: Sequence[PreparedSample], rule: BatchRule) -> list[list[PreparedSample]]:
+def plan_batches(samples: Sequence[ModelInput], rule: BatchRule) -> list[list[ModelInput]]:
     """Official batching: group by the sample's image count (first-seen order), then chunk each group
     into ``max(batch_image // n_images, 1)`` samples, or 1 for the single-sample tasks."""
-    groups: dict[int, list[PreparedSample]] = {}
+    groups: dict[int, list[ModelInput]] = {}
     for sample in samples:
         groups.setdefault(sample.n_images, []).append(sample)
     batches = []
@@ -132,7 +131,7 @@ def cost_usd(spec: ModelSpec, usage: TokenUsage) -> float | None:
     return (usage.input_tokens * price_in + usage.output_tokens * price_out) / 1000  # type: ignore[operator]
 
 
-def check_image_input(spec: ModelSpec, samples: Sequence[PreparedSample]) -> None:
+def check_image_input(spec: ModelSpec, samples: Sequence[ModelInput]) -> None:
     """A model fed combined pictures takes ``max_images`` of them (default 1); a sample with more must
     stop the job, never be answered from its first image only."""
     if spec.image_input is not ImageInput.COMBINED:
@@ -182,7 +181,7 @@ class InferSummary:
 
 
 def failed_prediction(
-    model: str, sample: PreparedSample, key: str, kind: FailureKind, detail: str, seconds: float
+    model: str, sample: ModelInput, key: str, kind: FailureKind, detail: str, seconds: float
 ) -> Prediction:
     return Prediction(
         task=sample.task,
@@ -198,7 +197,7 @@ def failed_prediction(
 
 
 def over_image_limit(
-    spec: ModelSpec, samples: Sequence[PreparedSample], keys: dict[int, str], overflow: ContextOverflow
+    spec: ModelSpec, samples: Sequence[ModelInput], keys: dict[int, str], overflow: ContextOverflow
 ) -> list[Prediction]:
     """Under ``refuse``, samples with more images than the model accepts fail as context overflow
     without a call; under ``generate`` (as the official code) none is refused."""
@@ -219,7 +218,7 @@ def over_image_limit(
 
 
 def image_refusals(
-    spec: ModelSpec, samples: Sequence[PreparedSample], keys: dict[int, str], data_root: Path | None
+    spec: ModelSpec, samples: Sequence[ModelInput], keys: dict[int, str], data_root: Path | None
 ) -> list[Prediction]:
     """Samples whose images are not the ones preprocessing hashed fail without a call."""
     if data_root is None:
@@ -238,7 +237,7 @@ def image_refusals(
 
 def failed_batch(
     model: str,
-    batch: Sequence[PreparedSample],
+    batch: Sequence[ModelInput],
     keys: dict[int, str],
     kind: FailureKind,
     detail: str,
@@ -251,7 +250,7 @@ def failed_batch(
 def without_culprit(
     adapter: Adapter,
     spec: ModelSpec,
-    batch: Sequence[PreparedSample],
+    batch: Sequence[ModelInput],
     keys: dict[int, str],
     failure: InputFailure,
     seconds: float,
@@ -271,7 +270,7 @@ def without_culprit(
 def run_batch(
     adapter: Adapter,
     spec: ModelSpec,
-    batch: Sequence[PreparedSample],
+    batch: Sequence[ModelInput],
     keys: dict[int, str],
     inputs: Any = None,
 ) -> list[Prediction]:
@@ -344,7 +343,7 @@ def run_batch(
 def answered_batches(
     adapter: Adapter,
     spec: ModelSpec,
-    batches: Sequence[Sequence[PreparedSample]],
+    batches: Sequence[Sequence[ModelInput]],
     keys: dict[int, str],
     input_workers: int,
     refused: list[Prediction],
@@ -363,7 +362,7 @@ def answered_batches(
 def run_model(
     adapter: Adapter,
     spec: ModelSpec,
-    samples: Sequence[PreparedSample],
+    samples: Sequence[ModelInput],
     out: Path,
     journal: Path | None = None,
     input_workers: int = 0,
@@ -412,7 +411,7 @@ def first_failures(label: str, failed: Sequence[Prediction]) -> AdapterError:
 def answer_cell(
     adapter: Adapter,
     spec: ModelSpec,
-    samples: Sequence[PreparedSample],
+    samples: Sequence[ModelInput],
     out: Path,
     journal: Path,
     input_workers: int,

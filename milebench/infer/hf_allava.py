@@ -42,7 +42,7 @@ from milebench.infer.chunk_tokens import per_chunk_ids
 from milebench.infer.hf_image_text_to_text import PIL_IMAGE_PROCESSOR, HfImageTextToTextAdapter
 from milebench.infer.hf_llava import ADJACENT_IMAGES, ADJACENT_IMAGES_SPLIT, left_pad
 from milebench.infer.input_view import InputView
-from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
+from milebench.infer.records import IMAGE_PLACEHOLDER, ModelInput
 from milebench.spec.execution import Decoding, ImageBackend, Tokenization
 
 ADAPTER = {"kind": "hf-allava", "does": "generate", "entry": "HfAllavaAdapter"}
@@ -164,12 +164,12 @@ class HfAllavaAdapter(HfImageTextToTextAdapter):
         model.generation_config.pad_token_id = eos
         return model
 
-    def render(self, sample: PreparedSample) -> str:
+    def render(self, sample: ModelInput) -> str:
         if self.execution.prompt_template == "allava":
             return chat_text(sample.prompt, len(sample.images))
         return interleaved_text(sample.prompt)
 
-    def encode(self, samples: Sequence[PreparedSample]) -> BatchFeature:
+    def encode(self, samples: Sequence[ModelInput]) -> BatchFeature:
         """Ids with one ``IMAGE_TOKEN_INDEX`` per picture (left padded), and the pictures of the batch in
         order as ``images``."""
         tokenizer = self.processor.tokenizer
@@ -194,7 +194,7 @@ class HfAllavaAdapter(HfImageTextToTextAdapter):
         lengths = super().input_lengths(inputs)
         return [n + k * extra for n, k in zip(lengths, self.images_per_row(inputs), strict=True)]
 
-    def input_view(self, sample: PreparedSample) -> InputView:
+    def input_view(self, sample: ModelInput) -> InputView:
         view = super().input_view(sample)
         notes = [f"each image id ({IMAGE_TOKEN_INDEX}) becomes {self.image_seq} positions"]
         limit = self.processor.input_limit

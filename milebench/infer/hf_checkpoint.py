@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from milebench.infer.adapter import AdapterError
-from milebench.paths import RunPaths
+from milebench.paths import ModelFolders
 from milebench.spec.adapters import declared_adapters
 from milebench.spec.model import HubWeights, ModelSpec, TinyWeights, UrlWeights
 
@@ -20,7 +20,7 @@ TINY_FAMILY: dict[str, str] = {
 """Which tiny family an adapter kind may load, as its module declares it; a kind without one loads any."""
 
 
-def checkpoint(spec: ModelSpec, paths: RunPaths) -> tuple[str, dict[str, Any]]:
+def checkpoint(spec: ModelSpec, paths: ModelFolders) -> tuple[str, dict[str, Any]]:
     """Where ``from_pretrained`` reads the model and with which keyword arguments."""
     weights = spec.weights
     if isinstance(weights, TinyWeights):

@@ -34,10 +34,10 @@ from milebench.infer.cheetor_model import Cheetor, CheetorShape
 from milebench.infer.hf_image_text_to_text import DTYPE_ARGUMENT
 from milebench.infer.hf_minigpt_v2 import IMAGE_ID, Blip2ImageEval, EvaLlamaAdapter
 from milebench.infer.prompt_templates import joined_message
+from milebench.infer.records import IMAGE_PLACEHOLDER
 from milebench.infer.stopping import RowStop
 from milebench.infer.tiny_cheetor import BLIP2_FILE, CHECKPOINT_FILE, read_shape
 from milebench.infer.tiny_minigpt_v2 import EVA_FILE
-from milebench.records import IMAGE_PLACEHOLDER
 from milebench.spec.execution import Decoding, ImagePreprocessing, Tokenization
 
 if TYPE_CHECKING:

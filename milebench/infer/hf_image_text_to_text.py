@@ -30,16 +30,15 @@ from milebench.infer.hf_checkpoint import checkpoint
 from milebench.infer.image_preprocessing import ImageStep, preprocess
 from milebench.infer.images import reading_image
 from milebench.infer.input_view import InputView
+from milebench.infer.records import IMAGE_PLACEHOLDER, FailureKind, ModelInput
 from milebench.infer.stopping import KeywordStop, RowStop
 from milebench.infer.time_limit import cut_by_time_limit, timeout_failure
 from milebench.infer.window import refusal
-from milebench.paths import RunPaths
-from milebench.records import IMAGE_PLACEHOLDER, FailureKind, PreparedSample
+from milebench.paths import ModelFolders
 from milebench.spec.execution import CHAT_TEMPLATE, Autocast, Decoding, ImageBackend, Tokenization
 from milebench.spec.model import ModelSpec
 from milebench.spec.model_execution import execution_of
-from milebench.spec.policy import RunPolicy, run_policy
-from milebench.spec.run import ContextOverflow
+from milebench.spec.policy import ContextOverflow, RunPolicy, run_policy
 
 ADAPTER = {
     "kind": "hf-image-text-to-text",
@@ -110,7 +109,7 @@ class HfImageTextToTextAdapter:
     def __init__(
         self,
         spec: ModelSpec,
-        paths: RunPaths,
+        paths: ModelFolders,
         data_root: Path,
         *,
         with_model: bool = True,
@@ -178,24 +177,24 @@ class HfImageTextToTextAdapter:
             return contextlib.nullcontext()
         return torch.autocast(device_type="cuda", dtype=getattr(torch, self.execution.autocast.value))
 
-    def render(self, sample: PreparedSample) -> str:
+    def render(self, sample: ModelInput) -> str:
         """The model's text input: one user turn through the processor's chat template."""
         conversation = [{"role": "user", "content": split_segments(sample.prompt)}]
         return self.processor.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
 
-    def load_images(self, sample: PreparedSample) -> list[Image.Image]:
+    def load_images(self, sample: ModelInput) -> list[Image.Image]:
         images = []
         for rel in sample.images:
             with reading_image(sample, rel), Image.open(self.data_root / rel) as img:
                 images.append(img.convert("RGB"))
         return images
 
-    def input_images(self, sample: PreparedSample) -> tuple[list[Image.Image], list[ImageStep]]:
+    def input_images(self, sample: ModelInput) -> tuple[list[Image.Image], list[ImageStep]]:
         """The sample's pictures as the image processor receives them, and what was done to each."""
         how = self.execution.image_preprocessing
         return preprocess(self.load_images(sample), how, self.processor.image_processor)
 
-    def encode(self, samples: Sequence[PreparedSample]) -> BatchFeature:
+    def encode(self, samples: Sequence[ModelInput]) -> BatchFeature:
         """Token ids (image tokens expanded), attention mask and pixel inputs of a batch."""
         texts = [self.render(s) for s in samples]
         images = [img for s in samples for img in self.input_images(s)[0]]
@@ -205,7 +204,7 @@ class HfImageTextToTextAdapter:
         """Each row's input length as measured against the window: its tokens without padding."""
         return [int(n) for n in inputs["attention_mask"].sum(dim=1).tolist()]
 
-    def input_view(self, sample: PreparedSample) -> InputView:
+    def input_view(self, sample: ModelInput) -> InputView:
         """``sample`` as the model gets it: text, length, pictures and pixel shape (``render-input``)."""
         inputs = self.encode([sample])
         pixels = inputs.get(self.pixel_key)
@@ -217,7 +216,7 @@ class HfImageTextToTextAdapter:
             pixels=None if pixels is None else tuple(pixels.shape),
         )
 
-    def overflowing(self, samples: Sequence[PreparedSample], inputs: BatchFeature) -> dict[int, str]:
+    def overflowing(self, samples: Sequence[ModelInput], inputs: BatchFeature) -> dict[int, str]:
         """Index -> reason for the samples the strict variant refuses (longer than the model's context);
         none under ``generate``."""
         if self.policy.context_overflow is not ContextOverflow.REFUSE:
@@ -225,11 +224,11 @@ class HfImageTextToTextAdapter:
         reasons = {i: refusal(self.spec, n) for i, n in enumerate(self.input_lengths(inputs))}
         return {i: reason for i, reason in reasons.items() if reason is not None}
 
-    def generate(self, samples: Sequence[PreparedSample]) -> list[str | SampleFailure]:
+    def generate(self, samples: Sequence[ModelInput]) -> list[str | SampleFailure]:
         return self.answer(samples, self.encode(samples))
 
     @torch.inference_mode()
-    def answer(self, samples: Sequence[PreparedSample], inputs: BatchFeature) -> list[str | SampleFailure]:
+    def answer(self, samples: Sequence[ModelInput], inputs: BatchFeature) -> list[str | SampleFailure]:
         """Answers from the batch's encoded inputs; samples the strict variant refuses fail on their own."""
         too_long = self.overflowing(samples, inputs)
         fitting = [s for i, s in enumerate(samples) if i not in too_long]

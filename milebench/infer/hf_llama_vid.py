@@ -55,11 +55,11 @@ from milebench.infer.llama_vid_model import (
 )
 from milebench.infer.minigpt_v2_model import EvaShape
 from milebench.infer.prompt_templates import without_pictures
+from milebench.infer.records import ModelInput
 from milebench.infer.registry import template_renderer
 from milebench.infer.stopping import RecentTextStop, RowStop, without_stop_keyword
 from milebench.infer.tiny_llama_vid import BERT_DIR, read_eva_shape
-from milebench.paths import RunPaths
-from milebench.records import PreparedSample
+from milebench.paths import ModelFolders
 from milebench.spec.execution import Decoding, ImageBackend, ImageSequence, Tokenization
 from milebench.spec.model import ModelSpec, TinyWeights, UrlWeights
 
@@ -107,7 +107,7 @@ class LlamaVidProcessor:
     config: LlamaConfig
 
 
-def checkpoint_folder(spec: ModelSpec, paths: RunPaths, source: str) -> Path:
+def checkpoint_folder(spec: ModelSpec, paths: ModelFolders, source: str) -> Path:
     """The local folder of the checkpoint: a tiny one's, or the hub snapshot's (the original resolves
     ``mm_vision_tower`` and ``image_processor`` against it)."""
     if isinstance(spec.weights, TinyWeights):
@@ -120,7 +120,7 @@ def checkpoint_folder(spec: ModelSpec, paths: RunPaths, source: str) -> Path:
     return Path(snapshot_download(source, revision=revision))
 
 
-def part_files(spec: ModelSpec, paths: RunPaths, folder: Path, config: LlamaConfig) -> LlamaVidParts:
+def part_files(spec: ModelSpec, paths: ModelFolders, folder: Path, config: LlamaConfig) -> LlamaVidParts:
     """The parts beside a tiny checkpoint, at the paths its config names relative to it; or the url
     weights' files from the weights cache, each verified before use, with the real model's ViT-g sizes."""
     processor = folder / str(getattr(config, "image_processor", "")).replace("./", "", 1)
@@ -142,7 +142,7 @@ def part_files(spec: ModelSpec, paths: RunPaths, folder: Path, config: LlamaConf
     raise AdapterError(f"model spec {spec.name!r}: weights kind {spec.weights.kind!r} has no LLaMA-VID parts")
 
 
-def question(sample: PreparedSample) -> str:
+def question(sample: ModelInput) -> str:
     """The sample's prompt with its image placeholders taken out: the pictures reach the model as one
     video in front of it."""
     return without_pictures(sample.prompt)
@@ -160,7 +160,7 @@ class HfLlamaVidAdapter(HfLlavaAdapter):
     processor: LlamaVidProcessor
 
     def __init__(
-        self, spec: ModelSpec, paths: RunPaths, data_root: Path, **options: Unpack[AdapterOptions]
+        self, spec: ModelSpec, paths: ModelFolders, data_root: Path, **options: Unpack[AdapterOptions]
     ) -> None:
         self.paths = paths
         super().__init__(spec, paths, data_root, **options)
@@ -227,21 +227,21 @@ class HfLlamaVidAdapter(HfLlavaAdapter):
         )
         return cast("GenerativeModel", model)
 
-    def render(self, sample: PreparedSample) -> str:
+    def render(self, sample: ModelInput) -> str:
         """The model's text input: the video's image token and the question in the execution's turn."""
         return template_renderer(self.execution.prompt_template)(f"{IMAGE_TOKEN}\n{question(sample)}")
 
     def token_ids(self, text: str) -> list[int]:
         return per_chunk_ids(text, self.processor.tokenizer, IMAGE_TOKEN, [IMAGE_TOKEN_INDEX])
 
-    def qformer_ids(self, sample: PreparedSample) -> list[int]:
+    def qformer_ids(self, sample: ModelInput) -> list[int]:
         """The question as ``vlm_attention`` tokenizes it for the Q-Former."""
         encoded = self.processor.bert_tokenizer(
             [question(sample)], padding="longest", truncation=True, max_length=BERT_PROMPT_LENGTH
         )
         return list(encoded["input_ids"][0])
 
-    def encode(self, samples: Sequence[PreparedSample]) -> BatchFeature:
+    def encode(self, samples: Sequence[ModelInput]) -> BatchFeature:
         """Ids padded on the left, every sample's frames in row order, each row's frame count, and the
         Q-Former's ids of each row padded on the right (one prompt per sample: its mask is all ones)."""
         rows = [(self.token_ids(self.render(s)), self.input_images(s)[0]) for s in samples]
@@ -292,7 +292,7 @@ class HfLlamaVidAdapter(HfLlavaAdapter):
     def image_positions(self) -> int:
         return TOKENS_PER_FRAME
 
-    def input_view(self, sample: PreparedSample) -> InputView:
+    def input_view(self, sample: ModelInput) -> InputView:
         note = f"the image id ({IMAGE_TOKEN_INDEX}) becomes {TOKENS_PER_FRAME} positions per frame"
         view = super().input_view(sample)
         return replace(view, notes=(*view.notes, note))

@@ -28,9 +28,9 @@ from transformers import BatchFeature
 from milebench.infer.adapter import AdapterError, AdapterOptions
 from milebench.infer.chunk_tokens import per_chunk_ids
 from milebench.infer.hf_image_text_to_text import HfImageTextToTextAdapter
+from milebench.infer.records import IMAGE_PLACEHOLDER, ModelInput
 from milebench.infer.registry import template_renderer
-from milebench.paths import RunPaths
-from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
+from milebench.paths import ModelFolders
 from milebench.spec.execution import CHAT_TEMPLATE, Decoding, Tokenization
 from milebench.spec.model import ModelSpec
 
@@ -68,7 +68,7 @@ class HfLlavaAdapter(HfImageTextToTextAdapter):
     }
 
     def __init__(
-        self, spec: ModelSpec, paths: RunPaths, data_root: Path, **options: Unpack[AdapterOptions]
+        self, spec: ModelSpec, paths: ModelFolders, data_root: Path, **options: Unpack[AdapterOptions]
     ) -> None:
         super().__init__(spec, paths, data_root, **options)
         template = self.execution.prompt_template
@@ -92,7 +92,7 @@ class HfLlavaAdapter(HfImageTextToTextAdapter):
         ids = self.processor(text=[self.image_token], images=[picture], return_tensors="pt")["input_ids"]
         return int((ids == self.image_token_id).sum())
 
-    def render(self, sample: PreparedSample) -> str:
+    def render(self, sample: ModelInput) -> str:
         """The model's text input: image tokens in place, wrapped in the execution's turn format."""
         prompt = sample.prompt.replace(ADJACENT_IMAGES, ADJACENT_IMAGES_SPLIT)
         text = prompt.replace(IMAGE_PLACEHOLDER, self.image_token)
@@ -107,7 +107,7 @@ class HfLlavaAdapter(HfImageTextToTextAdapter):
         image_ids = [self.image_token_id] * self.image_seq
         return per_chunk_ids(text, self.processor.tokenizer, self.image_token, image_ids)
 
-    def encode(self, samples: Sequence[PreparedSample]) -> BatchFeature:
+    def encode(self, samples: Sequence[ModelInput]) -> BatchFeature:
         if self.execution.tokenization is Tokenization.WHOLE:
             return super().encode(samples)
         return self.assemble([(self.token_ids(self.render(s)), self.input_images(s)[0]) for s in samples])

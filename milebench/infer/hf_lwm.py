@@ -46,9 +46,9 @@ from milebench.infer.lwm_model import (
     state_dict,
     vision_tokens,
 )
+from milebench.infer.records import IMAGE_PLACEHOLDER, ModelInput
 from milebench.infer.registry import template_renderer
-from milebench.paths import RunPaths
-from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
+from milebench.paths import ModelFolders
 from milebench.spec.execution import Decoding, ImageSequence, Tokenization
 from milebench.spec.model import ModelSpec, TinyWeights, UrlWeights
 
@@ -199,7 +199,7 @@ class LwmProcessor:
     folder: Path
 
 
-def question(sample: PreparedSample) -> str:
+def question(sample: ModelInput) -> str:
     """``construct_input``'s question: the prompt without its image placeholders."""
     return sample.prompt.replace(IMAGE_PLACEHOLDER, "")
 
@@ -216,7 +216,7 @@ class HfLwmAdapter(HfImageTextToTextAdapter):
     processor: LwmProcessor
 
     def __init__(
-        self, spec: ModelSpec, paths: RunPaths, data_root: Path, **options: Unpack[AdapterOptions]
+        self, spec: ModelSpec, paths: ModelFolders, data_root: Path, **options: Unpack[AdapterOptions]
     ) -> None:
         self.run_paths = paths
         super().__init__(spec, paths, data_root, **options)
@@ -293,7 +293,7 @@ class HfLwmAdapter(HfImageTextToTextAdapter):
         side = self.processor.vqgan.shape.resolution // 16
         return int(side * side + 1)
 
-    def kept(self, sample: PreparedSample) -> list[int]:
+    def kept(self, sample: ModelInput) -> list[int]:
         """The pictures the model sees: all, or under ``video_frames`` the frames ``_read_process_vision``
         keeps of a video of them (``max_n_frames`` by ``np.linspace`` when there are more)."""
         n = len(sample.images)
@@ -301,13 +301,13 @@ class HfLwmAdapter(HfImageTextToTextAdapter):
             return [int(k) for k in np.linspace(0, n - 1, MAX_N_FRAMES, dtype=int).tolist()]
         return list(range(n))
 
-    def input_images(self, sample: PreparedSample) -> tuple[list[Image.Image], list[ImageStep]]:
+    def input_images(self, sample: ModelInput) -> tuple[list[Image.Image], list[ImageStep]]:
         """The pictures as ``_process_frame`` receives them (RGB), those kept only; its steps are the kit's
         own."""
         pictures = self.load_images(sample)
         return [pictures[k] for k in self.kept(sample)], []
 
-    def frames(self, sample: PreparedSample) -> torch.Tensor:
+    def frames(self, sample: ModelInput) -> torch.Tensor:
         """The frames fed to the VQGAN, ``(pictures, 256, 256, 3)`` in [-1, 1]."""
         return torch.from_numpy(np.stack([process_frame(img) for img in self.input_images(sample)[0]]))
 
@@ -326,7 +326,7 @@ class HfLwmAdapter(HfImageTextToTextAdapter):
             return [vision_tokens(frames)] if frames else []
         return [vision_tokens([frame]) for frame in frames]
 
-    def render(self, sample: PreparedSample) -> str:
+    def render(self, sample: ModelInput) -> str:
         """The text ``construct_input`` tokenizes, each vision written as ``<vision>`` and the numbers of
         its pictures (under ``video_frames`` those kept)."""
         kept = self.kept(sample)
@@ -336,7 +336,7 @@ class HfLwmAdapter(HfImageTextToTextAdapter):
             written = "".join(f"{LWM_VISION_START}{k}{LWM_VISION_END}" for k in kept)
         return template_renderer(self.execution.prompt_template)(f"{question(sample)}\n{written}")
 
-    def ids_and_mask(self, sample: PreparedSample, codes: torch.Tensor) -> tuple[list[int], list[bool]]:
+    def ids_and_mask(self, sample: ModelInput, codes: torch.Tensor) -> tuple[list[int], list[bool]]:
         """``construct_input``'s tokens and vision mask of one sample."""
         tokenizer = self.processor.tokenizer
         head = tokenizer.encode(f"<s>You are a helpful assistant. USER: {question(sample)}\n")
@@ -348,7 +348,7 @@ class HfLwmAdapter(HfImageTextToTextAdapter):
             mask += [False] * len(start) + [True] * len(vision) + [False] * len(end)
         return ids + tail, mask + [False] * len(tail)
 
-    def encode(self, samples: Sequence[PreparedSample]) -> BatchFeature:
+    def encode(self, samples: Sequence[ModelInput]) -> BatchFeature:
         rows, masks, frames, codes = [], [], [], []
         for sample in samples:
             pixels = self.frames(sample) if sample.images else torch.zeros(0, 256, 256, 3)

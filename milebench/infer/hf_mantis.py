@@ -36,8 +36,8 @@ from transformers import BatchFeature
 from milebench.infer.adapter import AdapterError, AdapterOptions
 from milebench.infer.hf_llava import HfLlavaAdapter
 from milebench.infer.input_view import InputView
-from milebench.paths import RunPaths
-from milebench.records import PreparedSample
+from milebench.infer.records import ModelInput
+from milebench.paths import ModelFolders
 from milebench.spec.execution import Decoding, Tokenization
 from milebench.spec.model import ModelSpec
 
@@ -92,7 +92,7 @@ class HfMantisAdapter(HfLlavaAdapter):
     }
 
     def __init__(
-        self, spec: ModelSpec, paths: RunPaths, data_root: Path, **options: Unpack[AdapterOptions]
+        self, spec: ModelSpec, paths: ModelFolders, data_root: Path, **options: Unpack[AdapterOptions]
     ) -> None:
         super().__init__(spec, paths, data_root, **options)
         if self.image_token != MLLAVA_IMAGE_TOKEN:
@@ -101,7 +101,7 @@ class HfMantisAdapter(HfLlavaAdapter):
                 f"MLlavaProcessor denotes {MLLAVA_IMAGE_TOKEN!r}"
             )
 
-    def input_view(self, sample: PreparedSample) -> InputView:
+    def input_view(self, sample: ModelInput) -> InputView:
         """The view, with the processor's own cut named where the tokenizer has a length."""
         view = super().input_view(sample)
         limit = self.processor.tokenizer.model_max_length
@@ -112,10 +112,10 @@ class HfMantisAdapter(HfLlavaAdapter):
         )
         return replace(view, notes=(*view.notes, note))
 
-    def encode(self, samples: Sequence[PreparedSample]) -> BatchFeature:
+    def encode(self, samples: Sequence[ModelInput]) -> BatchFeature:
         return self.assemble([self.row(s) for s in samples])
 
-    def row(self, sample: PreparedSample) -> tuple[list[int], list[Image.Image]]:
+    def row(self, sample: ModelInput) -> tuple[list[int], list[Image.Image]]:
         """The sample's ids as ``MLlavaProcessor`` tokenizes them (image ids expanded where this
         transformers wants it) and the pictures whose image ids survived its truncation."""
         ids = list(self.processor.tokenizer(self.render(sample), truncation=True).input_ids)

@@ -40,10 +40,10 @@ from milebench.infer.hf_image_text_to_text import DTYPE_ARGUMENT
 from milebench.infer.hf_llava import ADJACENT_IMAGES, ADJACENT_IMAGES_SPLIT, HfLlavaAdapter
 from milebench.infer.input_view import InputView
 from milebench.infer.minigpt_v2_model import MiniGPTv2, MiniGPTv2Shape
+from milebench.infer.records import IMAGE_PLACEHOLDER, ModelInput
 from milebench.infer.registry import template_renderer
 from milebench.infer.tiny_minigpt_v2 import CHECKPOINT_FILE, EVA_FILE, read_shape
-from milebench.paths import RunPaths
-from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
+from milebench.paths import ModelFolders
 from milebench.spec.execution import Decoding, Dtype, ImagePreprocessing, Tokenization
 from milebench.spec.model import ModelSpec, TinyWeights, UrlWeights
 
@@ -129,7 +129,7 @@ class EvaLlamaAdapter(HfLlavaAdapter):
     """Where the rendered text is split, each split a picture."""
 
     def __init__(
-        self, spec: ModelSpec, paths: RunPaths, data_root: Path, **options: Unpack[AdapterOptions]
+        self, spec: ModelSpec, paths: ModelFolders, data_root: Path, **options: Unpack[AdapterOptions]
     ) -> None:
         self.parts = self.part_files(spec, paths)
         super().__init__(spec, paths, data_root, **options)
@@ -155,7 +155,7 @@ class EvaLlamaAdapter(HfLlavaAdapter):
         raise NotImplementedError
 
     @classmethod
-    def part_files(cls, spec: ModelSpec, paths: RunPaths) -> dict[str, Path]:
+    def part_files(cls, spec: ModelSpec, paths: ModelFolders) -> dict[str, Path]:
         """The model's parts: beside a tiny checkpoint's language model, or the url weights' files from
         the weights cache, each verified before use."""
         if isinstance(spec.weights, TinyWeights):
@@ -176,7 +176,7 @@ class EvaLlamaAdapter(HfLlavaAdapter):
         """One ``IMAGE_ID`` per picture in the ids."""
         return 1
 
-    def render(self, sample: PreparedSample) -> str:
+    def render(self, sample: ModelInput) -> str:
         prompt = sample.prompt.replace(ADJACENT_IMAGES, ADJACENT_IMAGES_SPLIT)
         return template_renderer(self.execution.prompt_template)(prompt)
 
@@ -197,7 +197,7 @@ class EvaLlamaAdapter(HfLlavaAdapter):
     def image_positions(self) -> int:
         return self.features_per_image
 
-    def input_view(self, sample: PreparedSample) -> InputView:
+    def input_view(self, sample: ModelInput) -> InputView:
         note = f"each image id ({IMAGE_ID}) becomes {self.features_per_image} positions"
         view = super().input_view(sample)
         return replace(view, notes=(*view.notes, note))

@@ -42,9 +42,9 @@ from milebench.infer.open_flamingo_model import (
     resolved,
 )
 from milebench.infer.prompt_templates import plain
+from milebench.infer.records import ModelInput
 from milebench.infer.stopping import RowStop
-from milebench.paths import RunPaths
-from milebench.records import PreparedSample
+from milebench.paths import ModelFolders
 from milebench.spec.execution import Decoding, ImageBackend, ImagePreprocessing, Tokenization
 from milebench.spec.model import HubWeights, ModelSpec
 
@@ -121,7 +121,7 @@ class OpenFlamingoAdapter(HfLlavaAdapter):
     processor: FlamingoProcessor
 
     def __init__(
-        self, spec: ModelSpec, paths: RunPaths, data_root: Path, **options: Unpack[AdapterOptions]
+        self, spec: ModelSpec, paths: ModelFolders, data_root: Path, **options: Unpack[AdapterOptions]
     ) -> None:
         self._parts: FlamingoParts | None = None
         super().__init__(spec, paths, data_root, **options)
@@ -169,7 +169,7 @@ class OpenFlamingoAdapter(HfLlavaAdapter):
         model.generation_config = GenerationConfig(eos_token_id=eoc)
         return cast("GenerativeModel", model)
 
-    def encode(self, samples: Sequence[PreparedSample]) -> BatchFeature:
+    def encode(self, samples: Sequence[ModelInput]) -> BatchFeature:
         """Ids of the whole text (the tokenizer's own special tokens: none for MPT's) and pictures."""
         tokenizer = self.processor.tokenizer
         rows = [(list(tokenizer(self.render(s))["input_ids"]), self.input_images(s)[0]) for s in samples]

@@ -33,10 +33,10 @@ from milebench.infer.hf_checkpoint import checkpoint
 from milebench.infer.image_preprocessing import ImageStep
 from milebench.infer.images import reading_image
 from milebench.infer.input_view import InputView
+from milebench.infer.records import IMAGE_PLACEHOLDER, FailureKind, ModelInput
 from milebench.infer.time_limit import cut_by_time_limit, timeout_failure
 from milebench.infer.window import refusal
-from milebench.paths import RunPaths
-from milebench.records import IMAGE_PLACEHOLDER, FailureKind, PreparedSample
+from milebench.paths import ModelFolders
 from milebench.spec.execution import (
     Autocast,
     Decoding,
@@ -47,8 +47,7 @@ from milebench.spec.execution import (
 )
 from milebench.spec.model import ModelSpec
 from milebench.spec.model_execution import execution_of
-from milebench.spec.policy import run_policy
-from milebench.spec.run import ContextOverflow
+from milebench.spec.policy import ContextOverflow, run_policy
 
 ADAPTER = {"kind": "hf-qwen-vl-chat", "does": "generate", "entry": "HfQwenVLChatAdapter"}
 """What this module runs (milebench.spec.adapters)."""
@@ -141,7 +140,7 @@ class HfQwenVLChatAdapter:
     version = f"1+transformers-{transformers.__version__}+torch-{torch.__version__}"
 
     def __init__(
-        self, spec: ModelSpec, paths: RunPaths, data_root: Path, **options: Unpack[AdapterOptions]
+        self, spec: ModelSpec, paths: ModelFolders, data_root: Path, **options: Unpack[AdapterOptions]
     ) -> None:
         with_model = options.get("with_model", True)
         self.spec = spec
@@ -193,7 +192,7 @@ class HfQwenVLChatAdapter:
         )
         return config
 
-    def query(self, sample: PreparedSample) -> str:
+    def query(self, sample: ModelInput) -> str:
         """The interleaved query: image entries in placeholder order, text pieces between them."""
         pieces = sample.prompt.split(IMAGE_PLACEHOLDER)
         if len(pieces) - 1 != len(sample.images):
@@ -213,7 +212,7 @@ class HfQwenVLChatAdapter:
         """Tokens of the whole chat turn: the frame plus the query, each image as its full span."""
         return self.frame_tokens + len(self.tokenizer.tokenize(query))
 
-    def input_view(self, sample: PreparedSample) -> InputView:
+    def input_view(self, sample: ModelInput) -> InputView:
         """The chat turn ``chat`` tokenizes for ``sample``, and each picture as its path names it."""
         query = self.query(sample)
         steps = []
@@ -230,7 +229,7 @@ class HfQwenVLChatAdapter:
         )
 
     @torch.inference_mode()
-    def generate(self, samples: Sequence[PreparedSample]) -> list[str | SampleFailure]:
+    def generate(self, samples: Sequence[ModelInput]) -> list[str | SampleFailure]:
         results: list[str | SampleFailure] = []
         self._usage = []
         for sample in samples:
@@ -240,7 +239,7 @@ class HfQwenVLChatAdapter:
             self._usage.append(TokenUsage(input_tokens, output_tokens, time.perf_counter() - start))
         return results
 
-    def answer(self, sample: PreparedSample) -> tuple[str | SampleFailure, int | None, int | None]:
+    def answer(self, sample: ModelInput) -> tuple[str | SampleFailure, int | None, int | None]:
         """The sample's answer or failure, with its input and output token counts where known."""
         try:
             query = self.query(sample)

@@ -45,6 +45,7 @@ from milebench.infer.hf_image_text_to_text import DTYPE_ARGUMENT, PIL_IMAGE_PROC
 from milebench.infer.hf_llava import HfLlavaAdapter
 from milebench.infer.hf_vila import tower_place
 from milebench.infer.prompt_templates import without_pictures
+from milebench.infer.records import ModelInput
 from milebench.infer.registry import template_renderer
 from milebench.infer.stopping import NewTextStop, RowStop
 from milebench.infer.valley_model import (
@@ -60,8 +61,7 @@ from milebench.infer.valley_model import (
     ValleyForCausalLM,
     ValleyTokens,
 )
-from milebench.paths import RunPaths
-from milebench.records import PreparedSample
+from milebench.paths import ModelFolders
 from milebench.spec.execution import Decoding, ImageBackend, ImageSequence, Tokenization
 from milebench.spec.model import ModelSpec
 
@@ -135,7 +135,7 @@ def video_tokens(frames: int) -> str:
     return f"{IM_START}{IMAGE_PATCH * PATCHES}{IM_END}{VI_START}{VIDEO_FRAME * frames}{VI_END}"
 
 
-def user_message(sample: PreparedSample) -> str:
+def user_message(sample: ModelInput) -> str:
     """The script's query with the sample's question, its video (and any image token) written out."""
     question = without_pictures(sample.prompt)
     written = video_tokens(len(sample.images))
@@ -190,7 +190,7 @@ class HfValleyAdapter(HfLlavaAdapter):
     processor: ValleyProcessor
 
     def __init__(
-        self, spec: ModelSpec, paths: RunPaths, data_root: Path, **options: Unpack[AdapterOptions]
+        self, spec: ModelSpec, paths: ModelFolders, data_root: Path, **options: Unpack[AdapterOptions]
     ) -> None:
         super().__init__(spec, paths, data_root, **options)
         if spec.n_tokens_per_image is not None and spec.n_tokens_per_image != 1:
@@ -260,7 +260,7 @@ class HfValleyAdapter(HfLlavaAdapter):
     def image_positions(self) -> int:
         return 1
 
-    def render(self, sample: PreparedSample) -> str:
+    def render(self, sample: ModelInput) -> str:
         """The model's text input: the script's messages as ``build_inputs`` writes them."""
         return template_renderer(self.execution.prompt_template)(user_message(sample))
 
@@ -268,7 +268,7 @@ class HfValleyAdapter(HfLlavaAdapter):
         """``build_inputs``' ids: the whole text through the tokenizer."""
         return list(self.processor.tokenizer(text).input_ids)
 
-    def encode(self, samples: Sequence[PreparedSample]) -> BatchFeature:
+    def encode(self, samples: Sequence[ModelInput]) -> BatchFeature:
         return self.assemble([(self.token_ids(self.render(s)), self.input_images(s)[0]) for s in samples])
 
     def generate_inputs(self, inputs: BatchFeature) -> dict[str, Any]:

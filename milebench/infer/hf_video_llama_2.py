@@ -42,11 +42,11 @@ from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_cheetor import QFormerLlamaAdapter
 from milebench.infer.hf_minigpt_v2 import IMAGE_ID
 from milebench.infer.prompt_templates import joined_message, without_pictures
+from milebench.infer.records import IMAGE_PLACEHOLDER, ModelInput
 from milebench.infer.tiny_cheetor import BLIP2_FILE
 from milebench.infer.tiny_minigpt_v2 import EVA_FILE
 from milebench.infer.tiny_video_llama_2 import CHECKPOINT_FILE, read_shape
 from milebench.infer.video_llama_2_model import VideoLlama, VideoLlamaShape
-from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
 from milebench.spec.execution import Decoding, ImagePreprocessing, ImageSequence, Tokenization
 
 if TYPE_CHECKING:
@@ -169,12 +169,12 @@ class HfVideoLlama2Adapter(QFormerLlamaAdapter[VideoLlamaShape]):
         """The ``video-frames`` reading: all of a sample's pictures as the frames of one video."""
         return self.execution.image_sequence is ImageSequence.VIDEO_FRAMES
 
-    def render(self, sample: PreparedSample) -> str:
+    def render(self, sample: ModelInput) -> str:
         if self.one_video:
             return video_llama_2_video(sample.prompt)
         return super().render(sample)
 
-    def encode(self, samples: Sequence[PreparedSample]) -> BatchFeature:
+    def encode(self, samples: Sequence[ModelInput]) -> BatchFeature:
         """The batch as LLaVA's per-chunk encoding makes it, with each row's picture count beside it (one
         image id stands for a whole video in the ``video-frames`` reading)."""
         inputs = super().encode(samples)
@@ -198,7 +198,7 @@ class HfVideoLlama2Adapter(QFormerLlamaAdapter[VideoLlamaShape]):
         ids = inputs["input_ids"]
         return [n + int((row == IMAGE_ID).sum()) * extra for n, row in zip(lengths, ids, strict=True)]
 
-    def overflowing(self, samples: Sequence[PreparedSample], inputs: BatchFeature) -> dict[int, str]:
+    def overflowing(self, samples: Sequence[ModelInput], inputs: BatchFeature) -> dict[int, str]:
         """Beyond the strict variant's refusals, every sample with more frames than the frame position
         embedding has rows (``max_frame_pos``): the original's lookup fails there (``IndexError``)."""
         found = super().overflowing(samples, inputs)

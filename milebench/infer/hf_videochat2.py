@@ -52,10 +52,10 @@ from milebench.infer.hf_cheetor import QFormerLlamaAdapter
 from milebench.infer.hf_llava import left_pad
 from milebench.infer.hf_minigpt_v2 import CLIP_MEAN, CLIP_STD, IMAGE_ID
 from milebench.infer.prompt_templates import without_pictures
+from milebench.infer.records import IMAGE_PLACEHOLDER, ModelInput
 from milebench.infer.stopping import RowStop
 from milebench.infer.tiny_videochat2 import BERT_VOCAB_FILE, CHECKPOINT_FILE, UMT_FILE, read_shape
 from milebench.infer.videochat2_model import VideoChat2, VideoChat2Shape
-from milebench.records import IMAGE_PLACEHOLDER, PreparedSample
 from milebench.spec.execution import Decoding, ImagePreprocessing, ImageSequence, Tokenization
 
 if TYPE_CHECKING:
@@ -225,7 +225,7 @@ class HfVideoChat2Adapter(QFormerLlamaAdapter[VideoChat2Shape]):
             raise AdapterError(f"model spec {self.spec.name!r}: {vocab} lacks words of {instruction!r}")
         return torch.tensor(ids)
 
-    def render(self, sample: PreparedSample) -> str:
+    def render(self, sample: ModelInput) -> str:
         if self.one_video:
             return videochat2_video(sample.prompt)
         return super().render(sample)
@@ -242,7 +242,7 @@ class HfVideoChat2Adapter(QFormerLlamaAdapter[VideoChat2Shape]):
             ids += list(tokenizer(piece, add_special_tokens=False).input_ids)
         return ids
 
-    def encode(self, samples: Sequence[PreparedSample]) -> BatchFeature:
+    def encode(self, samples: Sequence[ModelInput]) -> BatchFeature:
         """The batch as LLaVA's per-chunk encoding makes it; in the ``video-frames`` reading with each
         row's picture count beside it (one image id stands for a whole video)."""
         inputs = super().encode(samples)

@@ -43,10 +43,10 @@ from milebench.infer.adapter import AdapterError, AdapterOptions
 from milebench.infer.hf_image_text_to_text import DTYPE_ARGUMENT, PIL_IMAGE_PROCESSOR
 from milebench.infer.hf_llava import HfLlavaAdapter
 from milebench.infer.input_view import InputView
+from milebench.infer.records import ModelInput
 from milebench.infer.stopping import NewTextStop, RowStop, without_stop_keyword
 from milebench.infer.yi_vl_model import IMAGE_TOKEN_INDEX, YiVLForCausalLM, dropped_features
-from milebench.paths import RunPaths
-from milebench.records import PreparedSample
+from milebench.paths import ModelFolders
 from milebench.spec.execution import Decoding, ImageBackend, ImagePreprocessing, Tokenization
 from milebench.spec.model import ModelSpec
 
@@ -127,7 +127,7 @@ class HfYiVLAdapter(HfLlavaAdapter):
     processor: YiVLProcessor
 
     def __init__(
-        self, spec: ModelSpec, paths: RunPaths, data_root: Path, **options: Unpack[AdapterOptions]
+        self, spec: ModelSpec, paths: ModelFolders, data_root: Path, **options: Unpack[AdapterOptions]
     ) -> None:
         super().__init__(spec, paths, data_root, **options)
         aspect = getattr(self.processor.config, "image_aspect_ratio", None)
@@ -194,7 +194,7 @@ class HfYiVLAdapter(HfLlavaAdapter):
         """The vision tower's features per picture, which each ``-200`` becomes."""
         return self.processor.features_per_image
 
-    def input_view(self, sample: PreparedSample) -> InputView:
+    def input_view(self, sample: ModelInput) -> InputView:
         note = f"each image id ({IMAGE_TOKEN_INDEX}) becomes {self.processor.features_per_image} positions"
         view = super().input_view(sample)
         return replace(view, notes=(*view.notes, note))

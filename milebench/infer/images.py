@@ -15,8 +15,8 @@ from pathlib import Path
 from PIL import Image
 
 from milebench.infer.adapter import ImageError
+from milebench.infer.records import ModelInput
 from milebench.io import sha256_file
-from milebench.records import PreparedSample
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +25,7 @@ UNREADABLE = (OSError, SyntaxError, ValueError, Image.DecompressionBombError)
 
 
 @contextmanager
-def reading_image(sample: PreparedSample, image: str) -> Iterator[None]:
+def reading_image(sample: ModelInput, image: str) -> Iterator[None]:
     """Turn a failure to read or decode ``image`` into an ``ImageError`` naming the sample and the file."""
     try:
         yield
@@ -33,7 +33,7 @@ def reading_image(sample: PreparedSample, image: str) -> Iterator[None]:
         raise ImageError(sample, image, f"cannot be read: {type(err).__name__}: {err}") from err
 
 
-def changed_images(samples: Sequence[PreparedSample], data_root: Path) -> dict[int, str]:
+def changed_images(samples: Sequence[ModelInput], data_root: Path) -> dict[int, str]:
     """Sample id -> why its images are not the ones preprocessing hashed (changed, missing, unreadable).
 
     Each file is hashed once per job, however many samples share it: one extra read of the samples'

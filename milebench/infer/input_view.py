@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from milebench.infer.image_preprocessing import ImageStep
-from milebench.records import PreparedSample
+from milebench.infer.records import ModelInput
 from milebench.spec.execution import Execution
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ class InputView:
 class ShowsInput(Protocol):
     """An adapter class that can show its input (methods only, so ``issubclass`` can tell)."""
 
-    def input_view(self, sample: PreparedSample) -> InputView:
+    def input_view(self, sample: ModelInput) -> InputView:
         """The sample as this adapter feeds it to the model."""
         ...
 

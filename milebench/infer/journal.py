@@ -24,8 +24,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from milebench.errors import KitError
+from milebench.infer.records import Prediction
 from milebench.io import JsonlAppender, jsonl_lines
-from milebench.records import Prediction
 from milebench.spec.base import describe_errors
 
 log = logging.getLogger(__name__)

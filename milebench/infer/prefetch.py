@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from milebench.infer.adapter import ImageError, failure_kind
-from milebench.records import FailureKind, PreparedSample
+from milebench.infer.records import FailureKind, ModelInput
 
 log = logging.getLogger(__name__)
 
@@ -83,10 +83,10 @@ class PickledEncode:
     image never stops the loader. Handing tensors over as bytes costs a fraction of a millisecond;
     torch's shared-memory handover costs milliseconds per tensor, which a fast model feels."""
 
-    def __init__(self, encode: Callable[[Sequence[PreparedSample]], Any]) -> None:
+    def __init__(self, encode: Callable[[Sequence[ModelInput]], Any]) -> None:
         self.encode = encode
 
-    def __call__(self, batch: Sequence[PreparedSample]) -> bytes:
+    def __call__(self, batch: Sequence[ModelInput]) -> bytes:
         try:
             inputs = self.encode(batch)
         except Exception as err:
@@ -105,10 +105,10 @@ def worth_a_worker(workers: int, batches: int) -> bool:
 
 
 def prefetched(
-    batches: Sequence[Sequence[PreparedSample]],
-    encode: Callable[[Sequence[PreparedSample]], Any],
+    batches: Sequence[Sequence[ModelInput]],
+    encode: Callable[[Sequence[ModelInput]], Any],
     workers: int,
-) -> Iterator[tuple[Sequence[PreparedSample], Any]]:
+) -> Iterator[tuple[Sequence[ModelInput], Any]]:
     """``(batch, inputs or InputFailure)`` in batch order, built by ``workers`` forked processes."""
     from torch.utils.data import DataLoader
 

@@ -10,7 +10,7 @@ are the ways the MiniGPT-4 descendants' ``Chat`` writes pictures into messages, 
 
 from __future__ import annotations
 
-from milebench.records import IMAGE_PLACEHOLDER
+from milebench.infer.records import IMAGE_PLACEHOLDER
 
 TEMPLATES = {
     "llava_llama_2": """LLaVA's ``llava_llama_2`` conversation, as the official MileBench LLaVA worker uses

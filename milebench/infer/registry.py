@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from milebench.infer.adapter import Adapter, AdapterError
-from milebench.paths import RunPaths
+from milebench.paths import ModelFolders
 from milebench.spec.adapters import UNPORTED, declared, declared_adapters
 from milebench.spec.execution import Backend
 from milebench.spec.model import ModelSpec
@@ -79,7 +79,7 @@ def adapter_environment(spec: ModelSpec) -> tuple[str, ...]:
 
 
 def load_adapter(
-    spec: ModelSpec, paths: RunPaths, data_root: Path, policy: RunPolicy | None = None
+    spec: ModelSpec, paths: ModelFolders, data_root: Path, policy: RunPolicy | None = None
 ) -> Adapter:
     """The spec's adapter, built with the job's ``policy`` (None: a run spec's defaults)."""
     return adapter_class(spec)(spec, paths, data_root, policy=policy)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from milebench.infer.adapter import SampleFailure
-from milebench.records import FailureKind
+from milebench.infer.records import FailureKind
 
 
 def cut_by_time_limit(tokens: Sequence[int], max_new_tokens: int, eos: int | list[int] | None) -> bool:

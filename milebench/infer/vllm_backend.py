@@ -31,14 +31,13 @@ from typing import Any
 from milebench.infer.adapter import AdapterError, TokenUsage
 from milebench.infer.hf_checkpoint import checkpoint
 from milebench.infer.hf_image_text_to_text import HfImageTextToTextAdapter
+from milebench.infer.records import ModelInput
 from milebench.infer.registry import VLLM_MEMORY_FRACTION
-from milebench.paths import RunPaths
-from milebench.records import PreparedSample
+from milebench.paths import ModelFolders
 from milebench.spec.execution import Backend, Decoding, Execution, Tokenization
 from milebench.spec.model import ModelSpec
 from milebench.spec.model_execution import execution_of
-from milebench.spec.policy import RunPolicy, run_policy
-from milebench.spec.run import ContextOverflow
+from milebench.spec.policy import ContextOverflow, RunPolicy, run_policy
 
 MOST_IMAGES = 109
 """The most images one MileBench sample has: vLLM's per-prompt image limit where the spec sets none."""
@@ -80,7 +79,7 @@ class VllmAdapter:
     version = f"1+vllm-{vllm_version()}"
 
     def __init__(
-        self, spec: ModelSpec, paths: RunPaths, data_root: Path, *, policy: RunPolicy | None = None
+        self, spec: ModelSpec, paths: ModelFolders, data_root: Path, *, policy: RunPolicy | None = None
     ) -> None:
         from milebench.infer.registry import kind_class
 
@@ -150,7 +149,7 @@ class VllmAdapter:
             seed=generation.seed,
         )
 
-    def request(self, sample: PreparedSample) -> dict[str, Any]:
+    def request(self, sample: ModelInput) -> dict[str, Any]:
         """One vLLM prompt: the transformers adapter's text and pictures."""
         prompt: dict[str, Any] = {"prompt": self.inputs.render(sample)}
         images = self.inputs.input_images(sample)[0]
@@ -158,7 +157,7 @@ class VllmAdapter:
             prompt["multi_modal_data"] = {"image": images}
         return prompt
 
-    def generate(self, samples: Sequence[PreparedSample]) -> list[str]:
+    def generate(self, samples: Sequence[ModelInput]) -> list[str]:
         outputs = self.llm.generate([self.request(s) for s in samples], self.sampling(), use_tqdm=False)
         self._usage = [
             TokenUsage(len(out.prompt_token_ids), len(out.outputs[0].token_ids)) for out in outputs

@@ -8,7 +8,7 @@ a sample went over; ``refuse`` fails such a sample as context_overflow without a
 
 from __future__ import annotations
 
-from milebench.records import PreparedSample, WindowExcess
+from milebench.infer.records import ModelInput, WindowExcess
 from milebench.spec.model import ModelSpec
 
 
@@ -19,12 +19,12 @@ def tokens_over(spec: ModelSpec, input_tokens: int | None) -> int:
     return max(input_tokens - spec.max_context_len, 0)
 
 
-def images_over(spec: ModelSpec, sample: PreparedSample) -> int:
+def images_over(spec: ModelSpec, sample: ModelInput) -> int:
     """Images of a sample past the spec's ``max_images``; 0 within it or without a limit."""
     return max(len(sample.images) - spec.max_images, 0) if spec.max_images is not None else 0
 
 
-def window_excess(spec: ModelSpec, sample: PreparedSample, input_tokens: int | None) -> WindowExcess | None:
+def window_excess(spec: ModelSpec, sample: ModelInput, input_tokens: int | None) -> WindowExcess | None:
     """What a generated sample exceeded; None when it fit."""
     tokens, images = tokens_over(spec, input_tokens), images_over(spec, sample)
     if not tokens and not images:

@@ -1,1 +1,1 @@
-"""Preprocess stage: turn upstream samples into model-neutral prompts."""
+"""The tokenizers inputs are counted and cut with, as every benchmark loads them."""

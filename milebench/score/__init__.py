@@ -1,1 +1,1 @@
-"""Score stage: per-sample judgments as the official evaluator makes them, and aggregation."""
+"""Scoring: the registry of the scorers every judgment names, read from entry points."""

@@ -4,7 +4,7 @@ is always the default.
 A scorer is one line of a distribution's metadata (the kit's own are in ``pyproject.toml``)::
 
     [project.entry-points."milebench.scorers"]
-    standard = "milebench.benchmarks.milebench.score.standard:judge"
+    strict = "mybench.scoring:strict_judge"
 
 Every registered scorer judges every sample; the others than ``paper`` (the variants) are aggregated and
 reported beside it. A scorer's module is imported only when it judges.
@@ -17,11 +17,10 @@ from functools import cache
 
 from milebench.errors import KitError
 from milebench.plugins import registered
-from milebench.records import ScoredSample
-from milebench.spec.task import TaskSpec
 
-Judge = Callable[[TaskSpec, ScoredSample, str], tuple[str | None, float]]
-"""(task, sample, raw response) -> (extracted option key or None, score in [0, 1])."""
+Judge = Callable[..., tuple[str | None, float]]
+"""(task, sample, raw response) -> (extracted option key or None, score in [0, 1]); the task and the sample
+are the benchmark's own specs and records, so their types are the benchmark's to state."""
 
 ENTRY_POINTS = "milebench.scorers"
 """The entry point group a scorer registers in: ``name = "module:function"``, a :data:`Judge`."""

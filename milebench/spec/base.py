@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -125,3 +127,13 @@ def read_yaml(path: Path) -> object:
 def load_spec(path: Path, model: type[S]) -> S:
     """Load one YAML spec file into ``model``."""
     return validate_mapping(path, read_yaml(path), model)
+
+
+def spec_hash(spec: Spec, exclude: frozenset[str] = frozenset()) -> str:
+    """Content hash of a validated spec: a formatting-only edit of its YAML leaves it unchanged.
+
+    ``exclude`` leaves top-level fields out, so adding a field that cannot matter keeps old hashes."""
+    payload = json.dumps(
+        spec.model_dump(mode="json", exclude=set(exclude)), sort_keys=True, separators=(",", ":")
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()

@@ -90,6 +90,11 @@ class Benchmark(Spec):
         min_length=1,
         description="The heading its commands are listed under in `milebench --help`; default: its name.",
     )
+    examples: tuple[str, ...] = Field(
+        default=(),
+        description="Command lines of its own (`milebench ...  # what it does`) that `milebench --help` "
+        "shows among the examples.",
+    )
 
     def folder(self, specs_root: Path) -> Path:
         """Its specs folder under ``specs_root`` (or in its package)."""

@@ -16,8 +16,8 @@ from milebench.spec.context import (
     SourceKind,
     source_problems,
 )
-from milebench.spec.data_lock import ArchiveEntry
 from milebench.spec.execution import Backend, Execution
+from milebench.spec.pinned_file import ArchiveEntry
 
 MODEL_NAME = r"^[a-z0-9][a-z0-9.-]*$"
 """A model's name: a folder name of its predictions and scores, never a path."""

@@ -3,10 +3,12 @@ selects. Apart from :mod:`milebench.spec.execution` because the model spec holds
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Protocol
+
 from milebench.spec.adapters import declared
 from milebench.spec.execution import GENERIC, PAPER, Execution
 from milebench.spec.model import ModelSpec
-from milebench.spec.run import RunSpec
 
 
 def execution_of(spec: ModelSpec) -> Execution | None:
@@ -26,7 +28,14 @@ def variant_problem(spec: ModelSpec, variant: str) -> str | None:
     return f"model {spec.name!r} has no execution variant {variant!r} (known: {', '.join(known)})"
 
 
-def for_run(spec: ModelSpec, run: RunSpec) -> ModelSpec:
+class RunVariants(Protocol):
+    """What a benchmark's run spec states of its models' executions: a variant by model name."""
+
+    @property
+    def execution(self) -> Mapping[str, str]: ...
+
+
+def for_run(spec: ModelSpec, run: RunVariants) -> ModelSpec:
     """``spec`` with the execution variant ``run`` selects for it (checked when the specs load), in the
     image family the variant names, if any."""
     variant = run.execution.get(spec.name, PAPER)

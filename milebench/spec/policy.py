@@ -1,29 +1,38 @@
 """RunPolicy: what a run decides for each of its inference jobs, as one value.
 
-It is decided once per job (:func:`run_policy`, from the run spec and the model spec as the run loads it)
-and handed to the adapter's constructor and to the engine, which read it from there only: no setting is
-set onto an adapter after construction, and a backend that cannot carry out a policy refuses it by name
-at load.
+It is decided once per job (:func:`run_policy`, from the run's settings and the model spec as the run
+loads it) and handed to the adapter's constructor and to the engine, which read it from there only: no
+setting is set onto an adapter after construction, and a backend that cannot carry out a policy refuses
+it by name at load.
 """
 
 from __future__ import annotations
+
+from enum import StrEnum
+from typing import Protocol
 
 from pydantic import Field
 
 from milebench.spec.base import Number, Spec
 from milebench.spec.model import ModelSpec
 from milebench.spec.model_execution import execution_of
-from milebench.spec.run import ContextOverflow, RunSpec
 
-RUN_DEFAULTS = RunSpec.model_fields
-"""Where a policy's defaults come from: a run spec that states none."""
+
+class ContextOverflow(StrEnum):
+    """What inference does with an input longer than the model's window (or with more images than it
+    takes) after truncation: ``generate`` as the official code, which never checked, recording by how
+    much it went over (paper); ``refuse`` fails such a sample as context_overflow without a call (the
+    named strict variant)."""
+
+    GENERATE = "generate"
+    REFUSE = "refuse"
 
 
 class RunPolicy(Spec):
-    """The per-job settings the engine and the adapters act on; the defaults are a run spec's."""
+    """The per-job settings the engine and the adapters act on; the defaults are every run spec's."""
 
     context_overflow: ContextOverflow = Field(
-        default=RUN_DEFAULTS["context_overflow"].default,
+        default=ContextOverflow.GENERATE,
         description="The run's context_overflow: answer an input past the model's window (generate) or "
         "fail it as context_overflow without a call (refuse).",
     )
@@ -31,14 +40,28 @@ class RunPolicy(Spec):
         default=(), description="The stop strings of the execution the run selected for the model."
     )
     max_failure_rate: Number = Field(
-        default=RUN_DEFAULTS["max_failure_rate"].default,
+        default=0.05,
         ge=0,
         le=1,
         description="The run's budget of failed samples per inference job.",
     )
 
 
-def run_policy(run: RunSpec | None, spec: ModelSpec) -> RunPolicy:
+DEFAULT_POLICY = RunPolicy()
+"""A run spec's defaults: what a run that states none decides."""
+
+
+class RunSettings(Protocol):
+    """What a benchmark's run spec states of the policy."""
+
+    @property
+    def context_overflow(self) -> ContextOverflow: ...
+
+    @property
+    def max_failure_rate(self) -> float: ...
+
+
+def run_policy(run: RunSettings | None, spec: ModelSpec) -> RunPolicy:
     """The policy of ``run``'s jobs of ``spec`` (the model spec as the run loads it, its execution variant
     applied); without a run, a run spec's defaults (an adapter built outside any run)."""
     execution = execution_of(spec)

@@ -10,8 +10,7 @@ from pydantic import Field, model_validator
 
 from milebench.spec.base import Spec, SpecError, validate_mapping
 from milebench.spec.deployment import IMAGE_REGISTRY, MOVED, Deployment, DockerJobs
-from milebench.spec.registry import DEFAULT_SPECS
-from milebench.spec.run import RunSpec
+from milebench.spec.folder import DEFAULT_SPECS
 
 SOURCE = "--config"
 
@@ -55,7 +54,7 @@ def workflow_config(config: Mapping[str, object]) -> WorkflowConfig:
     return validate_mapping(SOURCE, dict(config), WorkflowConfig)
 
 
-def moved_settings(run: RunSpec, path: Path) -> SpecError | None:
+def moved_settings(run: Spec, path: Path) -> SpecError | None:
     """Why a run spec that still says where its jobs run cannot be planned: the workflow's config says it
     now, and a spec's ``runtime: docker`` silently run on the host would be a surprise. None without any."""
     stated = {field: getattr(run, field) for field in MOVED if getattr(run, field) is not None}

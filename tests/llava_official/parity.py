@@ -31,12 +31,12 @@ from transformers import (
 )
 
 from milebench.benchmarks.milebench.fixture.prepared import prepared_fixture
-from milebench.paths import RunPaths
-from milebench.preprocess.regime import regime_for
-from milebench.records import PreparedSample
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.preprocess.regime import regime_for
+from milebench.benchmarks.milebench.records import PreparedSample
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.spec.model import ModelSpec
-from milebench.spec.registry import load_specs
-from milebench.spec.run import FixtureSource, Mode, RunSpec
 
 REPO = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("official_worker.py")

@@ -16,21 +16,20 @@ from picture_samples import picture_sample, write_pictures
 from PIL import Image
 from remote_checkpoints import FEATURES_PER_IMAGE, build_allava, hub_spec
 
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.spec.registry import load_specs
 from milebench.infer.adapter import AdapterError, SampleFailure
 from milebench.infer.engine import run_model
 from milebench.infer.execution_check import UnsupportedExecution
 from milebench.infer.hf_allava import IMAGE_TOKEN_INDEX, HfAllavaAdapter, chat_text, interleaved_text
 from milebench.infer.image_preprocessing import expand_to_square
+from milebench.infer.records import FailureKind, Prediction
 from milebench.infer.registry import load_adapter
 from milebench.io import read_jsonl
-from milebench.paths import RunPaths
-from milebench.records import FailureKind, Prediction
 from milebench.spec.execution import PAPER, Decoding, ImagePreprocessing
 from milebench.spec.model import ModelSpec
 from milebench.spec.model_execution import for_run
-from milebench.spec.policy import RunPolicy
-from milebench.spec.registry import load_specs
-from milebench.spec.run import ContextOverflow
+from milebench.spec.policy import ContextOverflow, RunPolicy
 
 SIZES = [(40, 30), (32, 32), (20, 50), (64, 16)]
 CLIP_MEAN_COLOUR = (122, 116, 104)

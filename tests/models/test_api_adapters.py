@@ -22,18 +22,20 @@ from PIL import Image
 from pipeline_runs import TASKS, snakemake, write_run
 
 from milebench import cli
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.records import PreparedSample
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.run import Mode
+from milebench.benchmarks.milebench.spec.task import QuestionType
 from milebench.infer.adapter import AdapterError
 from milebench.infer.api.base import ApiAdapter
 from milebench.infer.api.client import MESSAGE_LIMIT, RateLimiter, retry_after
 from milebench.infer.engine import cache_key, run_model
+from milebench.infer.records import FailureKind, Prediction
 from milebench.infer.registry import adapter_class, load_adapter
 from milebench.io import read_jsonl
-from milebench.paths import RunPaths
-from milebench.records import FailureKind, Prediction, PreparedSample
+from milebench.spec.folder import DEFAULT_SPECS
 from milebench.spec.model import ModelSpec
-from milebench.spec.registry import DEFAULT_SPECS, load_specs
-from milebench.spec.run import Mode
-from milebench.spec.task import QuestionType
 
 PROVIDERS = ("openai", "anthropic", "google")
 ADAPTER = {"openai": "openai-chat", "anthropic": "anthropic", "google": "gemini"}

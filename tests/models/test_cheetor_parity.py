@@ -44,9 +44,9 @@ from parity_golden import (
 from tiny_checks import tiny_port
 from transformers import BatchFeature
 
+from milebench.benchmarks.milebench.records import PreparedSample
 from milebench.infer.hf_cheetor import HfCheetorAdapter, QFormerLlamaAdapter
 from milebench.infer.registry import load_adapter
-from milebench.records import PreparedSample
 from milebench.spec.model import ModelSpec
 
 FAMILY = "cheetor"

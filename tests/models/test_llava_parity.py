@@ -24,14 +24,14 @@ from llava_official.parity import (
 )
 
 from milebench.benchmarks.milebench.fixture.prepared import prepared_fixture
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.preprocess.regime import UNLIMITED, regime_for
+from milebench.benchmarks.milebench.records import PreparedSample
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.run import FixtureSource, Mode, RunSpec
 from milebench.infer.hf_llava import HfLlavaAdapter
 from milebench.infer.registry import load_adapter
-from milebench.paths import RunPaths
-from milebench.preprocess.regime import UNLIMITED, regime_for
-from milebench.records import PreparedSample
 from milebench.spec.model import ModelSpec
-from milebench.spec.registry import load_specs
-from milebench.spec.run import FixtureSource, Mode, RunSpec
 
 PYTHON = official_python()
 pytestmark = pytest.mark.skipif(

@@ -43,9 +43,9 @@ from parity_golden import (
 )
 from tiny_checks import tiny_port
 
+from milebench.benchmarks.milebench.records import PreparedSample
 from milebench.infer.hf_mantis import HfMantisAdapter
 from milebench.infer.registry import load_adapter
-from milebench.records import PreparedSample
 from milebench.spec.model import ModelSpec
 
 FAMILY = "mantis"

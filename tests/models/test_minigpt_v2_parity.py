@@ -42,11 +42,11 @@ from parity_golden import (
 )
 from tiny_checks import tiny_port
 
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.records import PreparedSample
 from milebench.infer.hf_minigpt_v2 import HfMiniGPTv2Adapter
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import build_tiny
-from milebench.paths import RunPaths
-from milebench.records import PreparedSample
 from milebench.spec.model import ModelSpec
 
 FAMILY = "minigpt-v2"

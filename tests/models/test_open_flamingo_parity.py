@@ -28,12 +28,12 @@ from llava_official.parity import REPO, listed_fixture, run_original
 from parity_golden import Meta, Observed
 from tiny_checks import tiny_port
 
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.records import PreparedSample
 from milebench.infer.hf_open_flamingo import OpenFlamingoAdapter
 from milebench.infer.open_flamingo_model import LAYOUT_FILE, FlamingoLayout
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import build_tiny
-from milebench.paths import RunPaths
-from milebench.records import PreparedSample
 from milebench.spec.model import ModelSpec
 
 pytestmark = pytest.mark.skipif(

@@ -11,13 +11,13 @@ import torch
 from llava_official.parity import listed_fixture
 from tiny_checks import answers_every_fixture_task, same_seed_same_checkpoint, tiny_port
 
+from milebench.benchmarks.milebench.paths import RunPaths
 from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_cheetor import HfCheetorAdapter
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import build_tiny
 from milebench.infer.tiny_cheetor import BLIP2_FILE, CHECKPOINT_FILE
 from milebench.infer.tiny_minigpt_v2 import EVA_FILE, TOKENIZER_MODEL
-from milebench.paths import RunPaths
 
 NAME = "tiny-cheetor"
 

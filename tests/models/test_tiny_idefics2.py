@@ -12,10 +12,10 @@ from picture_samples import picture_sample
 from tiny_checks import answers_every_fixture_task, same_seed_same_weights, tiny_run, tiny_spec
 from transformers import AutoProcessor, Idefics2ForConditionalGeneration
 
+from milebench.benchmarks.milebench.paths import RunPaths
 from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_idefics2 import HfIdefics2Adapter
 from milebench.infer.registry import load_adapter
-from milebench.paths import RunPaths
 from milebench.spec.model import ModelSpec
 
 NAME = "tiny-idefics2"

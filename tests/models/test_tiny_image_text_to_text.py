@@ -10,17 +10,16 @@ import pytest
 from picture_samples import picture_sample, write_pictures
 from transformers import AutoProcessor, LlavaForConditionalGeneration
 
+from milebench.benchmarks.milebench.paths import RunPaths
 from milebench.infer.adapter import AdapterError, SampleFailure
 from milebench.infer.engine import run_model
 from milebench.infer.hf_image_text_to_text import HfImageTextToTextAdapter
+from milebench.infer.records import FailureKind, Prediction
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import build_tiny_llava
 from milebench.io import read_jsonl
-from milebench.paths import RunPaths
-from milebench.records import FailureKind, Prediction
 from milebench.spec.model import ModelSpec
-from milebench.spec.policy import RunPolicy
-from milebench.spec.run import ContextOverflow
+from milebench.spec.policy import ContextOverflow, RunPolicy
 
 TEMPLATE = (
     "{% for message in messages %}{{ message['role'] | upper }}: "

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from tiny_checks import same_seed_same_checkpoint, tiny_port
 
+from milebench.benchmarks.milebench.paths import RunPaths
 from milebench.infer.adapter import AdapterError
 from milebench.infer.execution_check import UnsupportedExecution
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import build_tiny
 from milebench.infer.tiny_llama_vid import BERT_DIR, EVA_FILE, INDEX, PROCESSOR_DIR
-from milebench.paths import RunPaths
 from milebench.spec.execution import ImageSequence
 from milebench.spec.model import ModelSpec
 

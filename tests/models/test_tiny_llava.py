@@ -14,23 +14,23 @@ from PIL import Image
 from tiny_checks import same_seed_same_weights, weights_hash
 from transformers import AutoProcessor, LlavaForConditionalGeneration
 
+from milebench.benchmarks.milebench.data.schema import TaskFile
+from milebench.benchmarks.milebench.infer import commands
+from milebench.benchmarks.milebench.paths import RunPaths
 from milebench.benchmarks.milebench.preprocess import commands as preprocess_commands
 from milebench.benchmarks.milebench.preprocess.prompt import build_sample
-from milebench.data.schema import TaskFile
-from milebench.infer import commands
+from milebench.benchmarks.milebench.preprocess.regime import model_regime
+from milebench.benchmarks.milebench.records import PreparedSample, read_prepared
+from milebench.benchmarks.milebench.spec.registry import Specs
+from milebench.benchmarks.milebench.spec.run import FixtureSource, Mode, RunSpec
+from milebench.benchmarks.milebench.spec.task import Group, QuestionType, ScorerKind
 from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_llava import HfLlavaAdapter
+from milebench.infer.records import IMAGE_PLACEHOLDER, FailureKind, Prediction
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import BUILDERS, LLAVA_HF_CHAT_TEMPLATE, build_tiny, build_tiny_llava
 from milebench.io import read_jsonl, sha256_file
-from milebench.paths import RunPaths
-from milebench.preprocess.regime import model_regime
-from milebench.record_files import read_prepared
-from milebench.records import IMAGE_PLACEHOLDER, FailureKind, Prediction, PreparedSample
 from milebench.spec.model import BuiltinModel, ModelSpec
-from milebench.spec.registry import Specs
-from milebench.spec.run import FixtureSource, Mode, RunSpec
-from milebench.spec.task import Group, QuestionType, ScorerKind
 
 TINY_LLAVA_ANSWERS = ["\\AE\ufffd~Gmbers", "\\Ch/d\ufffd\x0b\ufffd"]
 """The seeded checkpoint's greedy answers to ``samples`` (random weights: bytes, some of them not UTF-8)."""

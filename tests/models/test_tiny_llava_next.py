@@ -11,11 +11,11 @@ from picture_samples import picture_sample
 from tiny_checks import answers_every_fixture_task, same_seed_same_weights, tiny_run, tiny_spec
 from transformers import LlavaNextForConditionalGeneration
 
+from milebench.benchmarks.milebench.paths import RunPaths
 from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_llava_next import HfLlavaNextAdapter
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import build_tiny
-from milebench.paths import RunPaths
 from milebench.spec.model import ModelSpec
 
 NAME = "tiny-llava-next"

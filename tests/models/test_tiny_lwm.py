@@ -19,16 +19,15 @@ from parity_golden import checkpoint_sha256
 from picture_samples import picture_sample
 from tiny_checks import tiny_port, tiny_run
 
+from milebench.benchmarks.milebench.paths import RunPaths
 from milebench.infer.adapter import AdapterError, SampleFailure
 from milebench.infer.hf_lwm import LWM_7B, MAX_N_FRAMES, HfLwmAdapter, LwmTokenizer
 from milebench.infer.lwm_model import EOF, EOV, LwmForCausalLM, llama_config
+from milebench.infer.records import FailureKind
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import build_tiny
-from milebench.paths import RunPaths
-from milebench.records import FailureKind
 from milebench.spec.model import ModelSpec
-from milebench.spec.policy import RunPolicy
-from milebench.spec.run import ContextOverflow
+from milebench.spec.policy import ContextOverflow, RunPolicy
 
 NAME = "tiny-lwm"
 SIZES = [(40, 24), (32, 32), (20, 50)]

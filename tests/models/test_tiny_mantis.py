@@ -16,9 +16,9 @@ from picture_samples import picture_sample
 from tiny_checks import answers_every_fixture_task, same_seed_same_weights, tiny_port, tiny_run
 from transformers import LlavaForConditionalGeneration
 
+from milebench.benchmarks.milebench.paths import RunPaths
 from milebench.infer.hf_mantis import HfMantisAdapter
 from milebench.infer.registry import load_adapter
-from milebench.paths import RunPaths
 from milebench.spec.model import ModelSpec
 
 NAME = "tiny-mantis"

@@ -9,11 +9,11 @@ import pytest
 from parity_golden import checkpoint_sha256
 from tiny_checks import answers_every_fixture_task, tiny_port
 
+from milebench.benchmarks.milebench.paths import RunPaths
 from milebench.infer.adapter import AdapterError
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import build_tiny
 from milebench.infer.tiny_minigpt_v2 import CHECKPOINT_FILE, EVA_FILE, TOKENIZER_MODEL
-from milebench.paths import RunPaths
 
 
 def spec(seed: int = 0, n_tokens: int = 16):  # type: ignore[no-untyped-def]

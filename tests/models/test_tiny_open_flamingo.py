@@ -15,12 +15,12 @@ import torch
 from picture_samples import picture_sample
 from tiny_checks import answers_every_fixture_task, state_dict_sha256, tiny_port, tiny_run
 
+from milebench.benchmarks.milebench.paths import RunPaths
 from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_open_flamingo import OpenFlamingoAdapter
 from milebench.infer.open_flamingo_model import CHECKPOINT_FILE, LAYOUT_FILE
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import build_tiny
-from milebench.paths import RunPaths
 from milebench.spec.model import ModelSpec
 
 pytestmark = pytest.mark.skipif(

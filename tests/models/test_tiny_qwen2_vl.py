@@ -13,12 +13,12 @@ from tiny_checks import answers_every_fixture_task, same_seed_same_weights, tiny
 from transformers import Qwen2VLForConditionalGeneration, Qwen2VLProcessor
 from transformers.processing_utils import ProcessorMixin
 
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.spec.registry import load_specs
 from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_qwen2_vl import HfQwen2VLAdapter
 from milebench.infer.registry import load_adapter
-from milebench.paths import RunPaths
 from milebench.spec.model import ModelSpec
-from milebench.spec.registry import load_specs
 
 SIZES = [(40, 30), (32, 32), (20, 50), (500, 90)]
 """Width x height; with 16 pixels per merged token and a budget of 4 tokens: 4, 4, 3 and 4 tokens."""

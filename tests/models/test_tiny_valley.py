@@ -18,13 +18,13 @@ from parity_golden import checkpoint_sha256
 from picture_samples import picture_sample
 from tiny_checks import tiny_port, tiny_run
 
+from milebench.benchmarks.milebench.paths import RunPaths
 from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_valley import HfValleyAdapter, process_response
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import build_tiny
 from milebench.infer.tiny_llama_vid import INDEX, SHARD
 from milebench.infer.valley_model import IM_START, IMAGE_PATCH, PATCHES, VIDEO_FRAME, ValleyForCausalLM
-from milebench.paths import RunPaths
 from milebench.spec.model import ModelSpec
 
 NAME = "tiny-valley"

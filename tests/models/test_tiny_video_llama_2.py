@@ -12,19 +12,19 @@ import torch
 from tiny_checks import answers_every_fixture_task, same_seed_same_checkpoint, tiny_port
 
 from milebench.benchmarks.milebench.fixture.prepared import prepared_fixture
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.spec.registry import load_specs
 from milebench.infer import hf_cheetor
 from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_minigpt_v2 import IMAGE_ID
 from milebench.infer.hf_video_llama_2 import VIDEO_LLAMA_VIDEO, HfVideoLlama2Adapter
+from milebench.infer.records import FailureKind
 from milebench.infer.registry import load_adapter
 from milebench.infer.tiny import build_tiny
 from milebench.infer.tiny_cheetor import BLIP2_FILE
 from milebench.infer.tiny_minigpt_v2 import EVA_FILE, TOKENIZER_MODEL
 from milebench.infer.tiny_video_llama_2 import CHECKPOINT_FILE, tiny_video_llama_shape
-from milebench.paths import RunPaths
-from milebench.records import FailureKind
 from milebench.spec.model import ModelSpec
-from milebench.spec.registry import load_specs
 
 NAME = "tiny-video-llama-2"
 

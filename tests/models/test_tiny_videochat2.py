@@ -17,6 +17,8 @@ from PIL import Image
 from tiny_checks import answers_every_fixture_task, same_seed_same_checkpoint, tiny_port
 
 from milebench.benchmarks.milebench.fixture.prepared import prepared_fixture
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.spec.registry import load_specs
 from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_minigpt_v2 import IMAGE_ID
 from milebench.infer.hf_videochat2 import (
@@ -34,9 +36,7 @@ from milebench.infer.tiny import build_tiny
 from milebench.infer.tiny_minigpt_v2 import TOKENIZER_MODEL
 from milebench.infer.tiny_videochat2 import BERT_VOCAB_FILE, CHECKPOINT_FILE, UMT_FILE
 from milebench.infer.videochat2_model import along_time, sinusoid_table
-from milebench.paths import RunPaths
 from milebench.spec.model import ModelSpec
-from milebench.spec.registry import load_specs
 
 NAME = "tiny-videochat2"
 LORA = "llama_model.base_model.model.model.layers.1.self_attn.v_proj.lora_B.default.weight"

@@ -14,11 +14,11 @@ import torch
 from picture_samples import picture_sample
 from tiny_checks import answers_every_fixture_task, same_seed_same_weights, tiny_port, tiny_run
 
+from milebench.benchmarks.milebench.paths import RunPaths
 from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_vila import HfVilaAdapter
 from milebench.infer.registry import load_adapter
 from milebench.infer.vila_model import VilaForCausalLM
-from milebench.paths import RunPaths
 from milebench.spec.model import ModelSpec
 
 NAME = "tiny-vila"

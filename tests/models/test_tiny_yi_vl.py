@@ -16,13 +16,13 @@ from safetensors import safe_open
 from tiny_checks import answers_every_fixture_task, same_seed_same_weights, tiny_port, tiny_run
 from transformers import CLIPVisionModel
 
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.spec.registry import load_specs
 from milebench.infer.adapter import AdapterError
 from milebench.infer.hf_yi_vl import HfYiVLAdapter
 from milebench.infer.registry import load_adapter
 from milebench.infer.yi_vl_model import YiVLForCausalLM
-from milebench.paths import RunPaths
 from milebench.spec.model import ModelSpec
-from milebench.spec.registry import load_specs
 
 NAME = "tiny-yi-vl"
 SIZES = [(40, 24), (32, 32), (20, 50)]

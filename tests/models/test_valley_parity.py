@@ -35,9 +35,9 @@ from parity_golden import (
 )
 from tiny_checks import tiny_port
 
+from milebench.benchmarks.milebench.records import PreparedSample
 from milebench.infer.hf_valley import HfValleyAdapter
 from milebench.infer.registry import load_adapter
-from milebench.records import PreparedSample
 from milebench.spec.model import ModelSpec
 
 FAMILY = "valley"

@@ -49,10 +49,11 @@ from parity_golden import (
 from test_cheetor_parity import driver_observed, key, kit_observed
 from tiny_checks import tiny_port
 
+from milebench.benchmarks.milebench.records import PreparedSample
 from milebench.infer.adapter import SampleFailure
 from milebench.infer.hf_video_llama_2 import HfVideoLlama2Adapter
+from milebench.infer.records import FailureKind
 from milebench.infer.registry import load_adapter
-from milebench.records import FailureKind, PreparedSample
 from milebench.spec.execution import PAPER
 from milebench.spec.model import ModelSpec
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from milebench.audit.plan import audit_jobs
+from milebench.benchmarks.milebench.audit.plan import audit_jobs
 from milebench.benchmarks.milebench.paper import load_paper
+from milebench.benchmarks.milebench.spec.data_lock import load_lock
+from milebench.benchmarks.milebench.spec.registry import Specs, load_specs
 from milebench.spec.base import SpecError
-from milebench.spec.data_lock import load_lock
-from milebench.spec.registry import Specs, load_specs
 from milebench.spec.weights_lock import WEIGHTS_LOCK, check_weights_lock, load_weights_lock
 
 

@@ -8,17 +8,20 @@ from pathlib import Path
 
 from milebench.arguments import (
     AddCommand,
+    KitParser,
     bounded_int,
-    job_args,
-    mode_arg,
+    bounded_ints,
     run_args,
     run_root_args,
     scorer_arg,
     seed_arg,
+    subcommands,
+    threads_arg,
 )
-from milebench.records import FailureKind
-from milebench.spec.registry import DEFAULT_SPECS
-from milebench.spec.run import MAX_RESAMPLES, Mode
+from milebench.benchmarks.milebench.arguments import job_args, mode_arg
+from milebench.benchmarks.milebench.spec.run import MAX_BATCH_SIZE, MAX_REPEATS, MAX_RESAMPLES, Mode
+from milebench.infer.records import FailureKind
+from milebench.spec.folder import DEFAULT_SPECS
 
 OFFICIAL_CODE = "the official MileBench code (generate.py)"
 """What makes an official outputs folder: not a kit command."""
@@ -90,7 +93,20 @@ def _show_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_commands(add: AddCommand) -> None:
+IN_IMAGE = "milebench.benchmarks.milebench.containers:in_image"
+"""What runs any of its commands in a family's image (``milebench --in-image FAMILY <command>``)."""
+
+
+def add_commands(add_command: AddCommand) -> None:
+    """Its commands, each of which ``--in-image`` runs in an image through :data:`IN_IMAGE`."""
+
+    def add(
+        name: str, target: str, help: str, *, made_by: tuple[str, ...] | None = None, listed: bool = True
+    ) -> KitParser:
+        p = add_command(name, target, help, made_by=made_by, listed=listed)
+        p.set_defaults(in_image_runner=IN_IMAGE)
+        return p
+
     p = add(
         "fixture",
         "milebench.benchmarks.milebench.fixture.commands:fixture",
@@ -137,7 +153,11 @@ def add_commands(add: AddCommand) -> None:
         made_by=("milebench fetch", "milebench tiny-model"),
     )
     job_args(p, model=False)
-    p.add_argument("--regime", default="full", help="Input regime id (see `milebench.preprocess.regime`).")
+    p.add_argument(
+        "--regime",
+        default="full",
+        help="Input regime id (see `milebench.benchmarks.milebench.preprocess.regime`).",
+    )
     p.add_argument("--workers", type=int, default=1, help="Threads for combined-image tiling.")
 
     p = add(
@@ -218,3 +238,185 @@ def add_commands(add: AddCommand) -> None:
     )
     mode_arg(p)
     _official_args(p, required=True)
+
+    p = add(
+        "fetch",
+        "milebench.benchmarks.milebench.data.commands:fetch",
+        "Download, verify and extract a run's data.",
+        made_by=("milebench fixture", "milebench lock-data"),
+    )
+    run_root_args(p)
+    p.add_argument(
+        "--download-deadline",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="Most seconds one archive's download may take, retries included (default: scaled to its "
+        "size); an unfinished download resumes on the next fetch.",
+    )
+
+    p = add(
+        "fetch-weights",
+        "milebench.benchmarks.milebench.data.commands:fetch_weights",
+        "Download a model's url weight files into the weights cache and verify them.",
+        made_by=(),
+    )
+    p.add_argument("--model", required=True, help="A model spec with url weights.")
+
+    p = add(
+        "lock-weights",
+        "milebench.benchmarks.milebench.data.lock_weights:lock_weights",
+        "Pin hub model revisions to commits and url weight files to their size and sha256.",
+        made_by=(),
+    )
+    p.add_argument("--ref", default="main", help="Branch or tag to resolve.")
+    p.add_argument(
+        "--run",
+        default=None,
+        help="Pin only this run's models (the lock's other entries are kept); default: every model's.",
+    )
+
+    p = add(
+        "tiny-model",
+        "milebench.benchmarks.milebench.infer.commands:tiny_model",
+        "Build a tiny random-weight model offline.",
+        made_by=(),
+    )
+    run_root_args(p)
+    p.add_argument("--model", required=True, help="A model of the run with tiny weights.")
+
+    p = add(
+        "infer",
+        "milebench.benchmarks.milebench.infer.commands:infer",
+        "Run one model over prepared tasks of one mode.",
+        made_by=("milebench preprocess", "milebench tiny-model"),
+    )
+    job_args(p, model=True, many_tasks=True)
+    threads_arg(p)
+
+    p = add(
+        "render-input",
+        "milebench.benchmarks.milebench.infer.render_input:render_input",
+        "Show what a model receives for one sample.",
+        made_by=("milebench preprocess", "milebench tiny-model"),
+    )
+    job_args(p, model=True)
+    p.add_argument("--sample", type=int, required=True, help="The sample_id.")
+
+    p = add(
+        "audit",
+        "milebench.benchmarks.milebench.audit.commands:batch_command",
+        "Determinism and drift audit of a model.",
+    )
+    audit = subcommands(p, "audit_command")
+    p = audit(
+        "batch",
+        "milebench.benchmarks.milebench.audit.commands:batch_command",
+        "Batch size 1 against shuffled larger batches and repeated runs.",
+        made_by=("milebench preprocess", "milebench tiny-model"),
+    )
+    run_root_args(p)
+    p.add_argument("--model", required=True, help="The run's model to audit.")
+    p.add_argument("--task", required=True, action="append", help="A task to audit (repeatable).")
+    mode_arg(p)
+    p.add_argument(
+        "--variant",
+        default=None,
+        help="Execution variant instead of the run's (e.g. batched); default: the run's.",
+    )
+    p.add_argument(
+        "--batch-sizes",
+        type=bounded_ints(1, MAX_BATCH_SIZE),
+        default=(1, 4),
+        help=f"Comma-separated, e.g. 1,4,8, each from 1 to {MAX_BATCH_SIZE}; default 1,4.",
+    )
+    p.add_argument(
+        "--repeats", type=bounded_int(1, MAX_REPEATS), default=2, help="Shuffled runs per batch size."
+    )
+    p.add_argument("--tie-margin", type=float, default=0.05, help="Near-tie below this top-1/top-2 margin.")
+    scorer_arg(p)
+    seed_arg(p)
+    p.add_argument("--out", type=Path, default=None, help="JSON path (default: reports/<run>/audit/).")
+    p.add_argument("--gpus", default=None, help='With --in-image: "all" or device ids (default: none).')
+    p = audit(
+        "drift",
+        "milebench.benchmarks.milebench.audit.commands:drift_command",
+        "Score deltas and flips between two environments or backends.",
+        made_by=("milebench score",),
+    )
+    run_root_args(p)
+    p.add_argument("--model-a", required=True, help="Model A.")
+    p.add_argument("--model-b", default=None, help="Defaults to --model-a.")
+    p.add_argument("--run-b", default=None, help="Run of B; defaults to --run.")
+    p.add_argument(
+        "--root-b", type=Path, default=None, help="Folder B's run is laid out under; defaults to --root."
+    )
+    mode_arg(p)
+    scorer_arg(p)
+    p.add_argument(
+        "--resamples", type=bounded_int(1, MAX_RESAMPLES), default=5000, help="Bootstrap resamples."
+    )
+    seed_arg(p)
+    p.add_argument("--out", type=Path, default=None, help="JSON path (default: reports/<run>/audit/).")
+
+    p = add(
+        "archive",
+        "milebench.benchmarks.milebench.archive.commands:archive",
+        "Pack a finished run into an artifact bundle.",
+        made_by=("milebench report",),
+    )
+    run_root_args(p)
+    p.add_argument("--out", type=Path, required=True, help="The bundle folder to create (must not exist).")
+    p.add_argument(
+        "--with-data", action="store_true", help="Add the data archives, verified against the lock."
+    )
+    p.add_argument("--with-weights", action="store_true", help="Add tiny checkpoints and pinned hub weights.")
+    p.add_argument("--no-images", action="store_true", help="Leave the images (and SBOMs) out: hashes only.")
+    p.add_argument("--tarball", action="store_true", help="Also write <out>.tar, byte-reproducible.")
+
+    p = add(
+        "verify",
+        "milebench.benchmarks.milebench.archive.commands:verify",
+        "Re-check an artifact bundle offline.",
+        made_by=("milebench archive",),
+    )
+    p.add_argument("bundle", type=Path, help="A bundle made by `milebench archive`: its folder or tarball.")
+    p.add_argument(
+        "--only",
+        default=None,
+        help="Comma-separated checks: hashes,images,rescore,report,rerun; default: all of them.",
+    )
+    p.add_argument(
+        "--rerun",
+        action="append",
+        default=[],
+        metavar="MODEL/MODE/TASK",
+        help="A cell to re-run (repeatable; default: --rerun-per-model drawn cells).",
+    )
+    p.add_argument("--rerun-per-model", type=int, default=1, help="Cells drawn per model without --rerun.")
+    p.add_argument("--seed", type=int, default=0, help="Seed of the drawn cells.")
+    p.add_argument("--gpus", default=None, help='GPUs for re-run cells: "all" or device ids (default: none).')
+    p.add_argument(
+        "--summary",
+        type=Path,
+        default=None,
+        help="Also write the evaluator's summary here; default: not written.",
+    )
+    p.add_argument(
+        "--expect-id",
+        default=None,
+        help="Refuse a bundle whose id (manifest sha256) differs; default: any id.",
+    )
+
+    p = add(
+        "container-infer",
+        "milebench.benchmarks.milebench.containers:container_infer",
+        "Run `infer` in its image.",
+        made_by=("milebench preprocess", "milebench image build"),
+        listed=False,  # the infer rule's form under deployment docker
+    )
+    job_args(p, model=True, many_tasks=True)
+    threads_arg(p)
+    p.add_argument("--runtime", choices=["local", "docker"], default="docker", help="Where the image runs.")
+    p.add_argument("--gpus", default=None, help='"all" or comma-separated device ids (default: none).')
+    p.add_argument("--api-network", default="bridge", help="Docker network of API models (others: none).")

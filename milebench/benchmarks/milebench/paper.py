@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
+from milebench.benchmarks.milebench.spec.registry import Specs
+from milebench.benchmarks.milebench.spec.run import Mode
+from milebench.benchmarks.milebench.spec.task import Group
 from milebench.spec.base import Number, Spec, SpecError, load_spec
 from milebench.spec.folder import PAPER
 from milebench.spec.model import Section
-from milebench.spec.registry import Specs
-from milebench.spec.run import Mode
-from milebench.spec.task import Group
 
 PAPER_MODE = Mode.MULTI_IMAGE
 """The mode of the paper's main table; published values are shown beside this mode's scores only."""

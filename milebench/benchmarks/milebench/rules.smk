@@ -12,19 +12,20 @@ outputs of unchanged jobs keep their checksums, so nothing downstream of them re
 
 from pathlib import Path
 
-from milebench.audit.plan import audit_jobs
+from milebench.benchmarks.milebench.audit.plan import audit_jobs
 from milebench.benchmarks.milebench.paper import load_paper
-from milebench.commands.run_console import RunConsole
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.plan import cells, job_per_cell, mode_tasks, model_regimes, prepare_jobs, regimes
+from milebench.benchmarks.milebench.preprocess.regime import tokenizer_dirs
+from milebench.benchmarks.milebench.run_console import RunConsole
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.run import Mode, has_verdict
 from milebench.containers.image import RECORDS_DIR, content_key, family
 from milebench.infer.api.prerequisites import missing_prerequisites
 from milebench.job_resources import infer_resources
-from milebench.paths import RunPaths
-from milebench.plan import cells, job_per_cell, mode_tasks, model_regimes, prepare_jobs, regimes
-from milebench.preprocess.regime import tokenizer_dirs
-from milebench.spec.model import TinyWeights
-from milebench.spec.registry import load_specs, spec_hash
+from milebench.spec.base import spec_hash
 from milebench.spec.deployment import Deployment, DockerJobs
-from milebench.spec.run import Mode, has_verdict
+from milebench.spec.model import TinyWeights
 from milebench.spec.workflow_config import moved_settings
 from snakemake.logging import logger
 from snakemake.settings.types import DeploymentMethod

@@ -8,17 +8,17 @@ from __future__ import annotations
 import argparse
 import logging
 
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.plan import applies
 from milebench.benchmarks.milebench.score.commands import score_one_task
 from milebench.benchmarks.milebench.score.foreign import FORMATS
 from milebench.benchmarks.milebench.score.new_model import new_model
 from milebench.benchmarks.milebench.score.official import import_task, score_imported, write_predictions
 from milebench.benchmarks.milebench.score.run_aggregate import write_aggregate
-from milebench.paths import RunPaths
-from milebench.plan import applies
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.run import Mode
+from milebench.benchmarks.milebench.spec.samples import warn_if_short
 from milebench.spec.names import check_in_run
-from milebench.spec.registry import load_specs
-from milebench.spec.run import Mode
-from milebench.spec.samples import warn_if_short
 from milebench.stage_inputs import command, given
 
 log = logging.getLogger(__name__)

@@ -17,8 +17,7 @@ import numpy as np
 
 from milebench.benchmarks.mmlongembed.spec import LINEAGE
 from milebench.io import JsonlAppender, canonical_json, jsonl_lines, sha256_text
-from milebench.spec.base import Spec
-from milebench.spec.registry import spec_hash
+from milebench.spec.base import Spec, spec_hash
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from milebench.io import atomic_write_json, atomic_write_jsonl, read_jsonl
 from milebench.preprocess.tokenizer import TokenizerError
 from milebench.provenance import environment, kit_version, provenance_path, utc_now
 from milebench.record_files import RecordError, read_record, read_records
-from milebench.spec.registry import spec_hash
+from milebench.spec.base import spec_hash
 from milebench.stage_inputs import command, require
 
 log = logging.getLogger(__name__)

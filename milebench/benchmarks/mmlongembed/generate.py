@@ -31,7 +31,7 @@ from milebench.benchmarks.mmlongembed.spec import VisualGrounding
 from milebench.benchmarks.mmlongembed.task_spec import under
 from milebench.preprocess.tokenizer import HFTokenizer
 from milebench.record_files import RecordError
-from milebench.spec.registry import DEFAULT_SPECS
+from milebench.spec.folder import DEFAULT_SPECS
 
 log = logging.getLogger(__name__)
 

@@ -17,10 +17,9 @@ from PIL import Image, ImageDraw, UnidentifiedImageError
 from milebench.benchmarks.mmlongembed.lengths import image_tokens
 from milebench.benchmarks.mmlongembed.needles import COLOURS
 from milebench.benchmarks.mmlongembed.records import IMAGES, ImageSegment
-from milebench.image_files import image_problem
+from milebench.image_files import MAX_IMAGE_PIXELS, image_problem
 from milebench.io import atomic_write_bytes
 from milebench.record_files import RecordError
-from milebench.spec.run import MAX_IMAGE_PIXELS
 
 NEEDLE_SIZE = 256
 HAYSTACK_SIZES = ((256, 256), (320, 224), (224, 288), (288, 192))

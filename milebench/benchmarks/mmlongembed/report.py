@@ -18,7 +18,6 @@ import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 
-from milebench.benchmarks.milebench.report.figures import STYLE, save_figure
 from milebench.benchmarks.mmlongembed.aggregate import Analysis
 from milebench.benchmarks.mmlongembed.analysis import Heatmap
 from milebench.benchmarks.mmlongembed.evaluate import BREAKDOWN, SUBSET
@@ -30,6 +29,7 @@ from milebench.benchmarks.mmlongembed.verdict import CLAIM_KINDS, KINDS
 from milebench.io import atomic_write_bytes, atomic_write_text
 from milebench.package_data import package_path
 from milebench.report.figure import Figure
+from milebench.report.plotting import STYLE, save_figure
 from milebench.report.render import FIGURES, jinja_environment, tex_environment
 from milebench.report.verdict_view import SummaryRow, VerdictRow, summary_row
 

@@ -16,7 +16,7 @@ from milebench.benchmarks.mmlongembed.records import IMAGES as EMBED_IMAGES
 from milebench.benchmarks.mmlongembed.spec import LINEAGE, load_embed_specs
 from milebench.benchmarks.mmlongembed.task_sources import declared_inputs
 from milebench.provenance import provenance_path
-from milebench.spec.registry import spec_hash as embed_spec_hash
+from milebench.spec.base import spec_hash as embed_spec_hash
 
 EMBED_SPECS = load_embed_specs(SPECS_DIR)
 ER = EMBED_SPECS.run(BENCHMARK_RUN)

@@ -21,8 +21,7 @@ from milebench.io import atomic_write_json, atomic_write_jsonl, sha256_file
 from milebench.preprocess.tokenizer import TokenizerError
 from milebench.provenance import utc_now
 from milebench.record_files import RecordError
-from milebench.spec.base import SpecError
-from milebench.spec.registry import spec_hash
+from milebench.spec.base import SpecError, spec_hash
 
 log = logging.getLogger(__name__)
 

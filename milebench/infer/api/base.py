@@ -29,8 +29,8 @@ from milebench.http_deadline import Deadline
 from milebench.infer.adapter import FIRST_FAILURES, AdapterError, InferenceError, SampleFailure, TokenUsage
 from milebench.infer.api.client import ApiClient, unreachable
 from milebench.infer.images import reading_image
-from milebench.paths import RunPaths
-from milebench.records import IMAGE_PLACEHOLDER, FailureKind, PreparedSample
+from milebench.infer.records import IMAGE_PLACEHOLDER, FailureKind, ModelInput
+from milebench.paths import ModelFolders
 from milebench.spec.model import ApiModel, ModelSpec
 from milebench.spec.policy import RunPolicy
 
@@ -78,7 +78,7 @@ def encode_image(path: Path) -> ImagePart:
     return ImagePart(mime, base64.b64encode(raw).decode("ascii"))
 
 
-def prompt_parts(sample: PreparedSample, data_root: Path) -> list[Part]:
+def prompt_parts(sample: ModelInput, data_root: Path) -> list[Part]:
     """Text and images in prompt order: each placeholder takes the next image; empty text is dropped."""
     pieces = sample.prompt.split(IMAGE_PLACEHOLDER)
     if len(pieces) - 1 != len(sample.images):
@@ -110,7 +110,7 @@ class ApiAdapter(ABC):
     def __init__(
         self,
         spec: ModelSpec,
-        paths: RunPaths,
+        paths: ModelFolders,
         data_root: Path,
         with_key: bool = True,
         *,
@@ -198,7 +198,7 @@ class ApiAdapter(ABC):
     def overflow(self, status: int, message: str) -> bool:
         """Whether an error answer says the input exceeds the model's context (never retried)."""
 
-    def shown_request(self, sample: PreparedSample) -> dict[str, Any]:
+    def shown_request(self, sample: ModelInput) -> dict[str, Any]:
         """The request one sample is sent as, each image's data replaced by what it is: the body
         ``answer`` posts, readable (``render-input``)."""
         parts = prompt_parts(sample, self.data_root)
@@ -211,7 +211,7 @@ class ApiAdapter(ABC):
         ]
         return {"url": self.url(), "body": self.body(shown)}
 
-    def answer(self, sample: PreparedSample) -> tuple[str | SampleFailure, TokenUsage]:
+    def answer(self, sample: ModelInput) -> tuple[str | SampleFailure, TokenUsage]:
         """One sample's answer, or its failure with a redacted detail. An answer holding the key (a
         provider or proxy echoing the request) is a failure, and its text is never kept."""
         start = time.perf_counter()
@@ -239,7 +239,7 @@ class ApiAdapter(ABC):
         self.tally(failed=False)
         return text.strip(), TokenUsage(n_in, n_out, time.perf_counter() - start)
 
-    def generate(self, samples: Sequence[PreparedSample]) -> list[str | SampleFailure]:
+    def generate(self, samples: Sequence[ModelInput]) -> list[str | SampleFailure]:
         workers = min(self.weights.limits.concurrency, len(samples)) or 1
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=self.spec.name) as pool:
             results = list(pool.map(self.answer, samples))

@@ -25,7 +25,7 @@ from milebench.http_deadline import new_session
 from milebench.infer.adapter import InferenceError
 from milebench.infer.api.redact import Redactor
 from milebench.infer.api.transport import DeadlinePassed, TooLarge, post_json
-from milebench.records import FailureKind
+from milebench.infer.records import FailureKind
 from milebench.spec.model import ApiLimits
 
 log = logging.getLogger(__name__)

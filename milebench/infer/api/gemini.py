@@ -10,7 +10,7 @@ from typing import Any
 
 from milebench.infer.adapter import InferenceError
 from milebench.infer.api.base import ApiAdapter, ImagePart, Part
-from milebench.records import FailureKind
+from milebench.infer.records import FailureKind
 
 ADAPTER = {
     "kind": "gemini",

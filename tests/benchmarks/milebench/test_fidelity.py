@@ -16,10 +16,10 @@ from milebench.benchmarks.milebench.report.fidelity import (
 )
 from milebench.benchmarks.milebench.report.render import render_html, render_tex
 from milebench.benchmarks.milebench.report.tables import Notes, Report
+from milebench.benchmarks.milebench.spec.registry import Specs, load_specs
+from milebench.benchmarks.milebench.spec.run import RunSpec
 from milebench.spec.execution import Aspect
 from milebench.spec.model import Section
-from milebench.spec.registry import Specs, load_specs
-from milebench.spec.run import RunSpec
 
 
 @pytest.fixture(scope="module")

@@ -14,16 +14,16 @@ import pytest
 from mini_specs import MINI_TASKS
 from PIL import Image
 
+from milebench.benchmarks.milebench.data.schema import TaskFile, quantity_level
 from milebench.benchmarks.milebench.data.validate import validate_tree
 from milebench.benchmarks.milebench.fixture.generate import write_tree
 from milebench.benchmarks.milebench.fixture.pack import LOCK_NAME, archive_name, pack_mirror
 from milebench.benchmarks.milebench.fixture.words import PARAPHRASE, paraphrase
+from milebench.benchmarks.milebench.spec.data_lock import load_lock
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.task import QuestionType
 from milebench.cli import main
-from milebench.data.schema import TaskFile, quantity_level
 from milebench.io import sha256_file
-from milebench.spec.data_lock import load_lock
-from milebench.spec.registry import load_specs
-from milebench.spec.task import QuestionType
 
 SAMPLES = 3
 BY_NAME = {spec.name: spec for spec in MINI_TASKS}

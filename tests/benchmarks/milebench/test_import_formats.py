@@ -18,8 +18,8 @@ from test_score_command import CHOICES, paths_of, specs_dir  # noqa: F401
 from milebench import cli
 from milebench.benchmarks.milebench import cli as milebench_cli
 from milebench.benchmarks.milebench.score.foreign import FORMATS
+from milebench.benchmarks.milebench.spec.run import Mode
 from milebench.io import read_jsonl
-from milebench.spec.run import Mode
 
 ANSWERS = {0: "B", 1: "The answer is C."}
 """The official pred.json of the `setup` fixture: ActionSequence samples 0 and 1 answered, 2 missing."""

@@ -17,15 +17,16 @@ import yaml
 from test_score_command import CHOICES, paths_of, sample, specs_dir  # noqa: F401
 
 from milebench import cli
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.provenance import read_provenance
+from milebench.benchmarks.milebench.score.aggregate import TaskScore
 from milebench.benchmarks.milebench.score.official import OfficialFormatError, read_official
 from milebench.benchmarks.milebench.scoring import import_official
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.run import Mode
 from milebench.io import atomic_write_jsonl, read_jsonl
-from milebench.paths import RunPaths
-from milebench.provenance import read_provenance
-from milebench.score.aggregate import TaskScore
 from milebench.spec.base import SpecError
-from milebench.spec.registry import DEFAULT_SPECS, load_specs
-from milebench.spec.run import Mode
+from milebench.spec.folder import DEFAULT_SPECS
 from milebench.stage_inputs import NoSuchPath
 
 

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
+from milebench.benchmarks.milebench.data.schema import quantity_level
+from milebench.benchmarks.milebench.records import PreparedSample
 from milebench.benchmarks.milebench.score.choice import extract_choice, option_key, option_map
 from milebench.benchmarks.milebench.score.normalize import PERIOD_REMOVAL_LIMIT, normalize
 from milebench.benchmarks.milebench.score.paper import ScoringError, judge
-from milebench.data.schema import quantity_level
-from milebench.records import PreparedSample
-from milebench.spec.run import Mode
-from milebench.spec.task import (
+from milebench.benchmarks.milebench.spec.run import Mode
+from milebench.benchmarks.milebench.spec.task import (
     GROUP_CATEGORY,
     Group,
     Metric,

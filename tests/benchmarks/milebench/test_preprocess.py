@@ -16,17 +16,17 @@ import pytest
 from PIL import Image
 
 from milebench.benchmarks.milebench.fixture.generate import write_tree
+from milebench.benchmarks.milebench.paths import UNLIMITED_REGIME, RunPaths
+from milebench.benchmarks.milebench.plan import model_regimes, prepare_jobs
 from milebench.benchmarks.milebench.preprocess import commands
+from milebench.benchmarks.milebench.preprocess.regime import model_regime
+from milebench.benchmarks.milebench.records import PreparedSample, TruncationRecord
+from milebench.benchmarks.milebench.spec.registry import Specs, load_specs
+from milebench.benchmarks.milebench.spec.run import Mode, RunSpec
 from milebench.infer.tiny import build_tokenizer
 from milebench.io import read_jsonl
-from milebench.paths import UNLIMITED_REGIME, RunPaths
-from milebench.plan import model_regimes, prepare_jobs
-from milebench.preprocess.regime import model_regime
 from milebench.preprocess.tokenizer import TokenizerError, load_tokenizer
-from milebench.records import PreparedSample, TruncationRecord
 from milebench.spec.model import ModelSpec
-from milebench.spec.registry import Specs, load_specs
-from milebench.spec.run import Mode, RunSpec
 
 REAL = load_specs()
 STANDIN = Path(__file__).parents[2] / "qwen_vl_chat_standin"

@@ -11,16 +11,16 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from milebench.benchmarks.milebench.data.schema import TaskFile
+from milebench.benchmarks.milebench.paths import RunPaths
 from milebench.benchmarks.milebench.preprocess import commands
 from milebench.benchmarks.milebench.preprocess.prompt import PreprocessError, build_sample
-from milebench.data.schema import TaskFile
+from milebench.benchmarks.milebench.records import PreparedSample
+from milebench.benchmarks.milebench.spec.registry import Specs
+from milebench.benchmarks.milebench.spec.run import FixtureSource, Mode, RunSpec
+from milebench.benchmarks.milebench.spec.task import TaskSpec
 from milebench.io import read_jsonl, sha256_file, sha256_text
-from milebench.paths import RunPaths
-from milebench.records import PreparedSample
 from milebench.spec.model import ModelSpec
-from milebench.spec.registry import Specs
-from milebench.spec.run import FixtureSource, Mode, RunSpec
-from milebench.spec.task import TaskSpec
 
 INSTRUCTION = "Answer the question."
 

@@ -13,22 +13,30 @@ import pytest
 import yaml
 
 from milebench import cli
+from milebench.benchmarks.milebench.paths import UNLIMITED_REGIME, RunPaths
+from milebench.benchmarks.milebench.plan import cells as plan_cells
 from milebench.benchmarks.milebench.preprocess.prepare import PrepareManifest, SkippedSample
+from milebench.benchmarks.milebench.preprocess.regime import UNLIMITED
+from milebench.benchmarks.milebench.records import Judgment
 from milebench.benchmarks.milebench.report.commands import ScoreFileError, report
+from milebench.benchmarks.milebench.score.aggregate import summarise
 from milebench.benchmarks.milebench.score.run_aggregate import aggregate
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.run import FixtureSource, Mode, RunSpec
+from milebench.benchmarks.milebench.spec.samples import expected_samples
+from milebench.benchmarks.milebench.spec.task import (
+    GROUP_CATEGORY,
+    Group,
+    Metric,
+    QuestionType,
+    ScorerKind,
+    TaskSpec,
+)
+from milebench.infer.records import FailureKind
 from milebench.io import atomic_write_json, atomic_write_jsonl
-from milebench.paths import UNLIMITED_REGIME, RunPaths
-from milebench.plan import cells as plan_cells
-from milebench.preprocess.regime import UNLIMITED
-from milebench.records import FailureKind, Judgment
 from milebench.report.render import latex_escape
-from milebench.score.aggregate import summarise
 from milebench.spec.base import Spec
 from milebench.spec.model import BuiltinModel, ModelSpec, Section
-from milebench.spec.registry import load_specs
-from milebench.spec.run import FixtureSource, Mode, RunSpec
-from milebench.spec.samples import expected_samples
-from milebench.spec.task import GROUP_CATEGORY, Group, Metric, QuestionType, ScorerKind, TaskSpec
 
 EVIL = 'Evil <script>alert("x")</script> & my_model 50% #1'
 # task -> (group, multi-image score of "random", of "evil")

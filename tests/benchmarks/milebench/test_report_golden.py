@@ -11,14 +11,15 @@ from markupsafe import escape as html_escape
 from test_report import aggregate_and_report
 
 from milebench.benchmarks.milebench.paper import load_paper
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.records import Judgment
 from milebench.benchmarks.milebench.report.commands import gather
 from milebench.benchmarks.milebench.report.tables import Report
+from milebench.benchmarks.milebench.score.aggregate import LevelScore, TaskScore
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.run import LocalSource, Mode, RunSpec
 from milebench.io import atomic_write_json, atomic_write_jsonl
-from milebench.paths import RunPaths
-from milebench.records import Judgment
-from milebench.score.aggregate import LevelScore, TaskScore
-from milebench.spec.registry import DEFAULT_SPECS, load_specs
-from milebench.spec.run import LocalSource, Mode, RunSpec
+from milebench.spec.folder import DEFAULT_SPECS
 
 SAMPLES = 2
 

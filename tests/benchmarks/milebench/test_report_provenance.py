@@ -17,15 +17,17 @@ import yaml
 from test_report import aggregate_and_report
 from test_report_tools import chromium, compile_latex, open_in_chromium
 
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.preprocess.regime import model_regime
+from milebench.benchmarks.milebench.provenance import job_provenance, write_provenance
+from milebench.benchmarks.milebench.records import Judgment
+from milebench.benchmarks.milebench.score.aggregate import summarise
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.run import Mode
 from milebench.io import atomic_write_json, atomic_write_jsonl
-from milebench.paths import RunPaths
-from milebench.preprocess.regime import model_regime
-from milebench.provenance import TorchInfo, job_provenance, weights_revision, write_provenance
-from milebench.records import Judgment
+from milebench.provenance import TorchInfo, weights_revision
 from milebench.report.render import latex_breakable
-from milebench.score.aggregate import summarise
-from milebench.spec.registry import DEFAULT_SPECS, load_specs
-from milebench.spec.run import Mode
+from milebench.spec.folder import DEFAULT_SPECS
 
 MODE = Mode.MULTI_IMAGE
 STARTED = datetime(2026, 1, 1, tzinfo=UTC)

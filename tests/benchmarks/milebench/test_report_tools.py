@@ -15,21 +15,22 @@ import pytest
 import yaml
 from test_report import EVIL, TASKS, aggregate_and_report, dump, task_spec
 
+from milebench.benchmarks.milebench.paths import RunPaths
 from milebench.benchmarks.milebench.preprocess.prepare import PrepareManifest, SkippedSample
+from milebench.benchmarks.milebench.preprocess.regime import UNLIMITED
+from milebench.benchmarks.milebench.records import Judgment, PreparedSample, TruncationRecord
 from milebench.benchmarks.milebench.report.commands import gather
 from milebench.benchmarks.milebench.report.needle import N_DEPTHS, needle_grid
 from milebench.benchmarks.milebench.report.tables import Report
 from milebench.benchmarks.milebench.report.truncation import seen_share
+from milebench.benchmarks.milebench.score.aggregate import LevelScore, TaskScore, VariantScore
 from milebench.benchmarks.milebench.score.run_aggregate import write_aggregate
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.run import FixtureSource, Mode, RunSpec
+from milebench.benchmarks.milebench.spec.task import Group, QuestionType
 from milebench.io import atomic_write_json, atomic_write_jsonl
-from milebench.paths import RunPaths
-from milebench.preprocess.regime import UNLIMITED
-from milebench.records import Judgment, PreparedSample, TruncationRecord
-from milebench.score.aggregate import LevelScore, TaskScore, VariantScore
+from milebench.spec.folder import DEFAULT_SPECS
 from milebench.spec.model import BuiltinModel, ModelSpec, Section
-from milebench.spec.registry import DEFAULT_SPECS, load_specs
-from milebench.spec.run import FixtureSource, Mode, RunSpec
-from milebench.spec.task import Group, QuestionType
 
 MODES = (Mode.MULTI_IMAGE, Mode.COMBINED_IMAGE, Mode.ADVERSARIAL)
 NEEDLE_LENGTHS = (4, 8, 12)

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from milebench.data.download import DownloadError, _Progress, _range_start, hub_url, local_source
-from milebench.data.extract import (
+from milebench.benchmarks.milebench.data.extract import (
     UnsafeArchiveError,
     check_archive,
     destination,
     member_problem,
     name_clashes,
 )
-from milebench.data.schema import quantity_level, task_json_path
+from milebench.benchmarks.milebench.data.schema import quantity_level, task_json_path
+from milebench.data.download import DownloadError, _Progress, _range_start, hub_url, local_source
 from milebench.data.verify import quarantine
 
 

@@ -17,15 +17,13 @@ from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from transformers import PreTrainedTokenizerFast
 from transformers.tokenization_python import PythonBackend
 
+from milebench.benchmarks.milebench.data.schema import TaskFile
+from milebench.benchmarks.milebench.paths import UNLIMITED_REGIME, RunPaths
 from milebench.benchmarks.milebench.preprocess import combine, commands
 from milebench.benchmarks.milebench.preprocess.commands import read_task_file
 from milebench.benchmarks.milebench.preprocess.prepare import kit_pictures, load_budget, prepare_task
 from milebench.benchmarks.milebench.preprocess.prompt import PreprocessError, build_sample
-from milebench.data.schema import TaskFile
-from milebench.infer.tiny import build_tokenizer
-from milebench.io import read_jsonl
-from milebench.paths import UNLIMITED_REGIME, RunPaths
-from milebench.preprocess.regime import (
+from milebench.benchmarks.milebench.preprocess.regime import (
     UNLIMITED,
     Regime,
     TokenizerSource,
@@ -33,11 +31,13 @@ from milebench.preprocess.regime import (
     regime_for,
     tokenizer_dirs,
 )
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.run import CombinedSource, Mode, RunSpec, TruncationMode
+from milebench.infer.tiny import build_tokenizer
+from milebench.io import read_jsonl
 from milebench.preprocess.tokenizer import HFTokenizer, TokenizerError, load_tokenizer
 from milebench.spec.base import SpecError
 from milebench.spec.model import ImageInput, ModelSpec
-from milebench.spec.registry import load_specs
-from milebench.spec.run import CombinedSource, Mode, RunSpec, TruncationMode
 from milebench.stage_inputs import MissingInput
 
 

@@ -11,15 +11,21 @@ import pytest
 from mini_specs import MINI_TASKS
 from test_paper_scorer import make_sample, make_task
 
+from milebench.benchmarks.milebench.records import Judgment
+from milebench.benchmarks.milebench.score.aggregate import Denominator, LevelScore, VariantScore, summarise
 from milebench.benchmarks.milebench.score.choice import extract_choice, option_key, option_map
 from milebench.benchmarks.milebench.score.normalize import normalize
 from milebench.benchmarks.milebench.score.paper import ScoringError, judge
 from milebench.benchmarks.milebench.score.rouge_l import rouge_l_f
 from milebench.benchmarks.milebench.score.standard import judge as standard_judge
-from milebench.records import Judgment
-from milebench.score.aggregate import Denominator, LevelScore, VariantScore, summarise
-from milebench.score.uncertainty import TaskSamples, _interval, bootstrap_table, compare, task_samples
-from milebench.spec.run import Mode
+from milebench.benchmarks.milebench.score.uncertainty import (
+    TaskSamples,
+    _interval,
+    bootstrap_table,
+    compare,
+    task_samples,
+)
+from milebench.benchmarks.milebench.spec.run import Mode
 
 TASKS = list(MINI_TASKS)
 

@@ -16,6 +16,10 @@ from test_paper_scorer import make_task
 from test_score_aggregate_run import allow, fill
 from test_score_command import CHOICES, args, paths_of, prediction, sample, specs_dir  # noqa: F401
 
+from milebench.benchmarks.milebench.paths import UNLIMITED_REGIME, RunPaths
+from milebench.benchmarks.milebench.preprocess.regime import model_regime
+from milebench.benchmarks.milebench.provenance import DataRevision, read_provenance
+from milebench.benchmarks.milebench.records import PreparedSample
 from milebench.benchmarks.milebench.score.commands import _points, judge_sample
 from milebench.benchmarks.milebench.score.compare import compare_command, format_table
 from milebench.benchmarks.milebench.score.official import OfficialFormatError
@@ -30,18 +34,15 @@ from milebench.benchmarks.milebench.score.run_aggregate import (
     require_complete,
     run_verdict,
 )
+from milebench.benchmarks.milebench.score.run_files import RunFiles
+from milebench.benchmarks.milebench.score.uncertainty import Comparison, Estimate, compare
 from milebench.benchmarks.milebench.scoring import import_official, score
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.run import Mode
+from milebench.benchmarks.milebench.spec.task import Category, Group
+from milebench.infer.records import FailureKind, Prediction
 from milebench.io import atomic_write_jsonl, read_jsonl
-from milebench.paths import UNLIMITED_REGIME, RunPaths
-from milebench.preprocess.regime import model_regime
-from milebench.provenance import DataRevision, read_provenance
-from milebench.records import FailureKind, Prediction, PreparedSample
-from milebench.score.run_files import RunFiles
-from milebench.score.uncertainty import Comparison, Estimate, compare
 from milebench.spec.base import SpecError
-from milebench.spec.registry import load_specs
-from milebench.spec.run import Mode
-from milebench.spec.task import Category, Group
 from milebench.stage_inputs import MissingInput
 
 PUBLISHED = {g.value: 10.0 for g in Group} | {"T-1": 33.3, "N-1": 50.0}

@@ -9,12 +9,18 @@ import pytest
 from mini_specs import builtin_model, task_spec
 from pydantic import ValidationError
 
-from milebench.spec.base import SpecError, field_path, read_yaml
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.task import (
+    Group,
+    QuestionType,
+    ScorerKind,
+    TaskSpec,
+    official_scorer,
+)
+from milebench.spec.base import SpecError, field_path, read_yaml, spec_hash
 from milebench.spec.execution import GENERIC
 from milebench.spec.model import ModelSpec
 from milebench.spec.model_execution import execution_of, variant_problem
-from milebench.spec.registry import load_specs, spec_hash
-from milebench.spec.task import Group, QuestionType, ScorerKind, TaskSpec, official_scorer
 
 MC, OE = QuestionType.MULTI_CHOICE, QuestionType.OPEN_ENDED
 

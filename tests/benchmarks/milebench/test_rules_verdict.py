@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from milebench.benchmarks.milebench.paper import load_paper
+from milebench.benchmarks.milebench.score.uncertainty import TaskSamples
 from milebench.benchmarks.milebench.score.verdict import build_verdict, inconsistent_cells, rank_correlation
-from milebench.score.uncertainty import TaskSamples
-from milebench.spec.registry import load_specs
-from milebench.spec.run import FixtureSource, RunSpec
-from milebench.spec.task import Group
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.run import FixtureSource, RunSpec
+from milebench.benchmarks.milebench.spec.task import Group
 from milebench.verdict import Agreement, VerdictCell
 
 SPECS = load_specs()

@@ -9,18 +9,26 @@ from pathlib import Path
 import pytest
 import yaml
 
+from milebench.benchmarks.milebench.data.schema import quantity_level
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.provenance import read_provenance
+from milebench.benchmarks.milebench.records import PreparedSample
+from milebench.benchmarks.milebench.score.aggregate import TaskScore
 from milebench.benchmarks.milebench.scoring import score
-from milebench.data.schema import quantity_level
+from milebench.benchmarks.milebench.spec.run import FixtureSource, Mode, RunSpec
+from milebench.benchmarks.milebench.spec.task import (
+    GROUP_CATEGORY,
+    Group,
+    Metric,
+    QuestionType,
+    ScorerKind,
+    TaskSpec,
+)
+from milebench.infer.records import FailureKind, Prediction
 from milebench.io import atomic_write_jsonl
-from milebench.paths import RunPaths
-from milebench.provenance import read_provenance
 from milebench.record_files import RecordError
-from milebench.records import FailureKind, Prediction, PreparedSample
-from milebench.score.aggregate import TaskScore
 from milebench.spec.base import Spec, SpecError
 from milebench.spec.model import BuiltinModel, ModelSpec, Section
-from milebench.spec.run import FixtureSource, Mode, RunSpec
-from milebench.spec.task import GROUP_CATEGORY, Group, Metric, QuestionType, ScorerKind, TaskSpec
 
 TASKS = {
     "ActionSequence": (Group.T1, QuestionType.MULTI_CHOICE, ScorerKind.CHOICE, Metric.ACCURACY),

@@ -10,13 +10,13 @@ import pytest
 from test_score_command import CHOICES, paths_of, prediction, sample, specs_dir  # noqa: F401
 
 from milebench import cli
+from milebench.benchmarks.milebench.plan import cells
+from milebench.benchmarks.milebench.provenance import read_provenance
+from milebench.benchmarks.milebench.score.sample_log import SampleLog
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.run import Mode
+from milebench.infer.records import FailureKind
 from milebench.io import atomic_write_jsonl, read_jsonl
-from milebench.plan import cells
-from milebench.provenance import read_provenance
-from milebench.records import FailureKind
-from milebench.score.sample_log import SampleLog
-from milebench.spec.registry import load_specs
-from milebench.spec.run import Mode
 
 TASK = "ActionSequence"
 MULTI = Mode.MULTI_IMAGE

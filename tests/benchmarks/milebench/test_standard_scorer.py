@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from mini_specs import MINI_TASKS
 
+from milebench.benchmarks.milebench.records import PreparedSample
 from milebench.benchmarks.milebench.score import paper, standard
 from milebench.benchmarks.milebench.score.standard import extract_option, rouge_l, standard_normalize
-from milebench.records import PreparedSample
+from milebench.benchmarks.milebench.spec.run import Mode
+from milebench.benchmarks.milebench.spec.task import QuestionType, ScorerKind
 from milebench.score.registry import DEFAULT_SCORER, BadScorer, scorer, scorer_names
-from milebench.spec.run import Mode
-from milebench.spec.task import QuestionType, ScorerKind
 
 TASKS = {t.name: t for t in MINI_TASKS}
 CHOICES = ("apple pie", "banana", "cherry", "date", "banana split")

@@ -9,11 +9,12 @@ from collections.abc import Iterator
 import pytest
 
 from milebench import cli
+from milebench.benchmarks.milebench.data.schema import Sample, TaskInstance
 from milebench.benchmarks.milebench.preprocess.subset import quotas, subset
-from milebench.data.schema import Sample, TaskInstance
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.run import RunSpec, has_verdict
 from milebench.spec.base import SpecError
-from milebench.spec.registry import limit_runs, load_specs
-from milebench.spec.run import RunSpec, has_verdict
+from milebench.spec.run_limit import limit_runs
 from milebench.spec.workflow_config import workflow_config
 
 LEVELS = {"Few": 50, "Medium": 30, "Many": 20}

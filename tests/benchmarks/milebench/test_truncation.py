@@ -7,10 +7,10 @@ from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
 from milebench.benchmarks.milebench.preprocess.truncate import Budget, fit_context
+from milebench.benchmarks.milebench.spec.run import TruncationMode
+from milebench.infer.records import IMAGE_PLACEHOLDER as PH
 from milebench.infer.tiny import build_tokenizer
 from milebench.preprocess.tokenizer import HFTokenizer
-from milebench.records import IMAGE_PLACEHOLDER as PH
-from milebench.spec.run import TruncationMode
 
 PAPER, CLEAN = TruncationMode.PAPER, TruncationMode.CLEAN
 INSTRUCTION = "Answer the question"  # three words: three tokens with the word tokenizer

@@ -13,8 +13,8 @@ from mini_specs import MINI_TASKS
 
 from milebench.benchmarks.milebench.data.validate import Problem, validate_tree
 from milebench.benchmarks.milebench.fixture.generate import write_tree
+from milebench.benchmarks.milebench.spec.registry import load_specs
 from milebench.cli import main
-from milebench.spec.registry import load_specs
 
 SAMPLES = 3
 TASK = "ActionSequence"

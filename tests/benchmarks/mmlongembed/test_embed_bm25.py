@@ -15,7 +15,7 @@ from milebench.benchmarks.mmlongembed.metrics import query_metrics
 from milebench.benchmarks.mmlongembed.records import TextSegment
 from milebench.benchmarks.mmlongembed.spec import Bm25Model, VisualGrounding
 from milebench.benchmarks.mmlongembed.tokenizer_spec import PackageTokenizer
-from milebench.spec.registry import DEFAULT_SPECS
+from milebench.spec.folder import DEFAULT_SPECS
 
 
 def test_bm25_scores_an_image_only_pool_zero_and_goes_on(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ from milebench.benchmarks.mmlongembed.spec import EmbedRunSpec, load_embed_specs
 from milebench.benchmarks.mmlongembed.task_inputs import Reader
 from milebench.benchmarks.mmlongembed.task_pools import build, validate
 from milebench.benchmarks.mmlongembed.task_sources import load_sources
-from milebench.spec.registry import DEFAULT_SPECS
+from milebench.spec.folder import DEFAULT_SPECS
 
 
 def run_spec(root: Path) -> dict:

@@ -19,7 +19,7 @@ from PIL import Image
 from test_preprocess import png_header
 
 from milebench.cli import main
-from milebench.spec.registry import DEFAULT_SPECS
+from milebench.spec.folder import DEFAULT_SPECS
 
 REPO = Path(__file__).resolve().parents[3]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]

@@ -19,7 +19,7 @@ from milebench.benchmarks.mmlongembed.qwen_vocab import QWEN_PATTERN, package_fi
 from milebench.benchmarks.mmlongembed.spec import load_embed_specs
 from milebench.benchmarks.mmlongembed.tokenizer_spec import QwenVocabulary
 from milebench.preprocess.tokenizer import HFTokenizer, TokenizerError
-from milebench.spec.registry import DEFAULT_SPECS
+from milebench.spec.folder import DEFAULT_SPECS
 
 SPEC = QwenVocabulary(kind="qwen-tiktoken")
 

@@ -20,7 +20,7 @@ from test_report_tools import chromium, open_in_chromium
 
 from milebench.benchmarks.mmlongembed.aggregate import Analysis
 from milebench.benchmarks.mmlongembed.analysis import OVERALL
-from milebench.spec.registry import DEFAULT_SPECS
+from milebench.spec.folder import DEFAULT_SPECS
 
 REPO = Path(__file__).resolve().parents[3]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]

@@ -31,7 +31,7 @@ from milebench.benchmarks.mmlongembed.task_spec import RealTask
 from milebench.benchmarks.mmlongembed.tokenizer_spec import PackageTokenizer
 from milebench.cli import main
 from milebench.preprocess.tokenizer import HFTokenizer
-from milebench.spec.registry import DEFAULT_SPECS
+from milebench.spec.folder import DEFAULT_SPECS
 
 BINS = [256]
 

@@ -27,7 +27,7 @@ from milebench.benchmarks.mmlongembed.tokenizer_spec import PackageTokenizer
 from milebench.preprocess.tokenizer import HFTokenizer
 from milebench.record_files import RecordError
 from milebench.spec.base import validate_mapping
-from milebench.spec.registry import DEFAULT_SPECS
+from milebench.spec.folder import DEFAULT_SPECS
 
 DATA = DEFAULT_SPECS / "mmlongembed" / "tasks"
 BINS = (256, 512)

@@ -30,8 +30,8 @@ from milebench.benchmarks.mmlongembed.spec import (
 )
 from milebench.benchmarks.mmlongembed.statistics import PairedTest, spread
 from milebench.benchmarks.mmlongembed.verdict import EmbedVerdict, OurAverage, Ours, build_verdict
-from milebench.spec.base import SpecError
-from milebench.spec.registry import DEFAULT_SPECS, spec_hash
+from milebench.spec.base import SpecError, spec_hash
+from milebench.spec.folder import DEFAULT_SPECS
 from milebench.verdict import Agreement, VerdictCell
 
 

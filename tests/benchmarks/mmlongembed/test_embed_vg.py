@@ -16,7 +16,7 @@ from milebench.benchmarks.mmlongembed.lengths import load_counting_tokenizer
 from milebench.benchmarks.mmlongembed.needles import image_needles, text_needles
 from milebench.benchmarks.mmlongembed.spec import VisualGrounding, load_embed_specs
 from milebench.benchmarks.mmlongembed.tokenizer_spec import PackageTokenizer
-from milebench.spec.registry import DEFAULT_SPECS
+from milebench.spec.folder import DEFAULT_SPECS
 
 REPO = Path(__file__).resolve().parents[3]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]

@@ -21,7 +21,7 @@ from milebench.benchmarks.mmlongembed.vlm import VlmEmbedAdapter
 from milebench.record_files import RecordError
 from milebench.spec.adapters import adapter_kinds
 from milebench.spec.base import SpecError
-from milebench.spec.registry import DEFAULT_SPECS
+from milebench.spec.folder import DEFAULT_SPECS
 
 KINDS = ("hf-qwen2-vl-embed", "hf-qwen3-vl-embed")
 GME_FRAME = (

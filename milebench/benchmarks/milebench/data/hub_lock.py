@@ -10,10 +10,11 @@ from typing import Any, Protocol
 
 from huggingface_hub import HfApi
 
+from milebench.benchmarks.milebench.spec.data_lock import DataLock, dump_lock
 from milebench.data.errors import FetchError
 from milebench.hub import hub_error_text, hub_errors
 from milebench.io import atomic_write_text
-from milebench.spec.data_lock import ArchiveEntry, DataLock, dump_lock
+from milebench.spec.pinned_file import ArchiveEntry
 
 log = logging.getLogger(__name__)
 

@@ -18,11 +18,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from milebench.data.images import IMAGE_FOLDERS, outside, task_image
-from milebench.data.schema import Sample, TaskFile, quantity_level, task_json_path
+from milebench.benchmarks.milebench.data.images import IMAGE_FOLDERS, outside, task_image
+from milebench.benchmarks.milebench.data.schema import Sample, TaskFile, quantity_level, task_json_path
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.task import QuestionType, TaskSpec
 from milebench.spec.base import field_path
-from milebench.spec.registry import load_specs
-from milebench.spec.task import QuestionType, TaskSpec
 from milebench.stage_inputs import command as command_line
 from milebench.stage_inputs import require
 

@@ -7,19 +7,19 @@ import json
 import logging
 from pathlib import Path
 
+from milebench.benchmarks.milebench.data.schema import TaskFile, task_json_path
+from milebench.benchmarks.milebench.paths import RunPaths
 from milebench.benchmarks.milebench.preprocess.prepare import load_budget, manifest, prepare_task
 from milebench.benchmarks.milebench.preprocess.prompt import PreprocessError
+from milebench.benchmarks.milebench.preprocess.regime import run_regimes, tokenizer_dirs
 from milebench.benchmarks.milebench.preprocess.subset import subset
-from milebench.data.schema import TaskFile, task_json_path
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.run import Mode
+from milebench.benchmarks.milebench.spec.samples import warn_if_short
+from milebench.benchmarks.milebench.spec.task import TaskSpec
 from milebench.io import atomic_write_json, atomic_write_jsonl, sha256_file
-from milebench.paths import RunPaths
-from milebench.preprocess.regime import run_regimes, tokenizer_dirs
 from milebench.preprocess.tokenizer import TokenizerError
 from milebench.spec.base import SpecError, validate_mapping
-from milebench.spec.registry import load_specs
-from milebench.spec.run import Mode
-from milebench.spec.samples import warn_if_short
-from milebench.spec.task import TaskSpec
 from milebench.stage_inputs import command, require
 
 log = logging.getLogger(__name__)

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from pydantic import Field
 
+from milebench.benchmarks.milebench.data.schema import Sample, TaskFile
+from milebench.benchmarks.milebench.paths import RunPaths
 from milebench.benchmarks.milebench.preprocess import combine
 from milebench.benchmarks.milebench.preprocess.prompt import (
     PreprocessError,
@@ -23,16 +25,15 @@ from milebench.benchmarks.milebench.preprocess.prompt import (
     hash_images,
     image_files,
 )
+from milebench.benchmarks.milebench.preprocess.regime import Regime
 from milebench.benchmarks.milebench.preprocess.truncate import Budget
-from milebench.data.schema import Sample, TaskFile
-from milebench.paths import RunPaths
-from milebench.preprocess.regime import Regime
+from milebench.benchmarks.milebench.records import PreparedSample
+from milebench.benchmarks.milebench.spec.run import CombinedSource, Mode
+from milebench.benchmarks.milebench.spec.task import TaskSpec
+from milebench.image_files import MAX_IMAGE_PIXELS
 from milebench.preprocess.tokenizer import load_tokenizer
-from milebench.records import PreparedSample
 from milebench.spec.base import Spec
 from milebench.spec.model import ImageInput
-from milebench.spec.run import MAX_IMAGE_PIXELS, CombinedSource, Mode
-from milebench.spec.task import TaskSpec
 
 log = logging.getLogger(__name__)
 

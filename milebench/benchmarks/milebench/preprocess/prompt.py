@@ -20,15 +20,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from milebench.benchmarks.milebench.data.images import IMAGE_FOLDERS, outside, task_image
+from milebench.benchmarks.milebench.data.schema import MetaData, Sample
 from milebench.benchmarks.milebench.preprocess.truncate import Budget, fit_context
-from milebench.data.images import IMAGE_FOLDERS, outside, task_image
-from milebench.data.schema import MetaData, Sample
+from milebench.benchmarks.milebench.records import PreparedSample, option_label
+from milebench.benchmarks.milebench.spec.run import Mode
+from milebench.benchmarks.milebench.spec.task import TaskSpec
 from milebench.errors import KitError
-from milebench.image_files import image_problem
+from milebench.image_files import MAX_IMAGE_PIXELS, image_problem
+from milebench.infer.records import IMAGE_PLACEHOLDER
 from milebench.io import sha256_file, sha256_text
-from milebench.records import IMAGE_PLACEHOLDER, PreparedSample, option_label
-from milebench.spec.run import MAX_IMAGE_PIXELS, Mode
-from milebench.spec.task import TaskSpec
 
 CHOICE_HEADER = "\nChoice list: \n"
 ANSWER_CUE = "\nYour answer is: "

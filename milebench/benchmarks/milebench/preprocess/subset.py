@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from milebench.data.schema import Sample
+from milebench.benchmarks.milebench.data.schema import Sample
 
 SUBSET_SEED = 0
 """Part of every rank: changing it would draw other subsets, so it is a constant, not a setting."""

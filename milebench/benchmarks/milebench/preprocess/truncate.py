@@ -18,9 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from milebench.benchmarks.milebench.records import TruncationRecord
+from milebench.benchmarks.milebench.spec.run import TruncationMode
+from milebench.infer.records import IMAGE_PLACEHOLDER
 from milebench.preprocess.tokenizer import Tokenizer
-from milebench.records import IMAGE_PLACEHOLDER, TruncationRecord
-from milebench.spec.run import TruncationMode
 
 
 @dataclass(frozen=True)

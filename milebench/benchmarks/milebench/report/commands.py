@@ -17,6 +17,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from milebench.benchmarks.milebench.paper import PAPER_MODE, load_paper
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.plan import cells
 from milebench.benchmarks.milebench.report.audit import audit_tables
 from milebench.benchmarks.milebench.report.evidence import Evidence
 from milebench.benchmarks.milebench.report.fidelity import fidelity_rows, telling
@@ -28,6 +30,7 @@ from milebench.benchmarks.milebench.report.skipped import skipped_tables
 from milebench.benchmarks.milebench.report.tables import Report, build_report
 from milebench.benchmarks.milebench.report.truncation import budget_rows, truncation_tables
 from milebench.benchmarks.milebench.report.verdict_view import build_verdict_view
+from milebench.benchmarks.milebench.score.aggregate import TaskScore
 from milebench.benchmarks.milebench.score.run_aggregate import (
     IncompleteCell,
     IncompleteError,
@@ -36,17 +39,14 @@ from milebench.benchmarks.milebench.score.run_aggregate import (
     require_complete,
     require_scores,
 )
+from milebench.benchmarks.milebench.score.run_files import RunFiles
 from milebench.benchmarks.milebench.score.verdict import Verdict
+from milebench.benchmarks.milebench.spec.registry import Specs, load_specs
+from milebench.benchmarks.milebench.spec.run import Mode, RunSpec, has_verdict
 from milebench.errors import KitError
 from milebench.io import atomic_write_bytes, atomic_write_text
-from milebench.paths import RunPaths
-from milebench.plan import cells
 from milebench.record_files import read_record
 from milebench.report.render import FIGURES
-from milebench.score.aggregate import TaskScore
-from milebench.score.run_files import RunFiles
-from milebench.spec.registry import Specs, load_specs
-from milebench.spec.run import Mode, RunSpec, has_verdict
 from milebench.stage_inputs import command
 
 log = logging.getLogger(__name__)

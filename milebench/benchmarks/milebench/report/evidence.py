@@ -10,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TypeVar
 
-from milebench.paths import UNLIMITED_REGIME, RunPaths
+from milebench.benchmarks.milebench.paths import UNLIMITED_REGIME, RunPaths
+from milebench.benchmarks.milebench.records import Judgment, PreparedSample
+from milebench.benchmarks.milebench.spec.run import Mode
 from milebench.record_files import read_records
-from milebench.records import Judgment, PreparedSample
-from milebench.spec.run import Mode
 
 R = TypeVar("R", Judgment, PreparedSample)
 

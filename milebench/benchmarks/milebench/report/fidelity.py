@@ -15,15 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from milebench.benchmarks.milebench.preprocess.regime import model_regime
 from milebench.benchmarks.milebench.report.truncation import why_no_budget
-from milebench.preprocess.regime import model_regime
+from milebench.benchmarks.milebench.spec.registry import Specs
+from milebench.benchmarks.milebench.spec.run import RunSpec
 from milebench.spec.adapters import UNPORTED
 from milebench.spec.context import REQUIRED_FIELDS, SourceKind
 from milebench.spec.execution import ASPECT_FIELDS, PAPER, Aspect, Backend, Execution, ImageSequence
 from milebench.spec.model import ApiModel, ModelSpec, Section
 from milebench.spec.model_execution import execution_of, for_run
-from milebench.spec.registry import Specs
-from milebench.spec.run import RunSpec
 
 ASPECT_LABELS: dict[Aspect, str] = {
     Aspect.PROMPT: "Prompt template",

@@ -1,16 +1,13 @@
 """The paper's analyses as figures: accuracy by image count, needle heatmaps, multi vs combined image.
 
-Rendered with matplotlib's Agg backend to PNG (embedded in the HTML) and PDF (beside the LaTeX). The
-output is byte-for-byte repeatable: no timestamps or software versions in the files, fixed fonts and
-sizes, and math parsing off so a model name with ``$`` or ``_`` is drawn as written.
+Drawn in the kit's repeatable style and saved as PNG and PDF (:mod:`milebench.report.plotting`).
 """
 
 from __future__ import annotations
 
-import io
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import matplotlib
 
@@ -18,7 +15,6 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.figure import Figure as MplFigure
 
 from milebench.benchmarks.milebench.report.evidence import Evidence
 from milebench.benchmarks.milebench.report.needle import (
@@ -31,32 +27,15 @@ from milebench.benchmarks.milebench.report.needle import (
     needle_grids,
 )
 from milebench.benchmarks.milebench.report.tables import ModeTables, QuantityRow, Report
+from milebench.benchmarks.milebench.score.aggregate import LEVELS, OVERALL_DIAG, OVERALL_REAL
+from milebench.benchmarks.milebench.spec.run import Mode
+from milebench.benchmarks.milebench.spec.task import Group, TaskSpec
 from milebench.report.figure import Figure
-from milebench.score.aggregate import LEVELS, OVERALL_DIAG, OVERALL_REAL
+from milebench.report.plotting import STYLE, save_figure
 from milebench.spec.model import ModelSpec
-from milebench.spec.run import Mode
-from milebench.spec.task import Group, TaskSpec
 
 if TYPE_CHECKING:
-    from matplotlib.typing import RcKeyType
-
-STYLE: dict[RcKeyType, Any] = {
-    "font.family": "DejaVu Sans",
-    "font.size": 9,
-    "text.parse_math": False,
-    "svg.hashsalt": "milebench",
-    "figure.dpi": 100,
-}
-PNG_META = {"Software": None}
-PDF_META = {"Creator": None, "Producer": None, "CreationDate": None, "ModDate": None}
-
-
-def save_figure(fig: MplFigure, key: str, title: str, caption: str) -> Figure:
-    png, pdf = io.BytesIO(), io.BytesIO()
-    fig.savefig(png, format="png", dpi=110, metadata=PNG_META)
-    fig.savefig(pdf, format="pdf", metadata=PDF_META)
-    plt.close(fig)
-    return Figure(key, title, caption, png.getvalue(), pdf.getvalue())
+    pass
 
 
 def quantity_figure(rows: Sequence[QuantityRow]) -> Figure | None:

@@ -20,13 +20,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from milebench.benchmarks.milebench.paths import UNLIMITED_REGIME
+from milebench.benchmarks.milebench.records import Judgment, PreparedSample
 from milebench.benchmarks.milebench.report.evidence import Evidence
-from milebench.paths import UNLIMITED_REGIME
-from milebench.records import IMAGE_PLACEHOLDER, Judgment, PreparedSample
+from milebench.benchmarks.milebench.spec.run import Mode
+from milebench.benchmarks.milebench.spec.task import Group, TaskSpec
+from milebench.infer.records import IMAGE_PLACEHOLDER
 from milebench.score.registry import DEFAULT_SCORER
 from milebench.spec.model import ModelSpec
-from milebench.spec.run import Mode
-from milebench.spec.task import Group, TaskSpec
 
 N_LENGTHS, N_DEPTHS = 32, 10
 TEXT_NEEDLE, IMAGE_NEEDLE = Group.N1, Group.N2

@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.plan import Cell
+from milebench.benchmarks.milebench.provenance import DataRevision, JobProvenance, read_provenance
 from milebench.io import canonical_json
-from milebench.paths import RunPaths
-from milebench.plan import Cell
-from milebench.provenance import DataRevision, Environment, JobProvenance, TorchInfo, read_provenance
+from milebench.provenance import Environment, TorchInfo
 
 FACTS: tuple[tuple[str, str], ...] = (
     ("jobs", "Jobs"),

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from milebench.benchmarks.milebench.paths import PROVENANCE_TEX
 from milebench.benchmarks.milebench.report.tables import Report
 from milebench.package_data import package_path
-from milebench.paths import PROVENANCE_TEX
 from milebench.report.render import FIGURES, jinja_environment, tex_environment
 
 TEMPLATES = package_path("milebench.benchmarks.milebench.report", "templates")

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from milebench.benchmarks.milebench.paper import PAPER_MODE
+from milebench.benchmarks.milebench.score.aggregate import OVERALL_DIAG, OVERALL_REAL
 from milebench.benchmarks.milebench.score.run_aggregate import RunAggregate
-from milebench.score.aggregate import OVERALL_DIAG, OVERALL_REAL
+from milebench.benchmarks.milebench.spec.task import TaskSpec
 from milebench.spec.model import ModelSpec
-from milebench.spec.task import TaskSpec
 
 
 @dataclass(frozen=True)

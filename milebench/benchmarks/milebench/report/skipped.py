@@ -12,14 +12,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.plan import applies
 from milebench.benchmarks.milebench.preprocess.prepare import PrepareManifest, SkippedSample
+from milebench.benchmarks.milebench.preprocess.regime import Regime, run_regimes
+from milebench.benchmarks.milebench.spec.registry import Specs
+from milebench.benchmarks.milebench.spec.run import Mode, RunSpec
+from milebench.benchmarks.milebench.spec.task import TaskSpec
 from milebench.errors import KitError
-from milebench.paths import RunPaths
-from milebench.plan import applies
-from milebench.preprocess.regime import Regime, run_regimes
-from milebench.spec.registry import Specs
-from milebench.spec.run import Mode, RunSpec
-from milebench.spec.task import TaskSpec
 
 
 class ManifestError(KitError, ValueError):

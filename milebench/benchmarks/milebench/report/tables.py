@@ -9,15 +9,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from milebench.audit.render import AuditTable
+from milebench.benchmarks.milebench.audit.render import AuditTable
 from milebench.benchmarks.milebench.paper import PAPER_MODE, MainRow, PaperSpec
+from milebench.benchmarks.milebench.plan import applies
+from milebench.benchmarks.milebench.score.aggregate import OVERALL_DIAG, OVERALL_REAL, Coverage, TaskScore
 from milebench.benchmarks.milebench.score.run_aggregate import ModelAggregate, RunAggregate
-from milebench.plan import applies
+from milebench.benchmarks.milebench.spec.run import FixtureSource, Mode, RunSpec
+from milebench.benchmarks.milebench.spec.task import Group, TaskSpec
 from milebench.report.render import DIGITS
-from milebench.score.aggregate import OVERALL_DIAG, OVERALL_REAL, Coverage, TaskScore
 from milebench.spec.model import ModelSpec, Section
-from milebench.spec.run import FixtureSource, Mode, RunSpec
-from milebench.spec.task import Group, TaskSpec
 
 if TYPE_CHECKING:
     from milebench.benchmarks.milebench.report.fidelity import FidelityRow

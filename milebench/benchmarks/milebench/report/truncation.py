@@ -13,15 +13,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from milebench.benchmarks.milebench.plan import applies
+from milebench.benchmarks.milebench.preprocess.regime import Regime, model_regime
+from milebench.benchmarks.milebench.records import PreparedSample
 from milebench.benchmarks.milebench.report.evidence import Evidence
-from milebench.plan import applies
-from milebench.preprocess.regime import Regime, model_regime
-from milebench.records import PreparedSample
+from milebench.benchmarks.milebench.spec.registry import Specs
+from milebench.benchmarks.milebench.spec.run import Mode, RunSpec
+from milebench.benchmarks.milebench.spec.task import TaskSpec
 from milebench.spec.context import ContextSource
 from milebench.spec.model import ImageInput, ModelSpec
-from milebench.spec.registry import Specs
-from milebench.spec.run import Mode, RunSpec
-from milebench.spec.task import TaskSpec
 
 BUDGET_LABELS: tuple[tuple[str, str], ...] = (
     ("max_context_len", "Context (tokens)"),

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 from milebench.benchmarks.milebench.paper import PaperSpec
 from milebench.benchmarks.milebench.score.verdict import COLUMNS, Verdict
+from milebench.benchmarks.milebench.spec.run import RunSpec
 from milebench.report.verdict_view import SummaryRow, VerdictRow, summary_row
 from milebench.spec.model import ModelSpec
-from milebench.spec.run import RunSpec
 from milebench.verdict import Standing
 
 

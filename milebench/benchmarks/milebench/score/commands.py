@@ -6,25 +6,32 @@ import argparse
 import logging
 from collections.abc import Sequence
 
-from milebench.data.schema import quantity_level
+from milebench.benchmarks.milebench.data.schema import quantity_level
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.plan import applies
+from milebench.benchmarks.milebench.preprocess.regime import model_regime
+from milebench.benchmarks.milebench.provenance import job_provenance, write_provenance
+from milebench.benchmarks.milebench.records import (
+    Judgment,
+    JudgmentStatus,
+    PreparedSample,
+    ScoredSample,
+    preprocess_command,
+    read_prepared,
+)
+from milebench.benchmarks.milebench.score.aggregate import TaskScore, summarise
+from milebench.benchmarks.milebench.score.inputs import read_predictions
+from milebench.benchmarks.milebench.score.sample_log import write_sample_log
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.benchmarks.milebench.spec.run import Mode
+from milebench.benchmarks.milebench.spec.task import TaskSpec
+from milebench.infer.records import Prediction
 from milebench.io import atomic_write_json, atomic_write_jsonl
-from milebench.paths import RunPaths
-from milebench.plan import applies
-from milebench.preprocess.regime import model_regime
-from milebench.provenance import job_provenance, utc_now, write_provenance
-from milebench.record_files import read_prepared
-from milebench.records import Judgment, JudgmentStatus, Prediction, PreparedSample, ScoredSample
-from milebench.score.aggregate import TaskScore, summarise
-from milebench.score.inputs import read_predictions
+from milebench.provenance import utc_now
 from milebench.score.registry import DEFAULT_SCORER, scorer_names
 from milebench.score.registry import scorer as judge_of
-from milebench.score.sample_log import write_sample_log
 from milebench.spec.base import SpecError
 from milebench.spec.names import check_in_run
-from milebench.spec.registry import load_specs
-from milebench.spec.run import Mode
-from milebench.spec.task import TaskSpec
-from milebench.stage_inputs import preprocess_command
 
 log = logging.getLogger(__name__)
 

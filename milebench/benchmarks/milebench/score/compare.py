@@ -2,7 +2,7 @@
 
 Both sides are read from their judgments, so no inference is repeated; the samples judged on both
 sides enter, a missing or failed one as 0, as the official denominator counts it (see
-``milebench.score.uncertainty.compare``). The table goes to stdout, the full result
+``milebench.benchmarks.milebench.score.uncertainty.compare``). The table goes to stdout, the full result
 to ``--out`` as JSON when given.
 """
 
@@ -12,16 +12,16 @@ import argparse
 import logging
 import sys
 
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.plan import applies
+from milebench.benchmarks.milebench.score.run_files import RunFiles
+from milebench.benchmarks.milebench.score.uncertainty import Comparison, TaskSamples, compare
+from milebench.benchmarks.milebench.spec.registry import Specs, load_specs
+from milebench.benchmarks.milebench.spec.run import Mode
+from milebench.benchmarks.milebench.spec.task import TaskSpec
 from milebench.io import atomic_write_json
-from milebench.paths import RunPaths
-from milebench.plan import applies
-from milebench.score.run_files import RunFiles
-from milebench.score.uncertainty import Comparison, TaskSamples, compare
 from milebench.spec.base import SpecError
 from milebench.spec.names import check_in_run
-from milebench.spec.registry import Specs, load_specs
-from milebench.spec.run import Mode
-from milebench.spec.task import TaskSpec
 from milebench.stage_inputs import MissingInput, command
 
 log = logging.getLogger(__name__)

@@ -2,8 +2,8 @@
 
 The model gets a spec of its own (section ``user``, ``adapter: unported``: the kit never runs it) in the
 user's specs folder, and joins the run's models there (a shipped run gets an overlay copy, see
-``milebench.spec.registry``). Both are made in memory first, so every prediction file is read and
-checked before any file, spec or prediction, is written."""
+``milebench.benchmarks.milebench.spec.registry``). Both are made in memory first, so every prediction
+file is read and checked before any file, spec or prediction, is written."""
 
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ from pathlib import Path
 
 import yaml
 
+from milebench.benchmarks.milebench.spec.registry import Specs
+from milebench.benchmarks.milebench.spec.run import RunSpec
 from milebench.io import atomic_write_text
 from milebench.spec.base import SpecError, read_yaml
+from milebench.spec.folder import DEFAULT_SPECS
 from milebench.spec.model import ModelSpec
 from milebench.spec.names import UnknownName
-from milebench.spec.registry import DEFAULT_SPECS, Specs
-from milebench.spec.run import RunSpec
 
 log = logging.getLogger(__name__)
 

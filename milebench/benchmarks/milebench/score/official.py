@@ -29,10 +29,24 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from milebench.benchmarks.milebench.data.schema import TaskFile
+from milebench.benchmarks.milebench.paths import RunPaths
 from milebench.benchmarks.milebench.preprocess.commands import read_task_file, task_source
+from milebench.benchmarks.milebench.preprocess.regime import model_regime
+from milebench.benchmarks.milebench.provenance import DataRevision, job_provenance, write_provenance
+from milebench.benchmarks.milebench.records import (
+    GoldSample,
+    PreparedSample,
+    preprocess_command,
+    read_prepared,
+)
 from milebench.benchmarks.milebench.score.commands import score_task, write_scores
-from milebench.data.schema import TaskFile
+from milebench.benchmarks.milebench.score.sample_log import write_sample_log
+from milebench.benchmarks.milebench.spec.registry import Specs
+from milebench.benchmarks.milebench.spec.run import Mode, RunSpec
+from milebench.benchmarks.milebench.spec.task import TaskSpec
 from milebench.errors import KitError
+from milebench.infer.records import Prediction
 from milebench.io import (
     UnreadableText,
     atomic_write_jsonl,
@@ -41,17 +55,9 @@ from milebench.io import (
     sha256_file,
     sha256_text,
 )
-from milebench.paths import RunPaths
-from milebench.preprocess.regime import model_regime
-from milebench.provenance import DataRevision, job_provenance, utc_now, write_provenance
-from milebench.record_files import read_prepared
-from milebench.records import GoldSample, Prediction, PreparedSample
-from milebench.score.sample_log import write_sample_log
+from milebench.provenance import utc_now
 from milebench.spec.base import describe_errors
-from milebench.spec.registry import Specs
-from milebench.spec.run import Mode, RunSpec
-from milebench.spec.task import TaskSpec
-from milebench.stage_inputs import given, preprocess_command, require
+from milebench.stage_inputs import given, require
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from milebench.benchmarks.milebench.records import ScoredSample
 from milebench.benchmarks.milebench.score.choice import extract_choice, option_key, option_map
 from milebench.benchmarks.milebench.score.normalize import normalize
 from milebench.benchmarks.milebench.score.rouge_l import rouge_l_f
+from milebench.benchmarks.milebench.spec.task import ScorerKind, TaskSpec
 from milebench.errors import KitError
-from milebench.records import ScoredSample
-from milebench.spec.task import ScorerKind, TaskSpec
 
 
 class ScoringError(KitError, ValueError):

@@ -17,16 +17,11 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from milebench.benchmarks.milebench.data.schema import QuantityLevel
 from milebench.benchmarks.milebench.paper import load_paper
-from milebench.benchmarks.milebench.score.verdict import Verdict, build_verdict
-from milebench.data.schema import QuantityLevel
-from milebench.errors import KitError
-from milebench.io import atomic_write_json
-from milebench.paths import RunPaths
-from milebench.plan import applies
-from milebench.record_files import RecordError
-from milebench.records import FailureKind
-from milebench.score.aggregate import (
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.plan import applies
+from milebench.benchmarks.milebench.score.aggregate import (
     OVERALL_REAL,
     Coverage,
     Denominator,
@@ -36,14 +31,19 @@ from milebench.score.aggregate import (
     coverage,
     pooled_levels,
 )
+from milebench.benchmarks.milebench.score.run_files import RunFiles
+from milebench.benchmarks.milebench.score.uncertainty import Estimate, bootstrap_table, point_columns
+from milebench.benchmarks.milebench.score.verdict import Verdict, build_verdict
+from milebench.benchmarks.milebench.spec.registry import Specs, load_specs
+from milebench.benchmarks.milebench.spec.run import Mode, RunSpec, has_verdict
+from milebench.benchmarks.milebench.spec.samples import expected_samples
+from milebench.benchmarks.milebench.spec.task import Category, TaskSpec
+from milebench.errors import KitError
+from milebench.infer.records import FailureKind
+from milebench.io import atomic_write_json
+from milebench.record_files import RecordError
 from milebench.score.registry import DEFAULT_SCORER, variant_scorers
-from milebench.score.run_files import RunFiles
-from milebench.score.uncertainty import Estimate, bootstrap_table, point_columns
 from milebench.spec.base import Spec
-from milebench.spec.registry import Specs, load_specs
-from milebench.spec.run import Mode, RunSpec, has_verdict
-from milebench.spec.samples import expected_samples
-from milebench.spec.task import Category, TaskSpec
 from milebench.stage_inputs import MissingInput, command
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,5 @@
-"""``milebench show``: a run's per-sample logs (``milebench.score.sample_log``), printed or filtered.
+"""``milebench show``: a run's per-sample logs (``milebench.benchmarks.milebench.score.sample_log``),
+printed or filtered.
 
 A filter that names nothing the run has (a model, task or mode outside it, a sample id in none of the
 chosen cells) is an argument error, so a typo never reads as "no such samples"."""
@@ -12,12 +13,12 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from milebench.paths import RunPaths
-from milebench.plan import Cell, cells
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.plan import Cell, cells
+from milebench.benchmarks.milebench.score.sample_log import SampleLog
+from milebench.benchmarks.milebench.spec.registry import load_specs
 from milebench.record_files import read_records
-from milebench.score.sample_log import SampleLog
 from milebench.spec.names import UnknownName, check_in_run
-from milebench.spec.registry import load_specs
 from milebench.stage_inputs import MissingInput, command
 
 log = logging.getLogger(__name__)

@@ -21,10 +21,10 @@ from collections.abc import Mapping
 from functools import cache
 from typing import TYPE_CHECKING
 
+from milebench.benchmarks.milebench.records import ScoredSample
 from milebench.benchmarks.milebench.score.choice import option_key
 from milebench.benchmarks.milebench.score.paper import ScoringError
-from milebench.records import ScoredSample
-from milebench.spec.task import ScorerKind, TaskSpec
+from milebench.benchmarks.milebench.spec.task import ScorerKind, TaskSpec
 
 if TYPE_CHECKING:
     from rouge_score.rouge_scorer import RougeScorer

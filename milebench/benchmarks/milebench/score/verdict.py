@@ -38,11 +38,11 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from milebench.benchmarks.milebench.paper import Inconsistency, MainRow, PaperSpec
-from milebench.score.aggregate import OVERALL_DIAG, OVERALL_REAL, column_tasks
-from milebench.score.uncertainty import TaskSamples, bootstrap_table
+from milebench.benchmarks.milebench.score.aggregate import OVERALL_DIAG, OVERALL_REAL, column_tasks
+from milebench.benchmarks.milebench.score.uncertainty import TaskSamples, bootstrap_table
+from milebench.benchmarks.milebench.spec.run import Mode, RunSpec
+from milebench.benchmarks.milebench.spec.task import Group, TaskSpec
 from milebench.spec.base import Spec
-from milebench.spec.run import Mode, RunSpec
-from milebench.spec.task import Group, TaskSpec
 from milebench.verdict import Agreement, AgreementSummary, VerdictCell, judged, summarise_agreement
 
 COLUMNS: tuple[tuple[str, str], ...] = (

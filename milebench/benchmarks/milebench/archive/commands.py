@@ -1,0 +1,82 @@
+"""``milebench archive`` and ``milebench verify``: parse the options, call the library, set the exit code."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from milebench.benchmarks.milebench.archive.bundle import Options, archive_run
+from milebench.benchmarks.milebench.archive.manifest import (
+    BundleError,
+    bundle_id,
+    check_claims,
+    read_manifest,
+)
+from milebench.benchmarks.milebench.archive.summary import summary
+from milebench.benchmarks.milebench.archive.unpack import bundle_folder
+from milebench.benchmarks.milebench.archive.verify import Check, Status, VerifyOptions, verify_bundle
+from milebench.benchmarks.milebench.paths import RunPaths
+from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.io import atomic_write_text
+from milebench.stage_inputs import command, require
+
+log = logging.getLogger(__name__)
+
+
+def archive(args: argparse.Namespace) -> int:
+    specs = load_specs(args.specs)
+    options = Options(
+        with_data=args.with_data,
+        with_weights=args.with_weights,
+        images=not args.no_images,
+        tarball=args.tarball,
+    )
+    run = specs.run(args.run)
+    require(
+        RunPaths.for_run(run, base=args.root).report_html, "the run's report", command("report", run=run.name)
+    )
+    identity = archive_run(specs, run, args.root, args.out, options)
+    sys.stdout.write(f"{identity}\n")
+    return 0
+
+
+def checks(text: str | None) -> tuple[Check, ...]:
+    if text is None:
+        return tuple(Check)
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in {c.value for c in Check}]
+    if unknown or not names:
+        raise BundleError(f"--only {text}: checks are {', '.join(c.value for c in Check)}")
+    return tuple(Check(n) for n in names)
+
+
+def verify(args: argparse.Namespace) -> int:
+    require(args.bundle, "bundle folder or tarball", "`milebench archive --run RUN --out DIR [--tarball]`")
+    with bundle_folder(args.bundle) as bundle:
+        return verify_folder(bundle, args)
+
+
+def verify_folder(bundle: Path, args: argparse.Namespace) -> int:
+    manifest = read_manifest(bundle)
+    check_claims(bundle, manifest)
+    identity = bundle_id(bundle)
+    if args.expect_id is not None and args.expect_id != identity:
+        raise BundleError(f"{args.bundle}: bundle id {identity}, not the expected {args.expect_id}")
+    options = VerifyOptions(
+        checks=checks(args.only),
+        rerun=tuple(args.rerun),
+        rerun_per_model=args.rerun_per_model,
+        seed=args.seed,
+        gpus=args.gpus,
+    )
+    outcomes = verify_bundle(bundle, manifest, options)
+    for outcome in outcomes:
+        for problem in outcome.problems:
+            log.error("%s %s: %s", outcome.check, outcome.status, problem)
+    text = summary(identity, manifest, outcomes)
+    if args.summary is not None:
+        atomic_write_text(args.summary, text)
+    sys.stdout.write(text)
+    return 0 if all(o.status is Status.PASSED for o in outcomes) else 1
