@@ -28,7 +28,8 @@ class AddCommand(Protocol):
     when it runs. ``made_by`` names the commands that make the stage inputs it reads (empty: it reads
     none), so the error for a missing one can name its maker; the tests run every command against an
     empty folder to hold each to it. Specs and the files a user names on purpose (a CA bundle, a mirror's
-    lock) are not stage inputs."""
+    lock) are not stage inputs. ``listed=False``: a command only rules call, left out of ``milebench
+    --help``; it still runs."""
 
     def __call__(
         self,
@@ -39,8 +40,6 @@ class AddCommand(Protocol):
         made_by: tuple[str, ...] | None = None,
         listed: bool = True,
     ) -> KitParser: ...
-
-    """``listed=False``: a command only rules call, left out of ``milebench --help``; it still runs."""
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):

@@ -92,8 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
         made_by: tuple[str, ...] | None = None,
         listed: bool = True,
     ) -> KitParser:
-        """A command listed under ``group`` in ``milebench --help``; None: one only rules call, left out
-        of the listing (argparse lists a command only when ``help`` is passed to ``add_parser``)."""
+        """A command listed under ``group`` in ``milebench --help``; ``listed=False``: one only rules call,
+        left out of the listing (argparse lists a command only when ``help`` is passed to ``add_parser``)."""
         p = sub.add_parser(name, description=help, formatter_class=HelpFormatter)
         p.made_by = made_by
         if listed:
