@@ -15,8 +15,6 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-from PIL import Image
-
 MAX_IMAGE_PIXELS = 89_478_485
 """Pillow's own decompression-bomb limit (``PIL.Image.MAX_IMAGE_PIXELS``, about 9459 x 9459), above which
 it warns on every open: the default and the ceiling of a run's ``max_image_pixels``. It is 1.27 times the
@@ -41,6 +39,9 @@ def confined(base: Path, name: str, shown: str) -> str | None:
 def image_problem(path: Path, max_pixels: int, limit: str = "max_image_pixels") -> str | None:
     """Why ``path`` may not be given to a model (missing, unreadable, over ``max_pixels``, the setting
     named ``limit``); None if fine."""
+    # Imported here, not at the top: every run spec reads this module's limit, few jobs open an image.
+    from PIL import Image
+
     if not path.is_file():
         return f"image file not found: {path}"
     over = f"image {path} is over the limit of {max_pixels} pixels ({limit})"
