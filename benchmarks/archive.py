@@ -36,7 +36,7 @@ from docker_runs import (  # type: ignore[import-not-found]  # noqa: E402  (the 
 )
 
 from milebench import cli  # noqa: E402
-from milebench.benchmarks.milebench.archive.manifest import read_manifest  # noqa: E402
+from milebench.archive.reader import read_manifest  # noqa: E402
 from milebench.containers.image import EngineUnavailable, client_from_env  # noqa: E402
 
 MIB = 2**20

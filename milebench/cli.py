@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from functools import partial
 from pathlib import Path
 
-from milebench.arguments import HelpFormatter, KitParser, subcommands
+from milebench.arguments import HelpFormatter, KitParser, run_root_args, subcommands
 from milebench.errors import KitError
 from milebench.spec.base import SpecError
 from milebench.spec.benchmark import Benchmark, benchmarks
@@ -45,6 +45,7 @@ def examples(installed: Iterable[Benchmark]) -> str:
 COMMAND_GROUPS = {
     "specs": "Every installed benchmark's specs: check them, export their schemas.",
     "containers": "The model families' images.",
+    "bundles": "Artifact bundles of any benchmark's runs: pack one, re-check one offline.",
 }
 """The headings of ``milebench --help``, in order; each installed benchmark's commands follow under its
 own heading."""
@@ -103,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(target=target)
         return p
 
-    specs, containers = groups.values()
+    specs, containers, bundles = groups.values()
     add(
         "check-specs",
         "milebench.commands.specs:check",
@@ -169,6 +170,58 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--family", required=True, help="A folder under containers/.")
     p.add_argument("--registry", required=True, help="e.g. docker://ghcr.io/<org>/milebench")
+
+    p = add(
+        "archive",
+        "milebench.archive.commands:archive",
+        "Pack a finished run of any benchmark into an artifact bundle.",
+        bundles,
+        made_by=("milebench report", "milebench embed-report"),
+    )
+    run_root_args(p)
+    p.add_argument("--out", type=Path, required=True, help="The bundle folder to create (must not exist).")
+    p.add_argument(
+        "--with-data", action="store_true", help="Add the data archives, verified against the lock."
+    )
+    p.add_argument("--with-weights", action="store_true", help="Add tiny checkpoints and pinned hub weights.")
+    p.add_argument("--no-images", action="store_true", help="Leave the images (and SBOMs) out: hashes only.")
+    p.add_argument("--tarball", action="store_true", help="Also write <out>.tar, byte-reproducible.")
+
+    p = add(
+        "verify",
+        "milebench.archive.commands:verify",
+        "Re-check an artifact bundle offline.",
+        bundles,
+        made_by=("milebench archive",),
+    )
+    p.add_argument("bundle", type=Path, help="A bundle made by `milebench archive`: its folder or tarball.")
+    p.add_argument(
+        "--only",
+        default=None,
+        help="Comma-separated checks: hashes,images,rescore,report,rerun; default: all of them.",
+    )
+    p.add_argument(
+        "--rerun",
+        action="append",
+        default=[],
+        metavar="CELL",
+        help="A cell to re-run, as its benchmark names it (MileBench: MODEL/MODE/TASK; repeatable; "
+        "default: --rerun-per-model drawn cells).",
+    )
+    p.add_argument("--rerun-per-model", type=int, default=1, help="Cells drawn per model without --rerun.")
+    p.add_argument("--seed", type=int, default=0, help="Seed of the drawn cells.")
+    p.add_argument("--gpus", default=None, help='GPUs for re-run cells: "all" or device ids (default: none).')
+    p.add_argument(
+        "--summary",
+        type=Path,
+        default=None,
+        help="Also write the evaluator's summary here; default: not written.",
+    )
+    p.add_argument(
+        "--expect-id",
+        default=None,
+        help="Refuse a bundle whose id (manifest sha256) differs; default: any id.",
+    )
 
     for benchmark in benchmarks().values():  # each installed benchmark adds its own commands, in its group
         if benchmark.commands is not None:

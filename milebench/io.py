@@ -148,3 +148,11 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     """Read complete records; a torn last line (a crash mid-write) is ignored, not fatal."""
     for _, line in jsonl_lines(path):
         yield json.loads(line)
+
+
+def destination(root: Path, name: str) -> Path | None:
+    """Where member ``name`` lands under ``root`` (a resolved folder), or None when outside it."""
+    if "\0" in name:
+        return None
+    dest = Path(os.path.realpath(root / name))
+    return dest if dest == root or root in dest.parents else None

@@ -240,3 +240,14 @@ def test_the_core_names_no_benchmark() -> None:
     naming = [str(p.relative_to(package)) for p in core if "milebench.benchmarks." in p.read_text("utf-8")]
     assert len(core) > 50
     assert naming == []
+
+
+def test_a_run_of_a_benchmark_that_declares_no_bundles_is_not_archived(tmp_path: Path) -> None:
+    """`archive` finds the run's benchmark by its run spec and refuses, by name, one without bundle hooks,
+    before writing anything."""
+    site = distribution(tmp_path, TOY_PACKAGE, "toybench:BENCHMARK")
+    out = tmp_path / "bundle"
+    done = run_with(site, ["-m", "milebench", "archive", "--run", "toy-run", "--out", str(out)])
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "run toy-run: benchmark 'toybench' declares no artifact bundles" in done.stderr
+    assert not out.exists() and not list(tmp_path.glob(".bundle.*"))

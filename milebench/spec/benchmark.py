@@ -85,6 +85,12 @@ class Benchmark(Spec):
         description="``module:function`` that adds its subcommands to the `milebench` parser, called with "
         "the parser's `add(name, target, help)`; the shared options are in `milebench.arguments`.",
     )
+    bundles: str | None = Field(
+        default=None,
+        pattern=MODULE_ATTRIBUTE,
+        description="``module:object`` of its part in artifact bundles (``milebench.archive.hooks."
+        "BundleHooks``): without it, `archive` refuses its runs.",
+    )
     title: str | None = Field(
         default=None,
         min_length=1,

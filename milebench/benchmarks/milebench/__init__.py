@@ -21,6 +21,7 @@ BENCHMARK = Benchmark(
     },
     check="milebench.benchmarks.milebench.check:check_specs",
     commands="milebench.benchmarks.milebench.cli:add_commands",
+    bundles="milebench.benchmarks.milebench.archive.hooks:BUNDLES",
     title="MileBench",
     examples=(
         "milebench render-input --run smoke --model tiny-llava --task ActionSequence \\\n"

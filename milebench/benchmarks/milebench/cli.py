@@ -360,55 +360,6 @@ def add_commands(add_command: AddCommand) -> None:
     p.add_argument("--out", type=Path, default=None, help="JSON path (default: reports/<run>/audit/).")
 
     p = add(
-        "archive",
-        "milebench.benchmarks.milebench.archive.commands:archive",
-        "Pack a finished run into an artifact bundle.",
-        made_by=("milebench report",),
-    )
-    run_root_args(p)
-    p.add_argument("--out", type=Path, required=True, help="The bundle folder to create (must not exist).")
-    p.add_argument(
-        "--with-data", action="store_true", help="Add the data archives, verified against the lock."
-    )
-    p.add_argument("--with-weights", action="store_true", help="Add tiny checkpoints and pinned hub weights.")
-    p.add_argument("--no-images", action="store_true", help="Leave the images (and SBOMs) out: hashes only.")
-    p.add_argument("--tarball", action="store_true", help="Also write <out>.tar, byte-reproducible.")
-
-    p = add(
-        "verify",
-        "milebench.benchmarks.milebench.archive.commands:verify",
-        "Re-check an artifact bundle offline.",
-        made_by=("milebench archive",),
-    )
-    p.add_argument("bundle", type=Path, help="A bundle made by `milebench archive`: its folder or tarball.")
-    p.add_argument(
-        "--only",
-        default=None,
-        help="Comma-separated checks: hashes,images,rescore,report,rerun; default: all of them.",
-    )
-    p.add_argument(
-        "--rerun",
-        action="append",
-        default=[],
-        metavar="MODEL/MODE/TASK",
-        help="A cell to re-run (repeatable; default: --rerun-per-model drawn cells).",
-    )
-    p.add_argument("--rerun-per-model", type=int, default=1, help="Cells drawn per model without --rerun.")
-    p.add_argument("--seed", type=int, default=0, help="Seed of the drawn cells.")
-    p.add_argument("--gpus", default=None, help='GPUs for re-run cells: "all" or device ids (default: none).')
-    p.add_argument(
-        "--summary",
-        type=Path,
-        default=None,
-        help="Also write the evaluator's summary here; default: not written.",
-    )
-    p.add_argument(
-        "--expect-id",
-        default=None,
-        help="Refuse a bundle whose id (manifest sha256) differs; default: any id.",
-    )
-
-    p = add(
         "container-infer",
         "milebench.benchmarks.milebench.containers:container_infer",
         "Run `infer` in its image.",

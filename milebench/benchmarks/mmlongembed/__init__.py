@@ -13,5 +13,6 @@ BENCHMARK = Benchmark(
     },
     check="milebench.benchmarks.mmlongembed.paper:check_specs",
     commands="milebench.benchmarks.mmlongembed.cli:add_commands",
+    bundles="milebench.benchmarks.mmlongembed.bundles:BUNDLES",
     title="MMLongEmbed",
 )

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import socket
 from pathlib import Path
 from typing import Any
 
 from milebench.benchmarks.mmlongembed.paths import EmbedPaths
+from milebench.benchmarks.mmlongembed.provenance import write_provenance
 from milebench.benchmarks.mmlongembed.records import (
     CANDIDATES,
     POOLS,
@@ -23,7 +23,7 @@ from milebench.benchmarks.mmlongembed.records import (
 from milebench.benchmarks.mmlongembed.spec import EmbedRunSpec, EmbedSpecs, load_embed_specs
 from milebench.io import atomic_write_json, atomic_write_jsonl, read_jsonl
 from milebench.preprocess.tokenizer import TokenizerError
-from milebench.provenance import environment, kit_version, provenance_path, utc_now
+from milebench.provenance import utc_now
 from milebench.record_files import RecordError, read_record, read_records
 from milebench.spec.base import spec_hash
 from milebench.stage_inputs import command, require
@@ -36,21 +36,6 @@ def _run(args: argparse.Namespace) -> tuple[EmbedSpecs, EmbedRunSpec, EmbedPaths
     specs = load_embed_specs(args.specs)
     run = specs.run(args.run)
     return specs, run, EmbedPaths.for_run(run, base=args.root)
-
-
-def _provenance(path: Path, stage: str, run: EmbedRunSpec, specs: dict[str, str], started: object) -> None:
-    """Beside an output: the kit's commit, spec hashes, environment, times and host."""
-    record = {
-        "stage": stage,
-        "run": run.name,
-        "specs": specs,
-        "kit": kit_version().model_dump(mode="json"),
-        "environment": environment().model_dump(mode="json"),
-        "started_at": str(started),
-        "finished_at": str(utc_now()),
-        "host": socket.gethostname(),
-    }
-    atomic_write_json(provenance_path(path), record)
 
 
 def generate_command(args: argparse.Namespace) -> int:
@@ -85,7 +70,9 @@ def generate_command(args: argparse.Namespace) -> int:
         "counting_tokenizer": run.counting_tokenizer.model_dump(mode="json"),
     }
     atomic_write_json(paths.vg_manifest, manifest)
-    _provenance(paths.vg_manifest, "embed-generate", run, {"visual_grounding": spec_hash(vg)}, started)
+    write_provenance(
+        paths.vg_manifest, "embed-generate", run.name, {"visual_grounding": spec_hash(vg)}, started
+    )
     log.info("%d queries, %d candidates -> %s", len(vgset.queries), len(vgset.candidates), paths.vg)
     return 0
 
@@ -150,8 +137,12 @@ def run_command(args: argparse.Namespace) -> int:
         ({"candidate": cid, "length": i.length, "needle": i.needle} for cid, i in inputs.items()),
     )
     atomic_write_jsonl(paths.scores(spec.name), ({"query": q, "scores": s} for q, s in scores.items()))
-    _provenance(
-        paths.scores(spec.name), "embed-run", run, {"run": spec_hash(run), "model": spec_hash(spec)}, started
+    write_provenance(
+        paths.scores(spec.name),
+        "embed-run",
+        run.name,
+        {"run": spec_hash(run), "model": spec_hash(spec)},
+        started,
     )
     log.info("%s: %d queries scored -> %s", spec.name, len(scores), paths.scores(spec.name))
     return 0
@@ -217,8 +208,12 @@ def aggregate_command(args: argparse.Namespace) -> int:
         log.error("%s: a metrics file lacks %s (run embed-evaluate again)", paths.out / "metrics", err)
         return 1
     atomic_write_json(paths.analysis, analysis.model_dump(mode="json"))
-    _provenance(
-        paths.analysis, "embed-aggregate", run, {"run": spec_hash(run), "paper": spec_hash(paper)}, started
+    write_provenance(
+        paths.analysis,
+        "embed-aggregate",
+        run.name,
+        {"run": spec_hash(run), "paper": spec_hash(paper)},
+        started,
     )
     log.info("analyses and verdict -> %s", paths.analysis)
     return 0

@@ -200,3 +200,24 @@ rule embed_report:
         runtime=30,
     shell:
         "{params.mb} embed-report --run {params.run} --root {params.root} > {log} 2>&1"
+
+
+rule archive:
+    input:
+        [EP.metrics(m) for m in ER.models],
+        [p for m in ER.models for p in (EP.scores(m), EP.inputs(m), provenance_path(EP.scores(m)))],
+        analysis=EP.analysis,
+        html=EP.report_html,
+        tex=EP.report_tex,
+    output:
+        directory(Path("archives") / ER.name),
+    params:
+        mb=MB,
+        run=ER.name,
+        options=Untracked(CONFIG.archive_options),
+    log:
+        EP.logs("archive", "archive"),
+    container:
+        IMAGES[KIT_FAMILY]
+    shell:
+        "{params.mb} archive --run {params.run} --out {output} {params.options} > {log} 2>&1"

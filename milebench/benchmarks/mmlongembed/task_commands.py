@@ -8,9 +8,10 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from milebench.benchmarks.mmlongembed.commands import _provenance, _run
+from milebench.benchmarks.mmlongembed.commands import _run
 from milebench.benchmarks.mmlongembed.corpus import bundled_sentences, split_sentences
 from milebench.benchmarks.mmlongembed.paths import EVIDENCE
+from milebench.benchmarks.mmlongembed.provenance import write_provenance
 from milebench.benchmarks.mmlongembed.records import CANDIDATES, IMAGES, POOLS, QRELS, QUERIES, TextSegment
 from milebench.benchmarks.mmlongembed.spec import specs_folder
 from milebench.benchmarks.mmlongembed.task_inputs import Reader
@@ -92,7 +93,7 @@ def pools_command(args: argparse.Namespace) -> int:
     }
     manifest_path = paths.task_manifest(spec.dataset)
     atomic_write_json(manifest_path, manifest)
-    _provenance(manifest_path, "embed-pools", run, {"real_task": spec_hash(spec)}, started)
+    write_provenance(manifest_path, "embed-pools", run.name, {"real_task": spec_hash(spec)}, started)
     log.info(
         "%s: %d queries, %d candidates -> %s",
         spec.dataset,

@@ -27,13 +27,15 @@ from pipeline_runs import AUDITED_RUN, run_config, snakemake
 from pipeline_runs import archive as archive_run
 
 from milebench import cli
-from milebench.benchmarks.milebench.archive.contents import files_under
-from milebench.benchmarks.milebench.archive.images import archive_problems
-from milebench.benchmarks.milebench.archive.manifest import MANIFEST, BundleError, read_manifest
+from milebench.archive.contents import files_under
+from milebench.archive.images import archive_problems
+from milebench.archive.manifest import MANIFEST, BundleError
+from milebench.archive.reader import read_manifest
+from milebench.archive.tarball import write_tarball
+from milebench.archive.weights import hub_snapshot
+from milebench.archive.workspace import open_workspace
+from milebench.benchmarks.milebench.archive.hooks import BUNDLES
 from milebench.benchmarks.milebench.archive.rerun import choose, plan
-from milebench.benchmarks.milebench.archive.tarball import write_tarball
-from milebench.benchmarks.milebench.archive.weights import hub_snapshot
-from milebench.benchmarks.milebench.archive.workspace import open_workspace
 from milebench.benchmarks.milebench.spec.registry import load_specs
 from milebench.io import sha256_file
 from milebench.provenance import KIT_ROOT
@@ -381,10 +383,10 @@ def test_rerun_plan_says_why_a_cell_cannot_be_rerun_from_the_bundle(
         (bare, "its weights are not in the bundle (archive with --with-weights)"),
     ):
         manifest = read_manifest(folder)
-        ws = open_workspace(folder, manifest, tmp_path / f"scratch-{folder.name}")
+        ws = open_workspace(folder, manifest, tmp_path / f"scratch-{folder.name}", BUNDLES.recomputed)
         cells = choose(manifest, [], per_model=1, seed=0)
         assert sorted({c.model for c in cells}) == ["random", "tiny-llava"]
-        skips = {p.cell.model: p.skip for p in plan(ws, load_specs(ws.specs), cells)}
+        skips = {p.name.split("/")[0]: p.skip for p in plan(ws, load_specs(ws.specs), cells)}
         assert skips == {"random": None, "tiny-llava": expected}
     with pytest.raises(BundleError, match="--rerun random/multi-image/Nope: no archived predictions"):
         choose(read_manifest(bare), ["random/multi-image/Nope"], per_model=1, seed=0)
@@ -397,7 +399,7 @@ def test_scratch_copy_loses_what_verify_recomputes_and_never_touches_the_bundle(
     bundle: Path, tmp_path: Path
 ) -> None:
     manifest = read_manifest(bundle)
-    ws = open_workspace(bundle, manifest, tmp_path / "scratch")
+    ws = open_workspace(bundle, manifest, tmp_path / "scratch", BUNDLES.recomputed)
     out = ws.run_root / ws.out
     assert not (out / "scores").exists() and not (out / "aggregate.json").exists()
     assert (out / "predictions").is_dir() and (out / "downloads").is_dir()

@@ -22,8 +22,9 @@ from docker_runs import BOXED_RUN, BoxedRun
 from test_containers import engine_or_skip
 
 from milebench import cli
-from milebench.benchmarks.milebench.archive.badges import Badge, Role
-from milebench.benchmarks.milebench.archive.manifest import entry, read_manifest, write_manifest
+from milebench.archive.badges import Badge, Role
+from milebench.archive.manifest import entry, write_manifest
+from milebench.archive.reader import read_manifest
 from milebench.containers.image import local_image_id, read_record, record_path
 
 pytestmark = pytest.mark.docker

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from milebench.benchmarks.milebench.audit.batch import batch_audit, compare_sample, first_divergence
-from milebench.benchmarks.milebench.audit.stats import wilson_rate
-from milebench.benchmarks.milebench.audit.trace import Trace, row_length, traced
+from milebench.audit.batch import batch_audit, compare_sample, first_divergence
+from milebench.audit.stats import wilson_rate
+from milebench.audit.trace import Trace, row_length, traced
+from milebench.benchmarks.milebench.audit.answer_score import answer_score
 from milebench.benchmarks.milebench.fixture.prepared import prepared_fixture
 from milebench.benchmarks.milebench.infer.oracle import OracleAdapter
 from milebench.benchmarks.milebench.paths import RunPaths
@@ -124,7 +125,11 @@ def test_batch_audit_reports_a_planted_batch_effect(
     samples = [s for rows in by_task.values() for s in rows]
     backend = OneInTenBackend(in_batches=True)
     summary, changes = batch_audit(
-        lambda batch: traced(backend, batch), samples, specs.tasks, scorer("paper"), (1, 4), repeats=2
+        lambda batch: traced(backend, batch),
+        samples,
+        answer_score(specs.tasks, scorer("paper")),
+        (1, 4),
+        repeats=2,
     )
     rates = {(row.task, row.batch_size): row for row in summary}
     for task in (*TASKS, "all"):

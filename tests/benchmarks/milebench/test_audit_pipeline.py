@@ -14,9 +14,10 @@ import pytest
 import yaml
 from pipeline_runs import TASKS, snakemake
 
-from milebench.benchmarks.milebench.audit.batch import BatchAudit
+from milebench.audit.batch import BatchAudit
+from milebench.audit.render import AuditTable, batch_tables
 from milebench.benchmarks.milebench.audit.drift import DriftAudit
-from milebench.benchmarks.milebench.audit.render import AuditTable, batch_tables, drift_tables
+from milebench.benchmarks.milebench.audit.drift_render import drift_tables
 from milebench.benchmarks.milebench.spec.registry import load_specs
 from milebench.benchmarks.milebench.spec.run import MAX_BATCH_SIZE, MAX_REPEATS, MAX_RESAMPLES
 from milebench.cli import main

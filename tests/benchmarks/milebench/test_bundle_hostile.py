@@ -17,16 +17,17 @@ import pytest
 from test_archive import copy_of
 
 from milebench import cli
-from milebench.benchmarks.milebench.archive.compare import compare_json, compare_rows
-from milebench.benchmarks.milebench.archive.manifest import (
+from milebench.archive.compare import compare_json, compare_rows
+from milebench.archive.manifest import (
     MANIFEST,
     MAX_FILES,
     MAX_MANIFEST_BYTES,
     BundleError,
-    read_manifest,
 )
-from milebench.benchmarks.milebench.archive.manifest import Manifest as BundleManifest
-from milebench.benchmarks.milebench.archive.workspace import open_workspace
+from milebench.archive.manifest import Manifest as BundleManifest
+from milebench.archive.reader import read_manifest
+from milebench.archive.workspace import open_workspace
+from milebench.benchmarks.milebench.archive.hooks import BUNDLES
 from milebench.io import sha256_file
 
 ManifestJson = dict[str, Any]
@@ -176,7 +177,7 @@ def test_the_scratch_copy_writes_and_removes_nothing_outside_its_folder(
     before = tree(victim)
     manifest = hostile(read_manifest(audited_bundle), victim)
     with pytest.raises(BundleError, match="resolves outside this folder: neither read nor written"):
-        open_workspace(audited_bundle, manifest, tmp_path / "scratch")
+        open_workspace(audited_bundle, manifest, tmp_path / "scratch", BUNDLES.recomputed)
     assert tree(victim) == before
 
 

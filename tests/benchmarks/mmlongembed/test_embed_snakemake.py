@@ -6,6 +6,7 @@ compiled by latexmk and opened in headless Chromium."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 import shutil
 import subprocess
@@ -16,8 +17,12 @@ from typing import Any
 
 import pytest
 import yaml
+from pipeline_runs import archive
 from test_report_tools import chromium, open_in_chromium
 
+from milebench import cli
+from milebench.archive.manifest import MANIFEST
+from milebench.archive.reader import read_manifest
 from milebench.benchmarks.mmlongembed.aggregate import Analysis
 from milebench.benchmarks.mmlongembed.analysis import OVERALL
 from milebench.spec.folder import DEFAULT_SPECS
@@ -290,3 +295,65 @@ def test_html_report_loads_in_chromium_without_errors(run_dir: Path, tmp_path: P
     # Every picture the page names (one heatmap per model, the Easy/Hard chart) has loaded.
     assert len(images) == html.read_text(encoding="utf-8").count("<img ") > 0
     assert all(complete and width > 0 for complete, width in images)
+
+
+@pytest.fixture(scope="module")
+def bundle(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run's artifact bundle without images (hash checks only), made once: tests read it."""
+    out = tmp_path_factory.mktemp("embed-bundle") / "bundle"
+    assert archive(run_dir, "embed-tiny", out) == 0
+    return out
+
+
+@pytest.mark.slow
+def test_bundle_holds_the_run_its_sets_scores_metrics_analysis_and_report(
+    bundle: Path, run_dir: Path
+) -> None:
+    manifest = read_manifest(bundle)
+    assert (manifest.benchmark, manifest.run) == ("mmlongembed", "embed-tiny")
+    roles = {e.path: e.role for e in manifest.files}
+    out = "run/results/embed-tiny"
+    for model in TINY["models"]:
+        assert roles[f"{out}/runs/{model}.jsonl"] == roles[f"{out}/runs/{model}.inputs.jsonl"] == "prediction"
+        assert roles[f"{out}/runs/{model}.jsonl.provenance.json"] == "provenance"
+        assert roles[f"{out}/metrics/{model}.json"] == "task-score"
+    assert roles[f"{out}/analysis.json"] == "aggregate"
+    assert roles[f"{out}/vg/queries.jsonl"] == roles[f"{out}/tasks/tiny-reasoning/qrels.jsonl"] == "prepared"
+    assert roles["run/reports/embed-tiny/report.html"] == "report"
+    assert roles["specs/mmlongembed/runs/embed-tiny.yaml"] == "run-spec"
+    pictures = list((run_dir / "results" / "embed-tiny" / "vg" / "images").glob("*.png"))
+    assert pictures and all(f"{out}/vg/images/{p.name}" in roles for p in pictures)
+    assert not [p for p in roles if p.startswith((f"{out}/cache/", f"{out}/benchmarks/"))]  # re-creatable
+    assert cli.main(["verify", str(bundle), "--only", "hashes"]) == 0
+
+
+@pytest.mark.slow
+def test_a_bundle_whose_scores_name_no_embedder_is_refused_by_name(
+    bundle: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    copy = tmp_path / "bundle"
+    shutil.copytree(bundle, copy)
+    manifest = json.loads((copy / MANIFEST).read_text())
+    scores = next(e for e in manifest["files"] if e["path"].endswith("/runs/bm25.jsonl"))
+    scores["path"] = scores["path"].replace("/bm25.jsonl", "/--specs.jsonl")
+    (copy / MANIFEST).write_text(json.dumps(manifest))
+    with caplog.at_level(logging.ERROR):
+        assert cli.main(["verify", str(copy), "--only", "hashes"]) == 2
+    (error,) = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert (
+        error == f"{copy / MANIFEST}: not a bundle manifest: '--specs' (prediction) is not an embedder's name"
+    )
+
+
+@pytest.mark.slow
+def test_the_archive_target_packs_a_bundle_that_verifies(run_dir: Path, tmp_path: Path) -> None:
+    copy = Path(shutil.copytree(run_dir, tmp_path / "run", symlinks=True))
+    config = ["--config", f"specs={copy / 'specs'}", "run=embed-tiny", "archive_options=--no-images"]
+    done = subprocess.run(
+        [*SNAKEMAKE, "--cores", "1", "archive", *config], cwd=copy, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    bundle = copy / "archives" / "embed-tiny"
+    assert (bundle / ".snakemake_timestamp").is_file()  # Snakemake's marker of a folder it made
+    assert read_manifest(bundle).run == "embed-tiny"
+    assert cli.main(["verify", str(bundle), "--only", "hashes"]) == 0

@@ -1,2 +1,2 @@
-"""Artifact bundles: a run packed with its exact environments (``milebench archive``), and the offline
-re-check of a bundle on another machine (``milebench verify``)."""
+"""MileBench's part in artifact bundles: which files of its runs go in, how they are re-scored and
+which inference cells are re-run (``milebench.archive`` does the rest for every benchmark)."""

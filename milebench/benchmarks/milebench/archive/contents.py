@@ -1,54 +1,32 @@
-"""Which files of a run go into its bundle, where they go, what they are and which command wrote them.
+"""Which files of a MileBench run go into its bundle, what each is and which command wrote it.
 
-The bundle keeps the run's own layout under ``run/`` (``results/<run>/``, ``reports/<run>/``, the image
-records in ``results/images/``), so ``milebench verify`` can re-run the kit's commands on it as is. Caches
-and re-creatable bulk stay out: the extracted data tree, download scratch, lock files of busy cells,
-Snakemake's timing tables. Data archives and weights come in only when asked for, verified first.
+Of the results folder: the predictions, journals, judgments, task scores, aggregate, verdict, prepared
+sets, fetch manifest, data lock, job records and logs; caches and re-creatable bulk stay out (the
+extracted data tree, download scratch, locks of busy cells, Snakemake's timing tables). Data archives and
+weights come in only when asked for, each verified first.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-from dataclasses import dataclass
+from functools import partial
 from pathlib import Path, PurePosixPath
 
-from milebench.benchmarks.milebench.archive.badges import Role
-from milebench.benchmarks.milebench.archive.manifest import BundleError
-from milebench.benchmarks.milebench.archive.weights import hub_snapshot
+from milebench.archive.badges import Role
+from milebench.archive.contents import PROVENANCE_SUFFIX, files_under, layout, run_items, skipped
+from milebench.archive.hooks import Item
+from milebench.archive.manifest import RUN_ROOT, WEIGHTS, BundleError
+from milebench.archive.weights import hub_snapshot
 from milebench.benchmarks.milebench.data.sources import resolve_source
 from milebench.benchmarks.milebench.paths import RunPaths
 from milebench.benchmarks.milebench.provenance import JobProvenance, read_provenance
 from milebench.benchmarks.milebench.spec.registry import Specs
 from milebench.benchmarks.milebench.spec.run import RunSpec
 from milebench.io import sha256_file
-from milebench.provenance import UNKNOWN
 from milebench.spec.model import HubWeights, TinyWeights
 from milebench.spec.pinned_file import ArchiveEntry
 
 log = logging.getLogger(__name__)
-
-RUN_ROOT = "run"
-SPECS = "specs"
-WEIGHTS = "weights"
-"""The Hugging Face home of hub weights in a bundle (mounted at /models in the images)."""
-PROVENANCE_SUFFIX = ".provenance.json"
-SKIPPED_SUFFIXES = (".lock", ".tmp", ".part", ".corrupt")
-
-
-@dataclass(frozen=True)
-class Item:
-    """One file to copy into the bundle."""
-
-    source: Path
-    dest: str
-    role: Role
-    produced_by: str
-
-
-def skipped(rel: PurePosixPath) -> bool:
-    """Hidden files (Snakemake's markers, atomic-write scratch) and cell locks are never evidence."""
-    return any(part.startswith(".") for part in rel.parts) or rel.name.endswith(SKIPPED_SUFFIXES)
 
 
 def cell_command(stage: str, run: str, model: str, mode: str, task: str) -> str:
@@ -88,40 +66,10 @@ def classify(rel: PurePosixPath, run: str) -> tuple[Role, str] | None:
     return (Role.JOURNAL if parts[0] == "journal" else role), cell_command("infer", run, model, mode, task)
 
 
-def layout(run: RunSpec) -> PurePosixPath:
-    """Where the run's results folder lies inside ``run/``; refuses a folder that only this machine has."""
-    out = PurePosixPath(run.out)
-    if out.is_absolute() or ".." in out.parts:
-        raise BundleError(
-            f"run {run.name}: output_dir {run.out} is not a relative path inside the working folder: a "
-            "bundle re-checks the run under another folder, so archive a run with a relative output_dir"
-        )
-    return out
-
-
-def files_under(folder: Path) -> list[Path]:
-    """Every file below ``folder``, through linked folders too: a specs folder that links its tasks or
-    models to another checkout must not leave them out of the bundle (``Path.rglob`` does not follow
-    them before Python 3.13)."""
-    found = (Path(top, name) for top, _, names in os.walk(folder, followlinks=True) for name in names)
-    return sorted(p for p in found if p.is_file())
-
-
 def run_files(run: RunSpec, paths: RunPaths) -> list[Item]:
     """The run's results and its report."""
-    out, items = layout(run), []
-    for path in files_under(paths.out):
-        rel = PurePosixPath(path.relative_to(paths.out).as_posix())
-        found = None if skipped(rel) else classify(rel, run.name)
-        if found is not None:
-            items.append(Item(path, f"{RUN_ROOT}/{out / rel}", *found))
-    for path in files_under(paths.reports):
-        rel = PurePosixPath(path.relative_to(paths.reports).as_posix())
-        if not skipped(rel):
-            role = Role.FIGURE if rel.parts[0] == "figures" else Role.REPORT
-            items.append(
-                Item(path, f"{RUN_ROOT}/reports/{run.name}/{rel}", role, f"milebench report --run {run.name}")
-            )
+    report = f"milebench report --run {run.name}"
+    items = run_items(run.name, run.out, paths, partial(classify, run=run.name), report)
     required = (paths.aggregate_json, paths.report_html, paths.fetch_manifest)
     missing = [str(p) for p in required if p not in {i.source for i in items}]
     if missing:
@@ -129,22 +77,6 @@ def run_files(run: RunSpec, paths: RunPaths) -> list[Item]:
             f"run {run.name}: {', '.join(missing)} missing: finish the run first (`snakemake --config "
             f"run={run.name}`)"
         )
-    return items
-
-
-def spec_files(specs: Specs, run: RunSpec) -> list[Item]:
-    """The whole specs folder the run used: its run spec, models, tasks, paper numbers and locks; of an
-    overlay, its own files and the shipped files it does not replace, so the bundle's folder is whole."""
-    items = []
-    found = {} if specs.base is None else {p.relative_to(specs.base): p for p in files_under(specs.base)}
-    found |= {p.relative_to(specs.root): p for p in files_under(specs.root)}
-    for relative, path in sorted(found.items()):
-        rel = PurePosixPath(relative.as_posix())
-        if skipped(rel) or "__pycache__" in rel.parts:
-            continue
-        role = Role.RUN_SPEC if rel == PurePosixPath("runs", f"{run.name}.yaml") else Role.SPEC
-        role = Role.LOCK if rel.parts[0] == "locks" else role
-        items.append(Item(path, f"{SPECS}/{rel}", role, "the specs folder the run was given (--specs)"))
     return items
 
 
@@ -162,16 +94,6 @@ def provenance_records(paths: RunPaths) -> list[tuple[Path, JobProvenance]]:
     return found
 
 
-def kit_commits(records: list[tuple[Path, JobProvenance]]) -> tuple[tuple[str, ...], bool]:
-    """The commits the jobs ran at, and whether any ran from a dirty checkout."""
-    unknown = [str(path) for path, r in records if r.kit.commit == UNKNOWN]
-    if unknown:
-        raise BundleError(
-            f"{unknown[0]}: kit commit unknown (ran outside a git checkout): no source to archive"
-        )
-    return tuple(sorted({r.kit.commit for _, r in records})), any(r.kit.dirty for _, r in records)
-
-
 def data_archives(specs: Specs, run: RunSpec, paths: RunPaths) -> list[Item]:
     """The run's data archives, each verified against the data lock before it is bundled."""
     source = resolve_source(specs, run, paths)
@@ -184,7 +106,7 @@ def data_archives(specs: Specs, run: RunSpec, paths: RunPaths) -> list[Item]:
         items.append(
             Item(
                 verified_archive(entry, paths),
-                f"{RUN_ROOT}/{layout(run)}/downloads/{entry.name}",
+                f"{RUN_ROOT}/{layout(run.name, run.out)}/downloads/{entry.name}",
                 Role.DATA_ARCHIVE,
                 f"milebench fetch --run {run.name} (verified against its lock)",
             )
@@ -226,7 +148,7 @@ def weight_files(
                     items.append(
                         Item(
                             path,
-                            f"{RUN_ROOT}/{layout(run) / rel}",
+                            f"{RUN_ROOT}/{layout(run.name, run.out) / rel}",
                             Role.WEIGHTS,
                             f"milebench tiny-model --run {run.name} --model {model.name}",
                         )

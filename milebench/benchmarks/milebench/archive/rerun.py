@@ -9,37 +9,43 @@ model, weights or data left out of it) is listed with the reason, never counted 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+import re
+from functools import partial
+from pathlib import PurePosixPath
 
-from milebench.benchmarks.milebench.archive.badges import Role
-from milebench.benchmarks.milebench.archive.compare import agreement, compare_rows
-from milebench.benchmarks.milebench.archive.contents import RUN_ROOT
-from milebench.benchmarks.milebench.archive.manifest import BundleError, Manifest, cell_names
-from milebench.benchmarks.milebench.archive.workspace import Workspace
+from milebench.archive.badges import Role
+from milebench.archive.compare import agreement, compare_rows
+from milebench.archive.contents import PROVENANCE_SUFFIX
+from milebench.archive.hooks import Rerun
+from milebench.archive.manifest import RUN_ROOT, BundleError, Manifest
+from milebench.archive.workspace import Workspace
 from milebench.benchmarks.milebench.plan import Cell
 from milebench.benchmarks.milebench.spec.registry import Specs
 from milebench.benchmarks.milebench.spec.run import Mode
-from milebench.spec.model import ApiModel, BuiltinModel, HubWeights, ModelSpec, TinyWeights
+from milebench.benchmarks.milebench.spec.task import TASK_NAME
+from milebench.spec.model import MODEL_NAME, ApiModel, BuiltinModel, HubWeights, ModelSpec, TinyWeights
 from milebench.spec.model_execution import for_run
 
 ANSWER = ("response", "failure")
 """What a re-run answer must reproduce (times and token counts are the machine's)."""
 
 
-@dataclass(frozen=True)
-class Planned:
-    cell: Cell
-    model: ModelSpec
-    skip: str | None
-    """Why the cell cannot be re-run from the bundle; None when it can."""
-
-    @property
-    def deterministic(self) -> bool:
-        return isinstance(self.model.weights, BuiltinModel | TinyWeights)
-
-    @property
-    def name(self) -> str:
-        return f"{self.cell.model}/{self.cell.mode}/{self.cell.task}"
+def cell_names(path: str) -> tuple[str, str, str]:
+    """(model, mode, task) of a predictions file ``.../predictions/<model>/<mode>/<task>.jsonl``."""
+    *_, kind, model, mode, name = ("", "", "", *PurePosixPath(path).parts)
+    task = name.removesuffix(".jsonl")
+    if not (
+        kind == "predictions"
+        and re.fullmatch(MODEL_NAME, model)
+        and mode in {m.value for m in Mode}
+        and name.endswith(".jsonl")
+        and re.fullmatch(TASK_NAME, task)
+    ):
+        raise ValueError(
+            f"{path!r} is not a predictions file <out>/predictions/<model>/<mode>/<task>.jsonl named by a "
+            "model, a mode and a task"
+        )
+    return model, mode, task
 
 
 def archived_cells(manifest: Manifest) -> list[Cell]:
@@ -76,24 +82,41 @@ def choose(manifest: Manifest, chosen: list[str], per_model: int, seed: int) -> 
     return picked
 
 
-def plan(ws: Workspace, specs: Specs, cells: list[Cell]) -> list[Planned]:
-    has = {e.role for e in ws.manifest.files}
+def skip_reason(model: ModelSpec, manifest: Manifest, has_data: bool) -> str | None:
+    """Why a cell of ``model`` cannot be re-run from the bundle; None when it can."""
+    if isinstance(model.weights, ApiModel):
+        return "an API model needs the network"
+    if model.container is None:
+        return "the model has no container image"
+    if isinstance(model.weights, HubWeights | TinyWeights) and not manifest.with_weights:
+        return "its weights are not in the bundle (archive with --with-weights)"
+    if not isinstance(model.weights, BuiltinModel | HubWeights | TinyWeights):
+        return f"{model.weights.kind} weights cannot be bundled"
+    if not model.builtin and not has_data:
+        return "its input images are not in the bundle (archive with --with-data)"
+    return None
+
+
+def plan(ws: Workspace, specs: Specs, cells: list[Cell]) -> list[Rerun]:
+    has_data = any(e.role is Role.DATA_ARCHIVE for e in ws.manifest.files)
     run = specs.run(ws.manifest.run)
     planned = []
     for cell in cells:
         model = for_run(specs.model(cell.model), run)  # in the image of the variant the run selected
-        skip = None
-        if isinstance(model.weights, ApiModel):
-            skip = "an API model needs the network"
-        elif model.container is None:
-            skip = "the model has no container image"
-        elif isinstance(model.weights, HubWeights | TinyWeights) and not ws.manifest.with_weights:
-            skip = "its weights are not in the bundle (archive with --with-weights)"
-        elif not isinstance(model.weights, BuiltinModel | HubWeights | TinyWeights):
-            skip = f"{model.weights.kind} weights cannot be bundled"
-        elif not model.builtin and Role.DATA_ARCHIVE not in has:
-            skip = "its input images are not in the bundle (archive with --with-data)"
-        planned.append(Planned(cell, model, skip))
+        predictions = prediction_path(ws, cell)
+        journal = f"{RUN_ROOT}/{ws.out}/journal/{cell.model}/{cell.mode}/{cell.task}.jsonl"
+        deterministic = isinstance(model.weights, BuiltinModel | TinyWeights)
+        planned.append(
+            Rerun(
+                name=f"{cell.model}/{cell.mode}/{cell.task}",
+                family=str(model.container),
+                skip=skip_reason(model, ws.manifest, has_data),
+                command=["infer", "--model", cell.model, "--task", cell.task, "--mode", str(cell.mode)],
+                forget=[predictions, predictions + PROVENANCE_SUFFIX, journal],
+                fetch=not model.builtin,
+                judge=partial(judge, cell=cell, deterministic=deterministic),
+            )
+        )
     return planned
 
 
@@ -101,20 +124,12 @@ def prediction_path(ws: Workspace, cell: Cell) -> str:
     return f"{RUN_ROOT}/{ws.out}/predictions/{cell.model}/{cell.mode}/{cell.task}.jsonl"
 
 
-def forget(ws: Workspace, cell: Cell) -> None:
-    """Remove the cell's answers from the scratch copy, journal included, so infer answers afresh."""
-    predictions = ws.here(prediction_path(ws, cell))
-    journal = ws.scratch(RUN_ROOT, ws.out, "journal", cell.model, str(cell.mode), f"{cell.task}.jsonl")
-    for path in (predictions, predictions.with_name(predictions.name + ".provenance.json"), journal):
-        path.unlink(missing_ok=True)
-
-
-def judge(ws: Workspace, p: Planned) -> tuple[list[str], str]:
+def judge(ws: Workspace, cell: Cell, deterministic: bool) -> tuple[list[str], str]:
     """(problems, evidence line) of one re-run cell."""
-    path = prediction_path(ws, p.cell)
+    path, name = prediction_path(ws, cell), f"{cell.model}/{cell.mode}/{cell.task}"
     same, total = agreement(ws.archived(path), ws.here(path), ANSWER)
-    if p.deterministic:
-        problems = compare_rows(p.name, ws.archived(path), ws.here(path), ("sample_id",), ANSWER)
-        return problems, f"{p.name}: {same}/{total} answers identical (deterministic model)"
+    if deterministic:
+        problems = compare_rows(name, ws.archived(path), ws.here(path), ("sample_id",), ANSWER)
+        return problems, f"{name}: {same}/{total} answers identical (deterministic model)"
     rate = 100.0 * same / total if total else 0.0
-    return [], f"{p.name}: {same}/{total} answers identical ({rate:.1f}% agreement)"
+    return [], f"{name}: {same}/{total} answers identical ({rate:.1f}% agreement)"

@@ -8,10 +8,12 @@ import logging
 import sys
 from pathlib import Path
 
-from milebench.benchmarks.milebench.audit.batch import BatchAudit, batch_audit
+from milebench.audit.batch import BatchAudit, batch_audit
+from milebench.audit.render import batch_markdown
+from milebench.benchmarks.milebench.audit.answer_score import answer_score
 from milebench.benchmarks.milebench.audit.drift import DriftAudit, Side, drift_audit
+from milebench.benchmarks.milebench.audit.drift_render import drift_markdown
 from milebench.benchmarks.milebench.audit.plan import batch_name, drift_name, scorer_problems
-from milebench.benchmarks.milebench.audit.render import batch_markdown, drift_markdown
 from milebench.benchmarks.milebench.paths import RunPaths
 from milebench.benchmarks.milebench.plan import mode_tasks
 from milebench.benchmarks.milebench.records import preprocess_command, read_prepared
@@ -54,7 +56,7 @@ def write_outputs(out: Path, record: BatchAudit | DriftAudit, markdown: str) -> 
 
 
 def batch_command(args: argparse.Namespace) -> int:
-    from milebench.benchmarks.milebench.audit.trace import traced
+    from milebench.audit.trace import traced
     from milebench.benchmarks.milebench.preprocess.regime import model_regime
     from milebench.infer.registry import load_adapter
 
@@ -85,8 +87,7 @@ def batch_command(args: argparse.Namespace) -> int:
     summary, changes = batch_audit(
         lambda batch: traced(adapter, batch),
         samples,
-        tasks,
-        judge_of(args.scorer),
+        answer_score(tasks, judge_of(args.scorer)),
         args.batch_sizes,
         args.repeats,
         args.seed,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from milebench.benchmarks.milebench.audit.stats import Rate, wilson_rate
+from milebench.audit.stats import Rate, wilson_rate
 from milebench.benchmarks.milebench.records import Judgment
 from milebench.benchmarks.milebench.score.aggregate import sample_score
 from milebench.benchmarks.milebench.score.uncertainty import Comparison, compare, task_samples

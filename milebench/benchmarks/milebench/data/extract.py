@@ -29,7 +29,7 @@ from pathlib import Path, PurePosixPath
 
 from milebench.benchmarks.milebench.paths import EXTRACT_MARKERS
 from milebench.data.errors import FetchError
-from milebench.io import atomic_write_json
+from milebench.io import atomic_write_json, destination
 
 log = logging.getLogger(__name__)
 
@@ -72,14 +72,6 @@ def is_extracted(data_dir: Path, name: str, sha256: str) -> bool:
     """True when this exact archive was extracted into a tree that is still there."""
     top = data_dir / TOP
     return marker_path(data_dir, name, sha256).is_file() and top.is_dir() and not top.is_symlink()
-
-
-def destination(root: Path, name: str) -> Path | None:
-    """Where member ``name`` lands under ``root`` (a resolved folder), or None when outside it."""
-    if "\0" in name:
-        return None
-    dest = Path(os.path.realpath(root / name))
-    return dest if dest == root or root in dest.parents else None
 
 
 def member_problem(member: tarfile.TarInfo, dest: Path | None) -> str | None:

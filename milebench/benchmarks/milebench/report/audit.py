@@ -3,10 +3,11 @@ the run spec declares (``audit:``), laid out as the audit prints them; the repor
 
 from __future__ import annotations
 
-from milebench.benchmarks.milebench.audit.batch import BatchAudit
+from milebench.audit.batch import BatchAudit
+from milebench.audit.render import AuditTable, batch_tables
 from milebench.benchmarks.milebench.audit.drift import DriftAudit
+from milebench.benchmarks.milebench.audit.drift_render import drift_tables
 from milebench.benchmarks.milebench.audit.plan import audit_jobs
-from milebench.benchmarks.milebench.audit.render import AuditTable, batch_tables, drift_tables
 from milebench.benchmarks.milebench.paths import RunPaths
 from milebench.benchmarks.milebench.spec.registry import Specs
 from milebench.benchmarks.milebench.spec.run import RunSpec

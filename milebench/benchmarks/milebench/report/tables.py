@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from milebench.benchmarks.milebench.audit.render import AuditTable
+from milebench.audit.render import AuditTable
 from milebench.benchmarks.milebench.paper import PAPER_MODE, MainRow, PaperSpec
 from milebench.benchmarks.milebench.plan import applies
 from milebench.benchmarks.milebench.score.aggregate import OVERALL_DIAG, OVERALL_REAL, Coverage, TaskScore

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from milebench.benchmarks.milebench.archive.manifest import BundleError
+from milebench.archive.manifest import BundleError
 from milebench.io import read_jsonl
 
 MAX_SHOWN = 3
@@ -95,12 +95,11 @@ def compare_rows(
     return shown(name, differences)
 
 
-def agreement(archived: Path, redone: Path, fields: tuple[str, ...]) -> tuple[int, int]:
-    """(samples whose ``fields`` agree, archived samples)."""
-    old, new = (
-        keyed_rows(archived, ("sample_id",)),
-        keyed_rows(redone, ("sample_id",)) if redone.is_file() else {},
-    )
+def agreement(
+    archived: Path, redone: Path, fields: tuple[str, ...], key: tuple[str, ...] = ("sample_id",)
+) -> tuple[int, int]:
+    """(rows whose ``fields`` agree, archived rows), rows matched by ``key``."""
+    old, new = keyed_rows(archived, key), keyed_rows(redone, key) if redone.is_file() else {}
     same = sum(1 for k, row in old.items() if k in new and all(row.get(f) == new[k].get(f) for f in fields))
     return same, len(old)
 

@@ -24,7 +24,7 @@ from docker.errors import DockerException
 from packaging.requirements import Requirement
 from requests.exceptions import RequestException
 
-from milebench.benchmarks.milebench.archive.manifest import BundleError
+from milebench.archive.manifest import BundleError
 from milebench.containers.docker_runtime import (
     BindMount,
     ContainerFailed,

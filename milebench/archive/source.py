@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from milebench.benchmarks.milebench.archive.manifest import BundleError
+from milebench.archive.manifest import BundleError
 from milebench.provenance import KIT_ROOT
 
 SOURCE = "source"

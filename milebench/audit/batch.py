@@ -13,18 +13,20 @@ above it a real change.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import TypeVar
 
-from milebench.benchmarks.milebench.audit.stats import Rate, wilson_rate
-from milebench.benchmarks.milebench.audit.trace import Trace
-from milebench.benchmarks.milebench.records import PreparedSample
-from milebench.benchmarks.milebench.spec.task import TaskSpec
-from milebench.score.registry import Judge
+from milebench.audit.stats import Rate, wilson_rate
+from milebench.audit.trace import Trace
+from milebench.infer.records import ModelInput
 from milebench.spec.base import Spec
 
-Generate = Callable[[Sequence[PreparedSample]], list[Trace]]
-"""One batch in, one trace per sample out (:func:`milebench.benchmarks.milebench.audit.trace.traced` bound
-to an adapter)."""
+Sample = TypeVar("Sample", bound=ModelInput)
+Generate = Callable[[Sequence[Sample]], list[Trace]]
+"""One batch in, one trace per sample out (:func:`milebench.audit.trace.traced` bound to an adapter)."""
+Score = Callable[[Sample, str | None], float | None]
+"""A sample's score for an answer text (None: the answer failed), by the benchmark's scorer."""
 
 ALL_TASKS = "all"
 """The task column of the rows that pool every task."""
@@ -78,9 +80,7 @@ class BatchAudit(Spec):
     samples: tuple[SampleChange, ...]
 
 
-def shuffled_batches(
-    samples: Sequence[PreparedSample], size: int, seed: int, repeat: int
-) -> list[list[PreparedSample]]:
+def shuffled_batches(samples: Sequence[Sample], size: int, seed: int, repeat: int) -> list[list[Sample]]:
     """The samples in an order drawn for (seed, size, repeat), cut into batches of ``size``."""
     order = list(samples)
     random.Random(f"{seed}/{size}/{repeat}").shuffle(order)
@@ -88,7 +88,7 @@ def shuffled_batches(
 
 
 def answer_all(
-    generate: Generate, batches: Sequence[Sequence[PreparedSample]]
+    generate: Generate[Sample], batches: Sequence[Sequence[Sample]]
 ) -> dict[tuple[str, int], Trace]:
     """Every sample's trace, keyed by (task, sample_id)."""
     found: dict[tuple[str, int], Trace] = {}
@@ -112,14 +112,8 @@ def margin_at(trace: Trace, step: int) -> float | None:
     return trace.margins[step] if trace.margins is not None and step < len(trace.margins) else None
 
 
-def score_of(judge: Judge, task: TaskSpec, sample: PreparedSample, text: str | None) -> float | None:
-    """The sample's score for ``text``; a failed answer (None) scores 0, as the official denominator
-    counts it."""
-    return 0.0 if text is None else judge(task, sample, text)[1]
-
-
 def compare_sample(
-    sample: PreparedSample,
+    sample: ModelInput,
     reference: Trace,
     runs: Sequence[Trace],
     size: int,
@@ -179,10 +173,9 @@ def summarise(changes: Sequence[SampleChange], sizes: Sequence[int], repeats: in
 
 
 def batch_audit(
-    generate: Generate,
-    samples: Sequence[PreparedSample],
-    tasks: Mapping[str, TaskSpec],
-    judge: Judge,
+    generate: Generate[Sample],
+    samples: Sequence[Sample],
+    score: Score[Sample],
     sizes: Sequence[int],
     repeats: int,
     seed: int = 0,
@@ -197,10 +190,7 @@ def batch_audit(
         runs = [answer_all(generate, shuffled_batches(samples, size, seed, r)) for r in range(repeats)]
         for s in samples:
             key = (s.task, s.sample_id)
-            task = tasks[s.task]
-
-            def score(text: str | None, task: TaskSpec = task, s: PreparedSample = s) -> float | None:
-                return score_of(judge, task, s, text)
-
-            changes.append(compare_sample(s, reference[key], [r[key] for r in runs], size, score, tie_margin))
+            changes.append(
+                compare_sample(s, reference[key], [r[key] for r in runs], size, partial(score, s), tie_margin)
+            )
     return summarise(changes, sizes, repeats), changes

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
-from milebench.benchmarks.milebench.archive.manifest import BundleError, RefusedBundle
+from milebench.archive.manifest import BundleError, RefusedBundle
 
 
 def checked_members(tarball: Path, tar: tarfile.TarFile) -> tuple[str, list[tarfile.TarInfo]]:

@@ -11,7 +11,7 @@ import hashlib
 import re
 from pathlib import Path, PurePosixPath
 
-from milebench.benchmarks.milebench.archive.manifest import BundleError
+from milebench.archive.manifest import BundleError
 from milebench.io import CHUNK, sha256_file
 
 COMMIT = re.compile(r"^[0-9a-f]{40}$")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from milebench.benchmarks.milebench.archive.badges import CLAIMS, REQUIRES, Badge, Role
-from milebench.benchmarks.milebench.archive.manifest import Manifest
-from milebench.benchmarks.milebench.archive.verify import Outcome, Status
+from milebench.archive.badges import CLAIMS, REQUIRES, Badge, Role
+from milebench.archive.manifest import Manifest
+from milebench.archive.verify import Outcome, Status
 
 
 def extra_requirements(badge: Badge, manifest: Manifest) -> list[str]:

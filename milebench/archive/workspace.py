@@ -22,9 +22,8 @@ import docker
 from docker.errors import DockerException
 from requests.exceptions import RequestException
 
-from milebench.benchmarks.milebench.archive.badges import Role
-from milebench.benchmarks.milebench.archive.contents import RUN_ROOT, SPECS, WEIGHTS
-from milebench.benchmarks.milebench.archive.manifest import BundleError, Entry, Manifest, inside
+from milebench.archive.badges import Role
+from milebench.archive.manifest import RUN_ROOT, SPECS, WEIGHTS, BundleError, Entry, Manifest, inside
 from milebench.containers.docker_runtime import (
     MODELS_MOUNT,
     BindMount,
@@ -38,8 +37,6 @@ from milebench.containers.docker_runtime import (
 from milebench.provenance import COMMIT_VAR, IMAGE_ID_VAR
 
 RENDER = "render"
-RECOMPUTED = ("scores", "aggregate.json", "verdict.json")
-"""What re-scoring and re-aggregating write in the run's results folder: left out of ``run/``."""
 NOT_RENDERED = frozenset({"downloads", "models"})
 """Bulk the report is not rendered from: left out of ``render/``."""
 
@@ -55,6 +52,9 @@ class Workspace:
     bundle: Path
     root: Path
     manifest: Manifest
+    recomputed: frozenset[str]
+    """What re-scoring and re-aggregating write in the run's results folder (first names under it): left
+    out of ``run/``."""
 
     @property
     def specs(self) -> Path:
@@ -80,9 +80,9 @@ class Workspace:
         """The run's reports folder inside ``run/``."""
         return PurePosixPath("reports", self.manifest.run)
 
-    def recomputed(self, rel: PurePosixPath) -> bool:
+    def is_recomputed(self, rel: PurePosixPath) -> bool:
         """A file of ``run/`` that re-scoring or re-aggregating writes."""
-        return rel.is_relative_to(self.out) and rel.relative_to(self.out).parts[0] in RECOMPUTED
+        return rel.is_relative_to(self.out) and rel.relative_to(self.out).parts[0] in self.recomputed
 
     def in_run(self, bundle_path: str) -> PurePosixPath:
         """A bundle path of the run's layout, relative to ``run/``."""
@@ -116,9 +116,9 @@ class Workspace:
         return ["--specs", str(self.specs), name, *run, *args]
 
 
-def open_workspace(bundle: Path, manifest: Manifest, scratch: Path) -> Workspace:
+def open_workspace(bundle: Path, manifest: Manifest, scratch: Path, recomputed: frozenset[str]) -> Workspace:
     """Copy the specs and the run's layout, without what re-scoring and re-rendering write."""
-    ws = Workspace(bundle=bundle, root=scratch, manifest=manifest)
+    ws = Workspace(bundle=bundle, root=scratch, manifest=manifest, recomputed=recomputed)
     for e in manifest.files:
         if e.path.startswith(f"{SPECS}/"):
             copy_entry(ws, e, ws.scratch(e.path))
@@ -126,7 +126,7 @@ def open_workspace(bundle: Path, manifest: Manifest, scratch: Path) -> Workspace
             rel = ws.in_run(e.path)
             if rel.is_relative_to(ws.reports):
                 continue
-            if not ws.recomputed(rel):
+            if not ws.is_recomputed(rel):
                 copy_entry(ws, e, ws.scratch(RUN_ROOT, rel))
             if not NOT_RENDERED & set(rel.parts):
                 copy_entry(ws, e, ws.scratch(RENDER, rel))

@@ -4,34 +4,42 @@
 bundle is content-addressed: two bundles with the same id hold the same bytes.
 
 A bundle comes from another machine, so its manifest is hostile input. It is bounded before it is parsed
-(its length, then its file count), every name in it must be a name (the run, each cell's model, mode and
-task) and every path a relative path inside the bundle, so nothing built from it can climb out; a path
-is also resolved (links followed) inside the bundle before the file behind it is read.
+(its length, then its file count), every name in it must be a name (the benchmark, the run, and what the
+run's benchmark reads names from, such as MileBench's cells: its hooks check those) and every path a
+relative path inside the bundle, so nothing built from it can climb out; a path is also resolved (links
+followed) inside the bundle before the file behind it is read.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import stat
 from collections import Counter
 from pathlib import Path, PurePosixPath
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, ValidationError, model_validator
 
-from milebench.benchmarks.milebench.archive.badges import BACKS, Badge, Role
-from milebench.benchmarks.milebench.data.extract import destination
-from milebench.benchmarks.milebench.spec.run import RUN_NAME, Mode
-from milebench.benchmarks.milebench.spec.task import TASK_NAME
+from milebench.archive.badges import BACKS, Badge, Role
 from milebench.errors import KitError
-from milebench.io import atomic_write_text, sha256_file
+from milebench.io import atomic_write_text, destination, sha256_file
 from milebench.spec.base import Spec, describe_errors
-from milebench.spec.model import MODEL_NAME
 from milebench.spec.weights_lock import Commit
 
 MANIFEST = "MANIFEST.json"
-FORMAT = "milebench-bundle/1"
+FORMAT: Literal["milebench-bundle/2"] = "milebench-bundle/2"
+FIRST_FORMAT = "milebench-bundle/1"
+"""MileBench's bundles before any other benchmark had them: no ``benchmark`` field; still read."""
+FIRST_FORMAT_BENCHMARK = "milebench"
+NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+RUN_ROOT = "run"
+"""The run's own layout (results/<run>/, reports/<run>/) in a bundle."""
+SPECS = "specs"
+"""The specs folder the run was given, in a bundle."""
+WEIGHTS = "weights"
+"""The Hugging Face home of hub weights in a bundle (mounted at /models in the images)."""
+SNAKEMAKE_MARKER = ".snakemake_timestamp"
+"""What Snakemake writes into a folder it made (the ``archive`` target's bundle): empty, never read."""
 MAX_MANIFEST_BYTES = 64 << 20
 """The longest manifest read: room for well over ``MAX_FILES`` entries of about 300 bytes each."""
 MAX_FILES = 100_000
@@ -75,24 +83,6 @@ def bundle_path(text: str) -> str:
 BundlePath = Annotated[str, AfterValidator(bundle_path)]
 
 
-def cell_names(path: str) -> tuple[str, str, str]:
-    """(model, mode, task) of a predictions file ``.../predictions/<model>/<mode>/<task>.jsonl``."""
-    *_, kind, model, mode, name = ("", "", "", *PurePosixPath(path).parts)
-    task = name.removesuffix(".jsonl")
-    if not (
-        kind == "predictions"
-        and re.fullmatch(MODEL_NAME, model)
-        and mode in {m.value for m in Mode}
-        and name.endswith(".jsonl")
-        and re.fullmatch(TASK_NAME, task)
-    ):
-        raise ValueError(
-            f"{path!r} is not a predictions file <out>/predictions/<model>/<mode>/<task>.jsonl named by a "
-            "model, a mode and a task"
-        )
-    return model, mode, task
-
-
 class Entry(Spec):
     path: BundlePath = Field(description="POSIX path inside the bundle.")
     sha256: str = Field(pattern=SHA256)
@@ -113,8 +103,11 @@ class ImageEntry(Spec):
 
 
 class Manifest(Spec):
-    format: str = FORMAT
-    run: str = Field(pattern=RUN_NAME, description="The run's name (a name, never a path).")
+    format: Literal["milebench-bundle/2", "milebench-bundle/1"] = FORMAT
+    benchmark: str = Field(
+        pattern=NAME, description="The benchmark whose run this is: it reads the run's own files."
+    )
+    run: str = Field(pattern=NAME, description="The run's name (a name, never a path).")
     specs: BundlePath = Field(description="The specs folder the run used, inside the bundle.")
     root: BundlePath = Field(
         description="The run's layout (results/<run>/, reports/<run>/) inside the bundle."
@@ -128,15 +121,29 @@ class Manifest(Spec):
     with_weights: bool
     files: tuple[Entry, ...] = Field(max_length=MAX_FILES)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _first_format(cls, data: Any) -> Any:
+        """A format 1 manifest is MileBench's: it has no ``benchmark`` field and may not name one."""
+        if isinstance(data, dict) and data.get("format") == FIRST_FORMAT:
+            if "benchmark" in data:
+                raise ValueError(f"benchmark: not a field of format {FIRST_FORMAT} (MileBench's bundles)")
+            return {**data, "benchmark": FIRST_FORMAT_BENCHMARK}
+        return data
+
     @model_validator(mode="after")
     def _named_once(self) -> Manifest:
         twice = [p for p, n in Counter(e.path for e in self.files).items() if n > 1]
         if twice:
             raise ValueError(f"{twice[0]!r} is listed more than once")
-        for e in self.files:
-            if e.role is Role.PREDICTION:
-                cell_names(e.path)
         return self
+
+    def payload(self) -> dict[str, Any]:
+        """The manifest as written: a format 1 one as it was (no ``benchmark``), so it keeps its id."""
+        data = self.model_dump(mode="json")
+        if self.format == FIRST_FORMAT:
+            del data["benchmark"]
+        return data
 
 
 def entry(bundle: Path, path: str, role: Role, produced_by: str) -> Entry:
@@ -155,7 +162,7 @@ def entry(bundle: Path, path: str, role: Role, produced_by: str) -> Entry:
 def write_manifest(bundle: Path, manifest: Manifest) -> str:
     """Write ``MANIFEST.json`` (files sorted by path) and return the bundle's id."""
     ordered = manifest.model_copy(update={"files": tuple(sorted(manifest.files, key=lambda e: e.path))})
-    atomic_write_text(bundle / MANIFEST, json.dumps(ordered.model_dump(mode="json"), indent=1) + "\n")
+    atomic_write_text(bundle / MANIFEST, json.dumps(ordered.payload(), indent=1) + "\n")
     return bundle_id(bundle)
 
 
@@ -163,7 +170,7 @@ def bundle_id(bundle: Path) -> str:
     return sha256_file(bundle / MANIFEST)
 
 
-def read_manifest(bundle: Path) -> Manifest:
+def parse_manifest(bundle: Path) -> Manifest:
     """The manifest, bounded before it is read and validated as a whole; a BundleError says why not."""
     path = bundle / MANIFEST
     if not bundle.is_dir():
@@ -210,11 +217,12 @@ def check_claims(bundle: Path, manifest: Manifest) -> None:
 
 
 def bundle_files(bundle: Path) -> set[str]:
-    """Every regular file under the bundle but the manifest, as POSIX paths."""
+    """Every regular file under the bundle but the manifest and Snakemake's marker, as POSIX paths."""
     return {
         p.relative_to(bundle).as_posix()
         for p in bundle.rglob("*")
-        if (p.is_file() or p.is_symlink()) and p.relative_to(bundle).as_posix() != MANIFEST
+        if (p.is_file() or p.is_symlink())
+        and p.relative_to(bundle).as_posix() not in (MANIFEST, SNAKEMAKE_MARKER)
     }
 
 

@@ -7,37 +7,33 @@ import logging
 import sys
 from pathlib import Path
 
-from milebench.benchmarks.milebench.archive.bundle import Options, archive_run
-from milebench.benchmarks.milebench.archive.manifest import (
+from milebench.archive.bundle import archive_run
+from milebench.archive.hooks import Options
+from milebench.archive.manifest import (
     BundleError,
     bundle_id,
     check_claims,
-    read_manifest,
 )
-from milebench.benchmarks.milebench.archive.summary import summary
-from milebench.benchmarks.milebench.archive.unpack import bundle_folder
-from milebench.benchmarks.milebench.archive.verify import Check, Status, VerifyOptions, verify_bundle
-from milebench.benchmarks.milebench.paths import RunPaths
-from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.archive.reader import read_manifest
+from milebench.archive.summary import summary
+from milebench.archive.unpack import bundle_folder
+from milebench.archive.verify import Check, Status, VerifyOptions, verify_bundle
 from milebench.io import atomic_write_text
-from milebench.stage_inputs import command, require
+from milebench.spec.benchmark import benchmark_of_run
+from milebench.stage_inputs import require
 
 log = logging.getLogger(__name__)
 
 
 def archive(args: argparse.Namespace) -> int:
-    specs = load_specs(args.specs)
     options = Options(
         with_data=args.with_data,
         with_weights=args.with_weights,
         images=not args.no_images,
         tarball=args.tarball,
     )
-    run = specs.run(args.run)
-    require(
-        RunPaths.for_run(run, base=args.root).report_html, "the run's report", command("report", run=run.name)
-    )
-    identity = archive_run(specs, run, args.root, args.out, options)
+    benchmark = benchmark_of_run(args.specs, args.run)
+    identity = archive_run(benchmark, args.specs, args.run, args.root, args.out, options)
     sys.stdout.write(f"{identity}\n")
     return 0
 

@@ -16,9 +16,9 @@ from pathlib import Path
 from rocrate.model.contextentity import ContextEntity
 from rocrate.rocrate import ROCrate
 
-from milebench.benchmarks.milebench.archive.badges import Role
-from milebench.benchmarks.milebench.archive.manifest import Entry, ImageEntry
-from milebench.benchmarks.milebench.archive.source import WORKFLOW, is_workflow
+from milebench.archive.badges import Role
+from milebench.archive.manifest import Entry, ImageEntry
+from milebench.archive.source import WORKFLOW, is_workflow
 from milebench.io import atomic_write_text
 
 CRATE = "ro-crate-metadata.json"
@@ -53,6 +53,7 @@ FORMATS = {
 
 def write_crate(
     bundle: Path,
+    title: str,
     run: str,
     files: Sequence[Entry],
     images: Sequence[ImageEntry],
@@ -61,7 +62,7 @@ def write_crate(
 ) -> None:
     """Write ``ro-crate-metadata.json`` describing ``files`` (already in the bundle)."""
     crate = ROCrate(gen_preview=False)
-    crate.name = f"MileBench run {run}"
+    crate.name = f"{title} run {run}"
     crate.description = (
         f"Artifact bundle of the MileBench reproducibility kit's run {run}: its exact environments "
         "(images), specs, locks, source, predictions, judgments, scores, verdict and report; "

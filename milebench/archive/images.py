@@ -22,7 +22,7 @@ import docker
 from docker.errors import APIError, ImageNotFound
 from requests.exceptions import RequestException
 
-from milebench.benchmarks.milebench.archive.manifest import BundleError
+from milebench.archive.manifest import BundleError
 from milebench.containers.image import ImageRecord
 from milebench.io import CHUNK
 

@@ -14,25 +14,19 @@ from __future__ import annotations
 
 import logging
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
 import docker
 
-from milebench.benchmarks.milebench.archive.badges import Role
-from milebench.benchmarks.milebench.archive.compare import (
-    compare_json,
-    compare_rows,
-    compare_tables,
-    read_json,
-)
-from milebench.benchmarks.milebench.archive.images import ENGINE_TIMEOUT_S, archive_problems, load_image
-from milebench.benchmarks.milebench.archive.manifest import BundleError, Manifest, check_files, inside
-from milebench.benchmarks.milebench.archive.rerun import Planned, choose, forget, judge, plan
-from milebench.benchmarks.milebench.archive.rerun import archived_cells as cells_of
-from milebench.benchmarks.milebench.archive.workspace import Workspace, image_of, open_workspace, run_in_image
-from milebench.benchmarks.milebench.spec.registry import load_specs
+from milebench.archive.badges import Role
+from milebench.archive.compare import compare_json, compare_rows, compare_tables
+from milebench.archive.hooks import Rerun, hooks_of
+from milebench.archive.images import ENGINE_TIMEOUT_S, archive_problems, load_image
+from milebench.archive.manifest import BundleError, Manifest, check_files, inside
+from milebench.archive.workspace import Workspace, image_of, open_workspace, run_in_image
 from milebench.containers.image import EngineUnavailable, client_from_env
 
 log = logging.getLogger(__name__)
@@ -117,42 +111,22 @@ def check_images(client: docker.DockerClient, bundle: Path, manifest: Manifest) 
     return out
 
 
-def rescore_commands(ws: Workspace, fetch: bool) -> list[list[str]]:
-    """Re-render the report from the archived scores, re-score every archived cell, re-aggregate with the
-    archived settings (and first fetch the bundled data when a re-run cell reads images)."""
-    path = ws.path_of(Role.AGGREGATE)
-    settings = read_json(ws.archived(path))
-    resamples, seed = (settings.get(k) if isinstance(settings, dict) else None for k in ("resamples", "seed"))
-    if not (isinstance(resamples, int) and isinstance(seed, int)):
-        raise BundleError(f"{path}: no integer resamples and seed: not an aggregate the kit writes")
-    commands = [ws.command("fetch")] if fetch else []
-    commands.append(ws.command("report", root=ws.render_root))
-    commands += [
-        ws.command("score", "--model", c.model, "--task", c.task, "--mode", str(c.mode))
-        for c in cells_of(ws.manifest)
-    ]
-    commands.append(ws.command("aggregate", "--resamples", str(resamples), "--seed", str(seed)))
-    return commands
-
-
-def compare_rescore(ws: Workspace) -> Outcome:
+def compare_rescore(ws: Workspace, rescored: Mapping[Role, tuple[str, ...] | None]) -> Outcome:
     out = Outcome(Check.RESCORE)
-    counts = {Role.JUDGMENT: 0, Role.TASK_SCORE: 0, Role.AGGREGATE: 0, Role.VERDICT: 0}
+    counts = dict.fromkeys(rescored, 0)
     for e in ws.manifest.files:
-        if e.role not in counts:
+        if e.role not in rescored:
             continue
         counts[e.role] += 1
         old, new = ws.archived(e.path), ws.here(e.path)
-        if e.role is Role.JUDGMENT:
-            out.problems += compare_rows(e.path, old, new, ("scorer", "sample_id"))
-        else:
-            out.problems += compare_json(e.path, old, new)
+        key = rescored[e.role]
+        out.problems += compare_json(e.path, old, new) if key is None else compare_rows(e.path, old, new, key)
     if out.problems:
         out.status = Status.FAILED
     out.evidence.append(
-        f"re-scored in the archived kit image: {counts[Role.JUDGMENT]} judgment files, "
-        f"{counts[Role.TASK_SCORE]} task scores, the aggregate and {counts[Role.VERDICT]} verdict file "
-        + ("equal the archived ones" if not out.problems else "compared")
+        "re-scored in the archived kit image: "
+        + ", ".join(f"{n} {role} file{'s' if n != 1 else ''}" for role, n in counts.items())
+        + (" equal the archived ones" if not out.problems else " compared")
     )
     return out
 
@@ -170,7 +144,7 @@ def compare_report(ws: Workspace) -> Outcome:
 
 
 def rerun_cells(
-    client: docker.DockerClient, ws: Workspace, planned: list[Planned], gpus: str | None
+    client: docker.DockerClient, ws: Workspace, planned: list[Rerun], gpus: str | None
 ) -> Outcome:
     out = Outcome(Check.RERUN)
     runnable = [p for p in planned if p.skip is None]
@@ -180,19 +154,18 @@ def rerun_cells(
             Check.RERUN, Status.NOT_RUN, out.evidence, ["no chosen cell can be re-run from the bundle"]
         )
     for p in runnable:
-        forget(ws, p.cell)
-    for family in sorted({str(p.model.container) for p in runnable}):
-        own = [p for p in runnable if p.model.container == family]
-        commands = [
-            ws.command("infer", "--model", p.cell.model, "--task", p.cell.task, "--mode", str(p.cell.mode))
-            for p in own
-        ]
+        for path in p.forget:
+            ws.here(path).unlink(missing_ok=True)
+    for family in sorted({p.family for p in runnable}):
+        commands = [ws.command(*p.command) for p in runnable if p.family == family]
         try:
             run_in_image(client, ws, image_of(ws.manifest, family), commands, gpus)
         except BundleError as err:
             out.fail(f"{family}: {err}")
     for p in runnable:
-        problems, line = judge(ws, p)
+        if p.judge is None:
+            continue
+        problems, line = p.judge(ws)
         out.evidence.append(line)
         if problems:
             out.fail(*problems)
@@ -214,23 +187,22 @@ def verify_bundle(bundle: Path, manifest: Manifest, options: VerifyOptions) -> l
     rest = [c for c in later if c is not Check.IMAGES]
     if images.status is not Status.PASSED:
         return outcomes + [not_run(c, "the archived images did not load") for c in rest]
+    hooks = hooks_of(manifest.benchmark, bundle)
     with tempfile.TemporaryDirectory(prefix="milebench-verify-") as tmp:
-        ws = open_workspace(bundle, manifest, Path(tmp))
-        specs = load_specs(ws.specs)
+        ws = open_workspace(bundle, manifest, Path(tmp), hooks.recomputed)
         planned = (
-            plan(ws, specs, choose(manifest, list(options.rerun), options.rerun_per_model, options.seed))
+            hooks.reruns(ws, list(options.rerun), options.rerun_per_model, options.seed)
             if Check.RERUN in rest
             else []
         )
-        fetch = any(p.skip is None and not p.model.builtin for p in planned)
+        fetch = hooks.fetch_commands(ws) if any(p.skip is None and p.fetch for p in planned) else []
         if {Check.RESCORE, Check.REPORT} & set(rest):
             try:
-                run_in_image(client, ws, image_of(manifest, KIT_FAMILY), rescore_commands(ws, fetch))
-                outcomes += [
-                    check(ws)
-                    for c, check in ((Check.RESCORE, compare_rescore), (Check.REPORT, compare_report))
-                    if c in rest
-                ]
+                run_in_image(client, ws, image_of(manifest, KIT_FAMILY), fetch + hooks.rescore_commands(ws))
+                if Check.RESCORE in rest:
+                    outcomes.append(compare_rescore(ws, hooks.rescored))
+                if Check.REPORT in rest:
+                    outcomes.append(compare_report(ws))
             except BundleError as err:
                 outcomes += [
                     Outcome(c, Status.FAILED, problems=[str(err)])
@@ -239,7 +211,7 @@ def verify_bundle(bundle: Path, manifest: Manifest, options: VerifyOptions) -> l
                 ]
         elif fetch:
             try:
-                run_in_image(client, ws, image_of(manifest, KIT_FAMILY), [ws.command("fetch")])
+                run_in_image(client, ws, image_of(manifest, KIT_FAMILY), fetch)
             except BundleError as err:
                 return [*outcomes, Outcome(Check.RERUN, Status.FAILED, problems=[str(err)])]
         if Check.RERUN in rest:

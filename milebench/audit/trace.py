@@ -15,8 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from milebench.benchmarks.milebench.records import PreparedSample
 from milebench.infer.adapter import Adapter, SampleFailure
+from milebench.infer.records import ModelInput
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def recording_steps(model: Any) -> Iterator[list[Rows]]:
         del model.generate
 
 
-def traced(adapter: Adapter, batch: Sequence[PreparedSample]) -> list[Trace]:
+def traced(adapter: Adapter, batch: Sequence[ModelInput]) -> list[Trace]:
     """One trace per sample of ``batch``, generated as one batch by the adapter. Ids and margins come
     with adapters that generate through a ``transformers`` model, when the recorded rows pair up with
     the samples (one row per sample over the batch's ``generate`` calls)."""

@@ -9,28 +9,18 @@ gives the same bytes, and the bundle's id, the sha256 of its manifest, names its
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import tempfile
-from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from milebench.benchmarks.milebench.archive.badges import Role
-from milebench.benchmarks.milebench.archive.contents import (
+from milebench.archive.badges import Role
+from milebench.archive.contents import kit_commits, spec_files
+from milebench.archive.crate import CRATE, write_crate
+from milebench.archive.hooks import Item, Options, RunContents, Stamp, hooks_of
+from milebench.archive.images import ENGINE_TIMEOUT_S, image_file, save_image
+from milebench.archive.manifest import (
     RUN_ROOT,
     SPECS,
-    Item,
-    data_archives,
-    kit_commits,
-    layout,
-    provenance_records,
-    run_files,
-    spec_files,
-    weight_files,
-)
-from milebench.benchmarks.milebench.archive.crate import CRATE, write_crate
-from milebench.benchmarks.milebench.archive.images import ENGINE_TIMEOUT_S, image_file, save_image
-from milebench.benchmarks.milebench.archive.manifest import (
     BundleError,
     Entry,
     ImageEntry,
@@ -38,38 +28,18 @@ from milebench.benchmarks.milebench.archive.manifest import (
     entry,
     write_manifest,
 )
-from milebench.benchmarks.milebench.archive.sbom import image_sbom, sbom_file, tool_tree
-from milebench.benchmarks.milebench.archive.source import is_workflow, write_source
-from milebench.benchmarks.milebench.archive.tarball import write_tarball
-from milebench.benchmarks.milebench.paths import RunPaths
-from milebench.benchmarks.milebench.provenance import JobProvenance
-from milebench.benchmarks.milebench.spec.registry import Specs
-from milebench.benchmarks.milebench.spec.run import RunSpec
-from milebench.containers.docker_runtime import default_model_cache
+from milebench.archive.sbom import image_sbom, sbom_file, tool_tree
+from milebench.archive.source import is_workflow, write_source
+from milebench.archive.tarball import write_tarball
 from milebench.containers.image import RECORDS_DIR, ImageRecord, client_from_env, read_record, record_path
+from milebench.spec.benchmark import Benchmark
 
 log = logging.getLogger(__name__)
 
-KIT_FAMILY = "kit"
 
-
-@dataclass(frozen=True)
-class Options:
-    with_data: bool = False
-    with_weights: bool = False
-    images: bool = True
-    """False: no image, no SBOM (a bundle for the hash checks only; verify then fails its image checks)."""
-    tarball: bool = False
-
-
-def families(specs: Specs, run: RunSpec) -> list[str]:
-    """The images the run's jobs need: the kit's (every job but inference) and each model's family."""
-    return sorted({KIT_FAMILY} | {m.container for m in specs.run_models(run) if m.container})
-
-
-def image_records(specs: Specs, run: RunSpec, root: Path) -> list[ImageRecord]:
+def image_records(families: list[str], root: Path) -> list[ImageRecord]:
     records = []
-    for family in families(specs, run):
+    for family in families:
         path = record_path(family, root / RECORDS_DIR)
         record = read_record(path)
         if record is None:
@@ -81,14 +51,14 @@ def image_records(specs: Specs, run: RunSpec, root: Path) -> list[ImageRecord]:
     return records
 
 
-def check_images_ran(records: list[ImageRecord], provenance: list[tuple[Path, JobProvenance]]) -> None:
+def check_images_ran(records: list[ImageRecord], stamps: list[Stamp]) -> None:
     """A job that ran in an image must have run in one of the images the bundle carries."""
     carried = {r.image_id for r in records}
-    for path, record in provenance:
-        image = record.environment.image_id
+    for stamp in stamps:
+        image = stamp.image_id
         if image is not None and image not in carried:
             raise BundleError(
-                f"{path}: the job ran in image {image}, not the recorded image of its family "
+                f"{stamp.path}: the job ran in image {image}, not the recorded image of its family "
                 f"({', '.join(sorted(carried))}): rebuild and re-run, or record that image"
             )
 
@@ -103,9 +73,7 @@ def copy_items(items: list[Item], bundle: Path) -> list[Entry]:
     return entries
 
 
-def add_images(
-    records: list[ImageRecord], bundle: Path, root: Path, run: RunSpec
-) -> tuple[list[ImageEntry], list[Entry]]:
+def add_images(records: list[ImageRecord], bundle: Path, root: Path) -> tuple[list[ImageEntry], list[Entry]]:
     """Each image saved by id, its record, and its SBOM made inside it."""
     client = client_from_env(ENGINE_TIMEOUT_S)
     images, entries = [], []
@@ -140,46 +108,51 @@ def add_images(
     return images, entries
 
 
-def build(specs: Specs, run: RunSpec, root: Path, bundle: Path, options: Options) -> Manifest:
+def build(
+    benchmark: str,
+    run: str,
+    contents: RunContents,
+    specs: list[Item],
+    root: Path,
+    bundle: Path,
+    options: Options,
+) -> Manifest:
     """Fill the empty folder ``bundle`` with the run; returns its manifest (written last)."""
-    paths = RunPaths.for_run(run, base=root)
-    provenance = provenance_records(paths)
-    commits, dirty = kit_commits(provenance)
+    stamps = contents.stamps
+    if not stamps:
+        raise BundleError(f"run {run}: no job provenance records: nothing shows how this run was made")
+    commits, dirty = kit_commits(stamps)
     if dirty:
         log.warning(
             "run %s: some jobs ran from a checkout with uncommitted changes; the bundled source is "
             "their commit, not exactly what ran",
-            run.name,
+            run,
         )
-    records = image_records(specs, run, root) if options.images else []
+    records = image_records(contents.families, root) if options.images else []
     if options.images:
-        check_images_ran(records, provenance)
-    items = run_files(run, paths) + spec_files(specs, run)
-    if options.with_data:
-        items += data_archives(specs, run, paths)
-    if options.with_weights:
-        items += weight_files(specs, run, paths, [r for _, r in provenance], default_model_cache(os.environ))
-    entries = copy_items(items, bundle)
+        check_images_ran(records, stamps)
+    entries = copy_items(contents.items + specs, bundle)
     entries += [
         entry(bundle, path, Role.WORKFLOW if is_workflow(path) else Role.SOURCE, how)
         for path, how in write_source(commits, bundle)
     ]
     images: list[ImageEntry] = []
     if records:
-        images, image_entries = add_images(records, bundle, root, run)
+        images, image_entries = add_images(records, bundle, root)
         entries += image_entries
-    times = [r for _, r in provenance]
     write_crate(
         bundle,
-        run.name,
+        contents.title,
+        run,
         sorted(entries, key=lambda e: e.path),
         images,
-        min(r.started_at for r in times),
-        max(r.finished_at for r in times),
+        min(s.started_at for s in stamps),
+        max(s.finished_at for s in stamps),
     )
     entries.append(entry(bundle, CRATE, Role.CRATE, "milebench archive (rocrate, Workflow Run Crate)"))
     return Manifest(
-        run=run.name,
+        benchmark=benchmark,
+        run=run,
         specs=SPECS,
         root=RUN_ROOT,
         kit_commits=commits,
@@ -191,15 +164,25 @@ def build(specs: Specs, run: RunSpec, root: Path, bundle: Path, options: Options
     )
 
 
-def archive_run(specs: Specs, run: RunSpec, root: Path, out: Path, options: Options) -> str:
+def run_spec_path(benchmark: Benchmark, specs_root: Path, run: str) -> PurePosixPath:
+    """The run spec's path in the specs folder (a benchmark's own folder lies under it)."""
+    runs = benchmark.runs_folder(specs_root)
+    folder = runs.relative_to(specs_root) if runs.is_relative_to(specs_root) else Path("runs")
+    return PurePosixPath(folder.as_posix(), f"{run}.yaml")
+
+
+def archive_run(
+    benchmark: Benchmark, specs_root: Path, run: str, root: Path, out: Path, options: Options
+) -> str:
     """Write the bundle of ``run`` to ``out`` (refused if it exists); returns the bundle's id."""
-    layout(run)
     if out.exists():
         raise BundleError(f"{out}: already exists: choose a new folder (a bundle is never overwritten)")
+    contents = hooks_of(benchmark.name, f"run {run}").contents(specs_root, run, root, options)
+    specs = spec_files(specs_root, run_spec_path(benchmark, specs_root, run))
     out.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        manifest = build(specs, run, root, scratch, options)
+        manifest = build(benchmark.name, run, contents, specs, root, scratch, options)
         bundle = write_manifest(scratch, manifest)
         scratch.rename(out)
     except BaseException:
